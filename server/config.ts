@@ -1,0 +1,69 @@
+import path from "node:path";
+import { z } from "zod";
+
+// Environment, parsed once with clear errors. Every variable is documented in README.md.
+
+const bool = z
+  .enum(["true", "false", "1", "0", ""])
+  .transform((v) => v === "true" || v === "1");
+
+const EnvSchema = z.object({
+  NODE_ENV: z.string().default("development"),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
+    .optional()
+    .or(z.literal("").transform(() => undefined)),
+  /** PostgreSQL schema to use (default public); tests give each file its own. */
+  DATABASE_SCHEMA: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, "must be a lowercase SQL identifier")
+    .default("public"),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Embedded database and file storage; ":memory:" keeps everything in memory (tests). */
+  DATA_DIR: z.string().default("./data"),
+  /** Base URL used in links the API hands out (file downloads). */
+  PUBLIC_URL: z.string().url().default("http://localhost:3000"),
+  RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10_000),
+  SANDBOX_LINE_HANDLE: z.string().min(3).default("+15555550100"),
+  SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),
+  /** Seconds a verified API key stays cached; revocations take effect within this time. */
+  API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
+  /** Port of the loopback socket through which the operator CLI reaches embedded PGlite (0 = any). */
+  PGLITE_SOCKET_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  EMBEDDED_SEED: bool.optional(),
+});
+
+export type Config = z.infer<typeof EnvSchema> & {
+  dataDir: string | null;
+  isProduction: boolean;
+  isTest: boolean;
+};
+
+function parse(env: NodeJS.ProcessEnv): Config {
+  const result = EnvSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`Invalid environment configuration:\n${lines.join("\n")}`);
+  }
+  const c = result.data;
+  return {
+    ...c,
+    dataDir: c.DATA_DIR === ":memory:" ? null : path.resolve(c.DATA_DIR),
+    isProduction: c.NODE_ENV === "production",
+    isTest: c.NODE_ENV === "test",
+  };
+}
+
+let cached: Config | undefined;
+
+export function config(): Config {
+  cached ??= parse(process.env);
+  return cached;
+}
+
+/** For tests and scripts that change the environment after import. */
+export function resetConfig(): void {
+  cached = undefined;
+}

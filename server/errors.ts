@@ -1,0 +1,62 @@
+// One error type and the code table of SPEC.md "Errors". Services throw ApiError; each
+// transport translates it (REST envelope, GraphQL extensions.code, tRPC).
+
+export const ERROR_CODES = {
+  missing_api_key: { type: "authentication_error", status: 401 },
+  invalid_api_key: { type: "authentication_error", status: 401 },
+  insufficient_scope: { type: "authorization_error", status: 403 },
+  line_not_accessible: { type: "authorization_error", status: 403 },
+  sandbox_not_activated: { type: "authorization_error", status: 403 },
+  sandbox_requires_owner: { type: "authorization_error", status: 403 },
+  missing_required_parameter: { type: "invalid_request_error", status: 400 },
+  invalid_parameter_value: { type: "invalid_request_error", status: 400 },
+  invalid_json: { type: "invalid_request_error", status: 400 },
+  empty_file: { type: "invalid_request_error", status: 400 },
+  file_too_large: { type: "invalid_request_error", status: 400 },
+  advanced_features_required: { type: "invalid_request_error", status: 400 },
+  sandbox_contact_mismatch: { type: "invalid_request_error", status: 400 },
+  idempotency_key_reused: { type: "invalid_request_error", status: 400 },
+  contact_has_not_messaged: { type: "invalid_request_error", status: 403 },
+  line_not_found: { type: "not_found_error", status: 404 },
+  chat_not_found: { type: "not_found_error", status: 404 },
+  message_not_found: { type: "not_found_error", status: 404 },
+  outbox_item_not_found: { type: "not_found_error", status: 404 },
+  webhook_not_found: { type: "not_found_error", status: 404 },
+  file_not_found: { type: "not_found_error", status: 404 },
+  route_not_found: { type: "not_found_error", status: 404 },
+  rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
+  sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },
+  internal_error: { type: "api_error", status: 500 },
+} as const satisfies Record<string, { type: string; status: number }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+export type ErrorType = (typeof ERROR_CODES)[ErrorCode]["type"];
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly param: string | undefined;
+  /** Extra response headers, e.g. Retry-After. */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, options: { param?: string; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.param = options.param;
+    this.headers = options.headers ?? {};
+  }
+
+  get type(): ErrorType {
+    return ERROR_CODES[this.code].type;
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+}
+
+export const missingParam = (param: string) =>
+  new ApiError("missing_required_parameter", `Missing required parameter: ${param}.`, { param });
+
+export const invalidParam = (param: string, message: string) =>
+  new ApiError("invalid_parameter_value", message, { param });

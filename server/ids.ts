@@ -1,0 +1,62 @@
+import { randomBytes } from "node:crypto";
+
+// Prefixed, time-sortable IDs: prefix + 10 chars of millisecond time + 16 random chars, all in
+// Crockford base32 (lowercase). Lexical order is creation order to the millisecond.
+
+export const ID_PREFIXES = {
+  user: "usr",
+  account: "acct",
+  apiKey: "key",
+  line: "ln",
+  chat: "cht",
+  message: "msg",
+  attachment: "att",
+  file: "file",
+  reaction: "rxn",
+  typing: "ind",
+  receipt: "rcp",
+  outbox: "obx",
+  webhook: "wh",
+  delivery: "dlv",
+  attempt: "wha",
+  idempotency: "idem",
+  request: "req",
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+
+function encodeTime(ms: number): string {
+  let out = "";
+  let n = ms;
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[n % 32] + out;
+    n = Math.floor(n / 32);
+  }
+  return out;
+}
+
+function encodeRandom(len: number): string {
+  const bytes = randomBytes(len);
+  let out = "";
+  for (let i = 0; i < len; i++) out += ALPHABET[bytes[i]! & 31];
+  return out;
+}
+
+export function newId(kind: IdKind, now = Date.now()): string {
+  return `${ID_PREFIXES[kind]}_${encodeTime(now)}${encodeRandom(16)}`;
+}
+
+const BODY = /^[0-9a-hjkmnp-tv-z]{26}$/;
+
+/** True when `value` looks like an ID of this kind (right prefix, well-formed body). */
+export function isId(kind: IdKind, value: string): boolean {
+  const prefix = `${ID_PREFIXES[kind]}_`;
+  return value.startsWith(prefix) && BODY.test(value.slice(prefix.length));
+}
+
+/** True when `value` carries the prefix of this kind, well-formed or not. */
+export function hasPrefix(kind: IdKind, value: string): boolean {
+  return value.startsWith(`${ID_PREFIXES[kind]}_`);
+}
