@@ -23,7 +23,7 @@ const EnvSchema = z.object({
   /** Embedded database and file storage; ":memory:" keeps everything in memory (tests). */
   DATA_DIR: z.string().default("./data"),
   /** Base URL used in links the API hands out (file downloads). */
-  PUBLIC_URL: z.string().url().default("http://localhost:3000"),
+  PUBLIC_URL: z.string().url().default(`http://localhost:${process.env.PORT ?? 3000}`),
   RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10_000),
   SANDBOX_LINE_HANDLE: z.string().min(3).default("+15555550100"),
   SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),

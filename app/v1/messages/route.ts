@@ -1,0 +1,13 @@
+// GET /v1/messages - messages of a line or one chat, newest first; ?id= fetches one message
+import { missingParam } from "@/server/errors";
+import { apiRoute, routes } from "@/server/http/api-route";
+import { ListMessagesQuery } from "@/server/schemas/v1";
+import { getMessage, listMessages } from "@/server/services/messages";
+
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
+  GET: apiRoute({ scope: "messages:read", query: ListMessagesQuery }, async ({ actor, query }) => {
+    if (query.id) return getMessage(actor, query.id);
+    if (!query.from) throw missingParam("from");
+    return listMessages(actor, { ...query, from: query.from });
+  }),
+});

@@ -1,0 +1,180 @@
+// Operator CLI: non-interactive, for scripts. Results on stdout, errors on stderr, exit 1.
+//   npm run -s admin -- account create --email E [--password P] [--no-owner]
+//   npm run -s admin -- line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
+//   npm run -s admin -- key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
+//   npm run -s admin -- key revoke --key sk_live_...
+// On PostgreSQL (DATABASE_URL) it connects directly. On embedded PGlite it reaches a running
+// server's database through the loopback socket the server opened, or opens DATA_DIR itself
+// when no server runs.
+import { readFileSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { ZodError } from "zod";
+
+const USAGE = `usage:
+  admin account create --email E [--password P] [--no-owner]
+  admin line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
+  admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
+  admin key revoke --key sk_live_...`;
+
+class UsageError extends Error {}
+
+function canConnect(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once("connect", () => done(true));
+    socket.once("error", () => done(false));
+  });
+}
+
+/** Points DATABASE_URL at a running server's PGlite socket, if there is one. */
+async function useRunningServer(): Promise<void> {
+  if (process.env.DATABASE_URL) return;
+  const dataDir = process.env.DATA_DIR ?? "./data";
+  if (dataDir === ":memory:") return;
+  let info: { pid: number; pgliteSocket: { host: string; port: number } };
+  try {
+    info = JSON.parse(readFileSync(path.join(dataDir, "server.json"), "utf8"));
+  } catch {
+    return;
+  }
+  try {
+    process.kill(info.pid, 0);
+  } catch {
+    return;
+  }
+  if (!(await canConnect(info.pgliteSocket.host, info.pgliteSocket.port))) return;
+  process.env.DATABASE_URL = `postgresql://postgres@${info.pgliteSocket.host}:${info.pgliteSocket.port}/postgres`;
+  process.env.DATABASE_POOL_SIZE = "1";
+}
+
+function required(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== "string" || v === "") throw new UsageError(`--${name} is required`);
+  return v;
+}
+
+function positiveInt(value: string, name: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${name} must be a positive integer`);
+  return Number(value);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      email: { type: "string" },
+      password: { type: "string" },
+      "no-owner": { type: "boolean" },
+      account: { type: "string" },
+      handle: { type: "string" },
+      label: { type: "string" },
+      service: { type: "string" },
+      advanced: { type: "boolean" },
+      name: { type: "string" },
+      scopes: { type: "string" },
+      lines: { type: "string" },
+      "rate-limit": { type: "string" },
+      "expires-at": { type: "string" },
+      key: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const command = positionals.join(" ");
+  await useRunningServer();
+  const { closeDatabase, getDb } = await import("../server/db");
+  const { createAccount, findAccountByEmail } = await import("../server/services/accounts");
+  const { createLine } = await import("../server/services/lines");
+  const { createApiKey, revokeApiKeyBySecret } = await import("../server/auth/api-keys");
+  const { parseScopes } = await import("../server/auth/scopes");
+  const { normalizeHandle } = await import("../server/handles");
+  try {
+    switch (command) {
+      case "account create": {
+        const account = await createAccount({
+          email: required(values, "email"),
+          password: values.password,
+          noOwner: values["no-owner"] ?? false,
+        });
+        console.log(account.id);
+        break;
+      }
+      case "line create": {
+        const account = await findAccountByEmail(required(values, "account"));
+        const service = values.service ?? "imessage";
+        if (service !== "imessage" && service !== "sms" && service !== "auto") {
+          throw new UsageError("--service must be imessage, sms or auto");
+        }
+        const line = await createLine({
+          accountId: account.id,
+          handle: required(values, "handle"),
+          label: values.label ?? null,
+          service,
+          advancedFeatures: values.advanced ?? false,
+        });
+        console.log(line.id);
+        break;
+      }
+      case "key create": {
+        const account = await findAccountByEmail(required(values, "account"));
+        const scopes = parseScopes(values.scopes ?? "all");
+        let lineIds: string[] | null = null;
+        if (values.lines !== undefined) {
+          const handles = values.lines.split(",").map((h) => normalizeHandle(h)).filter(Boolean);
+          if (!handles.length) throw new UsageError("--lines needs at least one line handle");
+          const db = await getDb();
+          const lines = await db.line.findMany({ where: { accountId: account.id, handle: { in: handles } } });
+          const missing = handles.filter((h) => !lines.some((l) => l.handle === h));
+          if (missing.length) throw new UsageError(`no line ${missing.join(", ")} in account ${account.email}`);
+          lineIds = lines.map((l) => l.id);
+        }
+        const expiresAt = values["expires-at"];
+        if (expiresAt !== undefined && !/^\d+$/.test(expiresAt)) throw new UsageError("--expires-at must be Unix milliseconds");
+        const { secret } = await createApiKey({
+          accountId: account.id,
+          name: required(values, "name"),
+          scopes,
+          lineIds,
+          rateLimitPerHour: values["rate-limit"] !== undefined ? positiveInt(values["rate-limit"], "rate-limit") : null,
+          expiresAt: expiresAt !== undefined ? new Date(Number(expiresAt)) : null,
+        });
+        console.log(secret);
+        break;
+      }
+      case "key revoke": {
+        const key = required(values, "key");
+        if (!(await revokeApiKeyBySecret(key))) throw new UsageError("no such key");
+        console.error("revoked");
+        break;
+      }
+      default:
+        throw new UsageError(command ? `unknown command '${command}'` : "no command given");
+    }
+  } finally {
+    await closeDatabase();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  () => process.exit(0),
+  (err: unknown) => {
+    if (err instanceof ZodError) {
+      console.error(`error: ${err.issues.map((i) => i.message).join("; ")}`);
+    } else {
+      console.error(`error: ${(err as Error).message}`);
+    }
+    if (err instanceof UsageError) console.error(USAGE);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,38 @@
+import { rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { config } from "./config";
+import { database } from "./db";
+import { sandboxLine } from "./services/lines";
+import { loadSigningSecret } from "./storage/signed-urls";
+
+// Server start: open (and migrate) the database, make sure the sandbox line and the signing
+// secret exist, and on embedded PGlite open a loopback socket so the operator CLI can reach
+// the same database while the server runs.
+
+export const SERVER_INFO_FILE = "server.json";
+
+export interface ServerInfo {
+  pid: number;
+  pgliteSocket: { host: string; port: number };
+}
+
+export async function bootstrap(): Promise<void> {
+  const db = await database();
+  await sandboxLine();
+  await loadSigningSecret();
+  const c = config();
+  if (db.kind === "pglite" && db.pglite && c.dataDir) {
+    const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
+    const server = new PGLiteSocketServer({ db: db.pglite, host: "127.0.0.1", port: c.PGLITE_SOCKET_PORT });
+    await server.start();
+    const conn = server.getServerConn(); // "127.0.0.1:PORT"
+    const port = Number(conn.split(":").pop());
+    const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: "127.0.0.1", port } };
+    const file = path.join(c.dataDir, SERVER_INFO_FILE);
+    await writeFile(file, JSON.stringify(info));
+    const cleanup = () => {
+      void rm(file, { force: true });
+    };
+    process.once("exit", cleanup);
+  }
+}

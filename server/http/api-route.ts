@@ -1,0 +1,69 @@
+import type { z } from "zod";
+import type { Actor } from "../auth/actor";
+import { authenticate, requireScope } from "../auth/api-keys";
+import type { Scope } from "../auth/scopes";
+import { ApiError } from "../errors";
+import { enforceRateLimit } from "./api-rate-limit";
+import { errorResponse, jsonResponse, newRequestId, preflightResponse, routeNotFound } from "./responses";
+import { jsonBody, parseWith, queryObject } from "./validation";
+
+// The /v1 wrapper: request_id, authentication, rate limit, scope, input parsing, errors. A
+// route file is one call: export const GET = apiRoute({ scope, query }, (ctx) => service(...)).
+
+export interface RouteContext<Q, B> {
+  actor: Actor;
+  query: Q;
+  body: B;
+  requestId: string;
+  request: Request;
+}
+
+export interface RouteOptions<QS extends z.ZodType | undefined, BS extends z.ZodType | undefined> {
+  /** Scope the key must hold; omitted for routes every key may call (sandbox, simulator). */
+  scope?: Scope;
+  query?: QS;
+  body?: BS;
+  /** Success status (default 200). */
+  status?: number;
+}
+
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+type Handler<Q, B> = (ctx: RouteContext<Q, B>) => Promise<object | Response>;
+
+export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extends z.ZodType | undefined = undefined>(
+  options: RouteOptions<QS, BS>,
+  handler: Handler<Out<QS>, Out<BS>>,
+): (request: Request) => Promise<Response> {
+  return async (request: Request) => {
+    const requestId = newRequestId();
+    let headers: Record<string, string> = {};
+    try {
+      const actor = await authenticate(request.headers.get("authorization"));
+      headers = await enforceRateLimit(actor);
+      if (options.scope) requireScope(actor, options.scope);
+      const query = (options.query ? parseWith(options.query, queryObject(new URL(request.url))) : undefined) as Out<QS>;
+      const body = (options.body ? parseWith(options.body, await jsonBody(request)) : undefined) as Out<BS>;
+      const result = await handler({ actor, query, body, requestId, request });
+      if (result instanceof Response) {
+        result.headers.set("Request-Id", requestId);
+        for (const [k, v] of Object.entries(headers)) result.headers.set(k, v);
+        return result;
+      }
+      return jsonResponse(options.status ?? 200, result, requestId, headers);
+    } catch (err) {
+      return errorResponse(err, requestId, err instanceof ApiError && err.code === "rate_limit_exceeded" ? {} : headers);
+    }
+  };
+}
+
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+type RouteHandler = (request: Request) => Promise<Response> | Response;
+
+/**
+ * Completes a route module: CORS preflight, and a JSON 404 (Stripe's "Unrecognized request
+ * URL") for every method the path does not implement, instead of Next's empty 405.
+ */
+export function routes(handlers: Partial<Record<Method, RouteHandler>>): Record<Method | "OPTIONS", RouteHandler> {
+  const pick = (m: Method): RouteHandler => handlers[m] ?? routeNotFound;
+  return { GET: pick("GET"), POST: pick("POST"), PUT: pick("PUT"), PATCH: pick("PATCH"), DELETE: pick("DELETE"), OPTIONS: preflightResponse };
+}

@@ -1,0 +1,53 @@
+import { ApiError } from "../errors";
+import { newId } from "../ids";
+
+// The JSON envelope, CORS and Request-Id headers shared by every /v1 and simulator response.
+
+export const CORS_HEADERS: Record<string, string> = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
+  "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key, X-Filename",
+  "Access-Control-Expose-Headers":
+    "Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Idempotent-Replayed",
+  "Access-Control-Max-Age": "86400",
+};
+
+export const newRequestId = () => newId("request");
+
+export function jsonResponse(status: number, body: object, requestId: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ ...body, request_id: requestId }), {
+    status,
+    headers: { "Content-Type": "application/json; charset=utf-8", "Request-Id": requestId, ...CORS_HEADERS, ...headers },
+  });
+}
+
+export function errorResponse(err: unknown, requestId: string, headers: Record<string, string> = {}): Response {
+  if (err instanceof ApiError) {
+    const error: Record<string, string> = { type: err.type, code: err.code, message: err.message };
+    if (err.param !== undefined) error.param = err.param;
+    return jsonResponse(err.status, { error }, requestId, { ...headers, ...err.headers });
+  }
+  console.error(`[api] ${requestId} unexpected error`, err);
+  return jsonResponse(
+    500,
+    {
+      error: {
+        type: "api_error",
+        code: "internal_error",
+        message: `An unexpected error occurred. Quote request ${requestId} when reporting it.`,
+      },
+    },
+    requestId,
+    headers,
+  );
+}
+
+export function preflightResponse(): Response {
+  return new Response(null, { status: 204, headers: { ...CORS_HEADERS, "Request-Id": newRequestId() } });
+}
+
+export function routeNotFound(request: Request): Response {
+  const url = new URL(request.url);
+  const err = new ApiError("route_not_found", `Unrecognized request URL (${request.method}: ${url.pathname}).`);
+  return errorResponse(err, newRequestId());
+}

@@ -1,0 +1,51 @@
+import type { Actor } from "../auth/actor";
+import { getDb } from "../db";
+import { ApiError, invalidParam } from "../errors";
+import type { Chat, Line } from "../generated/prisma/client";
+import { normalizeHandle } from "../handles";
+import { keysetDesc, type Page, toPage } from "../http/pagination";
+import { ID_PREFIXES, isId } from "../ids";
+import { serializeChat } from "../serializers";
+import { resolveLine } from "./lines";
+
+const FOREIGN_PREFIX = new RegExp(`^(${Object.values(ID_PREFIXES).join("|")})_`);
+
+/** Throws invalid_parameter_value for a value carrying another resource's ID prefix. */
+export function rejectForeignId(value: string, allowed: "chat" | "message" | null, param: string): void {
+  const m = FOREIGN_PREFIX.exec(value);
+  if (!m) return;
+  if (allowed && m[1] === ID_PREFIXES[allowed]) {
+    if (!isId(allowed, value)) throw invalidParam(param, `'${value}' is not a valid ${ID_PREFIXES[allowed]}_ ID.`);
+    return;
+  }
+  throw invalidParam(param, `'${value}' has the wrong ID prefix for '${param}'.`);
+}
+
+/** The chat named by `to` (cht_ ID, phone number or account ID) on a line, for this account. */
+export async function resolveChat(actor: Actor, line: Line, to: string, param = "to"): Promise<Chat> {
+  const db = await getDb();
+  const value = to.trim();
+  rejectForeignId(value, "chat", param);
+  const chat = value.startsWith("cht_")
+    ? await db.chat.findFirst({ where: { id: value, lineId: line.id, accountId: actor.accountId } })
+    : await db.chat.findUnique({
+        where: { lineId_accountId_identifier: { lineId: line.id, accountId: actor.accountId, identifier: normalizeHandle(value) } },
+      });
+  if (!chat) throw new ApiError("chat_not_found", `No chat with '${value}' on line ${line.handle}.`, { param });
+  return chat;
+}
+
+export async function listChats(
+  actor: Actor,
+  input: { from: string; limit: number; cursor?: string },
+): Promise<Page<ReturnType<typeof serializeChat>>> {
+  const line = await resolveLine(actor, input.from);
+  const db = await getDb();
+  const page = keysetDesc("lastMessageAt", input.cursor);
+  const rows = await db.chat.findMany({
+    where: { lineId: line.id, accountId: actor.accountId, ...page.where },
+    orderBy: page.orderBy,
+    take: input.limit + 1,
+  });
+  return toPage(rows, input.limit, serializeChat, (c) => [c.lastMessageAt?.getTime() ?? null, c.id]);
+}

@@ -1,0 +1,126 @@
+import type { Actor } from "../auth/actor";
+import { config } from "../config";
+import { getDb } from "../db";
+import { ApiError } from "../errors";
+import type { Line } from "../generated/prisma/client";
+import { normalizeHandle } from "../handles";
+import { keysetAsc, type Page, toPage } from "../http/pagination";
+import { newId } from "../ids";
+import { serializeLine } from "../serializers";
+import { sandboxStatus } from "./sandbox-state";
+
+// Lines and the access rules every line-scoped request goes through.
+
+let sandboxLinePromise: Promise<Line> | undefined;
+
+/** The shared sandbox line, created (or renamed to SANDBOX_LINE_HANDLE) on first use. */
+export function sandboxLine(): Promise<Line> {
+  sandboxLinePromise ??= (async () => {
+    const db = await getDb();
+    const handle = normalizeHandle(config().SANDBOX_LINE_HANDLE);
+    const existing = await db.line.findFirst({ where: { isSandbox: true } });
+    if (existing) {
+      if (existing.handle === handle) return existing;
+      return db.line.update({ where: { id: existing.id }, data: { handle } });
+    }
+    return db.line.upsert({
+      where: { handle },
+      create: { id: newId("line"), handle, label: "Sandbox", service: "imessage", advancedFeatures: true, isSandbox: true },
+      update: {},
+    });
+  })().catch((err: unknown) => {
+    sandboxLinePromise = undefined;
+    throw err;
+  });
+  return sandboxLinePromise;
+}
+
+/** Throws unless the caller may use this line (which must be its own or the sandbox). */
+export async function assertLineAccess(actor: Actor, line: Pick<Line, "id" | "isSandbox">): Promise<void> {
+  if (line.isSandbox) {
+    if (!actor.hasOwner) {
+      throw new ApiError(
+        "sandbox_requires_owner",
+        "The sandbox is only available to accounts with an owner. Use a key of an account that has an owning user.",
+      );
+    }
+    if ((await sandboxStatus(actor.accountId)) !== "active") {
+      throw new ApiError(
+        "sandbox_not_activated",
+        "The sandbox is not activated. POST /v1/sandbox for an activation code and text it to the sandbox number from your phone.",
+      );
+    }
+    return;
+  }
+  if (actor.lineIds && !actor.lineIds.has(line.id)) {
+    throw new ApiError("line_not_accessible", "This API key is restricted to other lines.");
+  }
+}
+
+/** Resolves a line handle (or ln_ ID) the caller may use, or throws the SPEC.md code. */
+export async function resolveLine(actor: Actor, ref: string, param = "from"): Promise<Line> {
+  const db = await getDb();
+  const value = ref.trim();
+  const line = value.startsWith("ln_")
+    ? await db.line.findUnique({ where: { id: value } })
+    : await db.line.findUnique({ where: { handle: normalizeHandle(value) } });
+  if (!line || (!line.isSandbox && line.accountId !== actor.accountId)) {
+    throw new ApiError("line_not_found", `No line with handle '${value}'.`, { param });
+  }
+  await assertLineAccess(actor, line);
+  return line;
+}
+
+/** Loads a line by ID for an object the caller already owns, and checks access to it. */
+export async function assertLineIdAccess(actor: Actor, lineId: string): Promise<Line> {
+  const db = await getDb();
+  const line = await db.line.findUniqueOrThrow({ where: { id: lineId } });
+  await assertLineAccess(actor, line);
+  return line;
+}
+
+export async function listLines(actor: Actor, input: { limit: number; cursor?: string }): Promise<Page<ReturnType<typeof serializeLine>>> {
+  const db = await getDb();
+  const sandbox = await sandboxLine();
+  const page = keysetAsc(input.cursor);
+  const rows = await db.line.findMany({
+    where: {
+      ...page.where,
+      OR: [
+        { accountId: actor.accountId, ...(actor.lineIds ? { id: { in: [...actor.lineIds] } } : {}) },
+        ...(actor.hasOwner ? [{ id: sandbox.id }] : []),
+      ],
+    },
+    orderBy: page.orderBy,
+    take: input.limit + 1,
+  });
+  return toPage(rows, input.limit, serializeLine, (l) => [l.id]);
+}
+
+export interface CreateLineInput {
+  accountId: string;
+  handle: string;
+  label?: string | null;
+  service?: "imessage" | "sms" | "auto";
+  advancedFeatures?: boolean;
+}
+
+export async function createLine(input: CreateLineInput): Promise<Line> {
+  const db = await getDb();
+  const handle = normalizeHandle(input.handle);
+  if (handle === normalizeHandle(config().SANDBOX_LINE_HANDLE)) {
+    throw new ApiError("invalid_parameter_value", `${handle} is the sandbox line's handle.`, { param: "handle" });
+  }
+  const taken = await db.line.findUnique({ where: { handle }, select: { id: true } });
+  if (taken) throw new ApiError("invalid_parameter_value", `A line with handle ${handle} already exists.`, { param: "handle" });
+  return db.line.create({
+    data: {
+      id: newId("line"),
+      accountId: input.accountId,
+      handle,
+      label: input.label ?? null,
+      service: input.service ?? "imessage",
+      advancedFeatures: input.advancedFeatures ?? false,
+    },
+  });
+}

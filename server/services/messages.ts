@@ -1,0 +1,49 @@
+import type { Actor } from "../auth/actor";
+import { getDb } from "../db";
+import { ApiError } from "../errors";
+import type { Message } from "../generated/prisma/client";
+import { keysetDesc, type Page, toPage } from "../http/pagination";
+import { serializeMessage } from "../serializers";
+import { fileUrlSigner } from "../storage/signed-urls";
+import { rejectForeignId, resolveChat } from "./chats";
+import { assertLineIdAccess, resolveLine } from "./lines";
+
+export type MessageJson = ReturnType<typeof serializeMessage>;
+
+/** Finds a message of the caller's account by msg_ ID or platform GUID, checking line access. */
+export async function findMessage(actor: Actor, ref: string, param: string): Promise<Message> {
+  const db = await getDb();
+  const value = ref.trim();
+  rejectForeignId(value, "message", param);
+  const message = await db.message.findFirst({
+    where: value.startsWith("msg_") ? { id: value, accountId: actor.accountId } : { guid: value, accountId: actor.accountId },
+  });
+  if (!message) throw new ApiError("message_not_found", `No message with ID or GUID '${value}'.`, { param });
+  await assertLineIdAccess(actor, message.lineId);
+  return message;
+}
+
+export async function getMessage(actor: Actor, id: string): Promise<MessageJson> {
+  const db = await getDb();
+  const message = await findMessage(actor, id, "id");
+  const full = await db.message.findUniqueOrThrow({ where: { id: message.id }, include: { attachments: true } });
+  return serializeMessage(full, await fileUrlSigner());
+}
+
+export async function listMessages(
+  actor: Actor,
+  input: { from: string; to?: string; limit: number; cursor?: string },
+): Promise<Page<MessageJson>> {
+  const line = await resolveLine(actor, input.from);
+  const chat = input.to ? await resolveChat(actor, line, input.to) : null;
+  const db = await getDb();
+  const page = keysetDesc("sentAt", input.cursor);
+  const rows = await db.message.findMany({
+    where: { lineId: line.id, accountId: actor.accountId, ...(chat ? { chatId: chat.id } : {}), ...page.where },
+    orderBy: page.orderBy,
+    include: { attachments: true },
+    take: input.limit + 1,
+  });
+  const url = await fileUrlSigner();
+  return toPage(rows, input.limit, (m) => serializeMessage(m, url), (m) => [m.sentAt.getTime(), m.id]);
+}

@@ -1,0 +1,97 @@
+import type { z } from "zod";
+import type { Actor } from "../auth/actor";
+import { getDb } from "../db";
+import { ApiError, invalidParam } from "../errors";
+import type { Line } from "../generated/prisma/client";
+import { normalizeHandle } from "../handles";
+import { MAX_INBOUND_ATTACHMENT_BYTES } from "../platform/events";
+import type {
+  SimulatorMessageBody,
+  SimulatorReactionBody,
+  SimulatorReceiptBody,
+  SimulatorTypingBody,
+} from "../schemas/simulator";
+import { serializeMessage, serializeReaction, serializeReceipt, serializeTyping } from "../serializers";
+import { fileUrlSigner } from "../storage/signed-urls";
+import { ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
+import { normalizeActivationCode } from "./sandbox";
+
+// The simulated platform's other phone: lets a person or a test act as a contact texting a
+// line. Any API key of the line's account may drive it (no scope, no line restriction); any
+// key of an owned account may drive the sandbox line, but only as its own paired phone or to
+// text its own activation code.
+
+async function simulatedLine(actor: Actor, handle: string, from: string, text?: string | null): Promise<Line> {
+  const db = await getDb();
+  const line = handle.startsWith("ln_")
+    ? await db.line.findUnique({ where: { id: handle } })
+    : await db.line.findUnique({ where: { handle: normalizeHandle(handle) } });
+  if (!line || (!line.isSandbox && line.accountId !== actor.accountId)) {
+    throw new ApiError("line_not_found", `No line with handle '${handle}'.`, { param: "line" });
+  }
+  if (line.platform !== "simulated") throw invalidParam("line", "This line is not on the simulated platform.");
+  if (line.isSandbox) {
+    if (!actor.hasOwner) {
+      throw new ApiError("sandbox_requires_owner", "The sandbox is only available to accounts with an owner.");
+    }
+    const state = await db.sandboxState.findUnique({ where: { accountId: actor.accountId } });
+    const isOwnCode = !!text && !!state && normalizeActivationCode(text) === state.activationCode;
+    const isOwnPhone = !!state && state.status === "active" && state.contactIdentifier === normalizeHandle(from);
+    if (!isOwnCode && !isOwnPhone) {
+      if (!state || state.status !== "active") {
+        throw new ApiError(
+          "sandbox_not_activated",
+          "The sandbox is not activated: text your account's activation code (POST /v1/sandbox) to the sandbox line first.",
+        );
+      }
+      throw new ApiError("sandbox_contact_mismatch", `Only the paired phone ${state.contactIdentifier} can text this account's sandbox.`, {
+        param: "from",
+      });
+    }
+  }
+  return line;
+}
+
+function decodeBase64(value: string): Buffer {
+  const bytes = Buffer.from(value.replace(/\s/g, ""), value.includes("-") || value.includes("_") ? "base64url" : "base64");
+  if (bytes.byteLength === 0) throw invalidParam("attachment.content_base64", "The attachment is empty.");
+  if (bytes.byteLength > MAX_INBOUND_ATTACHMENT_BYTES) {
+    throw invalidParam("attachment.content_base64", `The attachment exceeds ${MAX_INBOUND_ATTACHMENT_BYTES} bytes.`);
+  }
+  return bytes;
+}
+
+export async function simulateMessage(actor: Actor, input: z.output<typeof SimulatorMessageBody>) {
+  const line = await simulatedLine(actor, input.line, input.from, input.text);
+  const { message } = await ingestMessage(line, {
+    sender: input.from,
+    guid: input.guid,
+    text: input.text,
+    attachment: input.attachment
+      ? { filename: input.attachment.filename, mimeType: input.attachment.mime_type, content: decodeBase64(input.attachment.content_base64) }
+      : undefined,
+    isAudioMessage: input.is_audio_message,
+    transcription: input.transcription,
+    group: input.group,
+    replyToGuid: input.reply_to_guid,
+  });
+  const db = await getDb();
+  const full = await db.message.findUniqueOrThrow({ where: { id: message.id }, include: { attachments: true } });
+  return serializeMessage(full, await fileUrlSigner());
+}
+
+export async function simulateReaction(actor: Actor, input: z.output<typeof SimulatorReactionBody>) {
+  const line = await simulatedLine(actor, input.line, input.from);
+  const reaction = await ingestReaction(line, { sender: input.from, target: input.message_id, reaction: input.type, added: input.added });
+  return serializeReaction(reaction);
+}
+
+export async function simulateTyping(actor: Actor, input: z.output<typeof SimulatorTypingBody>) {
+  const line = await simulatedLine(actor, input.line, input.from);
+  return serializeTyping(await ingestTyping(line, { sender: input.from, isTyping: input.is_typing }));
+}
+
+export async function simulateReceipt(actor: Actor, input: z.output<typeof SimulatorReceiptBody>) {
+  const line = await simulatedLine(actor, input.line, input.from);
+  return serializeReceipt(await ingestReceipt(line, { sender: input.from }));
+}

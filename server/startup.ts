@@ -1,0 +1,39 @@
+import { config } from "./config";
+import { getDb } from "./db";
+import { bootstrap } from "./bootstrap";
+import { seedDevAccount } from "./dev-seed";
+
+// Runs once per server process (instrumentation.ts): database ready, then a banner saying how
+// to get a first key.
+
+export async function startServer(): Promise<void> {
+  const c = config();
+  await bootstrap();
+  const db = await getDb();
+  const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
+  const lines = [`Relay is ready on ${c.PUBLIC_URL} (database: ${where}).`];
+  const accounts = await db.account.count();
+  const seed = !c.isProduction && accounts === 0 && c.EMBEDDED_SEED !== false ? await seedDevAccount() : null;
+  if (seed) {
+    lines.push(
+      "",
+      "First start: created a development account with a simulated line. Your API key (shown once):",
+      `  ${seed.key}`,
+      `  account ${seed.email}, password ${seed.password}, line ${seed.lineHandle}`,
+      "",
+      "Try it:",
+      `  curl -H "Authorization: Bearer ${seed.key}" ${c.PUBLIC_URL}/v1/lines`,
+      `  curl -X POST -H "Authorization: Bearer ${seed.key}" -H "Content-Type: application/json" \\`,
+      `    -d '{"line":"${seed.lineHandle}","from":"+15551230001","text":"Hello!"}' ${c.PUBLIC_URL}/api/simulator/messages`,
+    );
+  } else {
+    lines.push(
+      "",
+      "Create an account, a line and a key with the operator CLI:",
+      "  npm run -s admin -- account create --email you@example.com --password 'a long password'",
+      "  npm run -s admin -- line create --account you@example.com --handle +15550001000 --advanced",
+      "  npm run -s admin -- key create --account you@example.com --name dev",
+    );
+  }
+  console.log(`\n${lines.join("\n")}\n`);
+}

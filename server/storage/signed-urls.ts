@@ -1,0 +1,44 @@
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { config } from "../config";
+import { getDb } from "../db";
+
+// File download URLs: /api/files/<file_id>?expires=<unix s>&signature=<hmac>. They expire and
+// cannot be guessed; the HMAC key is an instance-wide secret kept in the database, so every
+// app instance signs and verifies alike.
+
+const SECRET_KEY = "url_signing_secret";
+export const FILE_URL_TTL_SECONDS = 3600;
+
+let secret: Buffer | undefined;
+
+export async function loadSigningSecret(): Promise<Buffer> {
+  if (secret) return secret;
+  const db = await getDb();
+  const fresh = randomBytes(32).toString("base64url");
+  await db.setting.upsert({ where: { key: SECRET_KEY }, create: { key: SECRET_KEY, value: fresh }, update: {} });
+  const row = await db.setting.findUniqueOrThrow({ where: { key: SECRET_KEY } });
+  secret = Buffer.from(row.value);
+  return secret;
+}
+
+function sign(key: Buffer, fileId: string, expires: number): string {
+  return createHmac("sha256", key).update(`${fileId}.${expires}`).digest("base64url");
+}
+
+export type FileUrlSigner = (fileId: string) => string;
+
+/** A signer for one response: every URL it makes expires ttlSeconds from now. */
+export async function fileUrlSigner(ttlSeconds = FILE_URL_TTL_SECONDS, now = Date.now()): Promise<FileUrlSigner> {
+  const key = await loadSigningSecret();
+  const expires = Math.floor(now / 1000) + ttlSeconds;
+  const base = config().PUBLIC_URL;
+  return (fileId) => `${base}/api/files/${fileId}?expires=${expires}&signature=${sign(key, fileId, expires)}`;
+}
+
+export async function verifyFileUrl(fileId: string, expires: string | null, signature: string | null, now = Date.now()): Promise<boolean> {
+  if (!expires || !signature || !/^\d{1,12}$/.test(expires)) return false;
+  if (Number(expires) * 1000 < now) return false;
+  const expected = Buffer.from(sign(await loadSigningSecret(), fileId, Number(expires)));
+  const given = Buffer.from(signature);
+  return expected.length === given.length && timingSafeEqual(expected, given);
+}
