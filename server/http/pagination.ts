@@ -51,9 +51,9 @@ export function decodeCursor(cursor: string, arity: number): CursorValue[] {
  * Where-clause and orderBy for "sortField desc (nulls last), id desc" keyset pages, with the
  * sort field a DateTime (cursor carries Unix ms) or absent (ID order only).
  */
-export function keysetDesc(sortField: string | null, cursor: string | undefined) {
+export function keysetDesc(sortField: string | null, cursor: string | undefined, options: { nullable?: boolean } = {}) {
   const orderBy: Record<string, unknown>[] = sortField
-    ? [{ [sortField]: { sort: "desc", nulls: "last" } }, { id: "desc" }]
+    ? [{ [sortField]: options.nullable ? { sort: "desc", nulls: "last" } : "desc" }, { id: "desc" }]
     : [{ id: "desc" }];
   if (!cursor) return { where: {}, orderBy };
   if (!sortField) {
@@ -65,8 +65,9 @@ export function keysetDesc(sortField: string | null, cursor: string | undefined)
   if (typeof id !== "string" || (at !== null && typeof at !== "number")) throw invalidParam("cursor", "Invalid cursor.");
   if (at === null) return { where: { [sortField]: null, id: { lt: id } }, orderBy };
   const t = new Date(at);
+  const after = [{ [sortField]: { lt: t } }, { [sortField]: t, id: { lt: id } }];
   return {
-    where: { OR: [{ [sortField]: { lt: t } }, { [sortField]: null }, { [sortField]: t, id: { lt: id } }] },
+    where: { OR: options.nullable ? [...after, { [sortField]: null }] : after },
     orderBy,
   };
 }

@@ -13,7 +13,19 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
+/** PostgreSQL text cannot hold NUL: refuse it up front, naming the field. */
+function rejectNul(value: unknown, path: string): void {
+  if (typeof value === "string") {
+    if (value.includes("\u0000")) throw invalidParam(path || "body", `Invalid value for '${path}': must not contain NUL characters.`);
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => rejectNul(v, path ? `${path}.${i}` : String(i)));
+  } else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) rejectNul(v, path ? `${path}.${k}` : k);
+  }
+}
+
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  rejectNul(input, "");
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;

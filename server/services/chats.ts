@@ -41,7 +41,7 @@ export async function listChats(
 ): Promise<Page<ReturnType<typeof serializeChat>>> {
   const line = await resolveLine(actor, input.from);
   const db = await getDb();
-  const page = keysetDesc("lastMessageAt", input.cursor);
+  const page = keysetDesc("lastMessageAt", input.cursor, { nullable: true });
   const rows = await db.chat.findMany({
     where: { lineId: line.id, accountId: actor.accountId, ...page.where },
     orderBy: page.orderBy,

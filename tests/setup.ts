@@ -1,0 +1,27 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterAll } from "vitest";
+import { resetConfig } from "@/server/config";
+import { closeDatabase } from "@/server/db";
+
+process.env.NODE_ENV = "test";
+process.env.PUBLIC_URL = "http://localhost:3000";
+if (process.env.DATABASE_URL) {
+  process.env.DATABASE_SCHEMA = `test_${randomBytes(6).toString("hex")}`;
+  process.env.DATABASE_POOL_SIZE = "5";
+} else {
+  process.env.DATA_DIR = ":memory:";
+}
+resetConfig();
+
+afterAll(async () => {
+  await closeDatabase();
+  const url = process.env.DATABASE_URL;
+  const schema = process.env.DATABASE_SCHEMA;
+  if (url && schema?.startsWith("test_")) {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await client.end();
+  }
+});

@@ -1,0 +1,17 @@
+import path from "node:path";
+import { defineConfig } from "vitest/config";
+
+// Every test file gets its own database: an in-memory PGlite, or (when DATABASE_URL is set)
+// its own schema on that PostgreSQL server, dropped afterwards (tests/setup.ts).
+export default defineConfig({
+  resolve: { alias: { "@": path.resolve(import.meta.dirname) } },
+  test: {
+    environment: "node",
+    include: ["server/**/*.test.ts", "tests/**/*.test.ts"],
+    setupFiles: ["tests/setup.ts"],
+    pool: "forks",
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    maxWorkers: 2,
+  },
+});
