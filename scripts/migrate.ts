@@ -3,56 +3,17 @@
 //
 // Works offline: the diff runs in Prisma's WebAssembly schema engine against a scratch
 // in-memory PGlite that has the existing migrations applied; no native engine is needed.
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { PGlite } from "@electric-sql/pglite";
-import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
-import { PrismaPGlite } from "pglite-prisma-adapter";
 import { closeDatabase, database } from "../server/db";
-import { applyMigrations, MIGRATIONS_DIR, readMigrations } from "../server/db/migrations";
-import { pgliteRunner } from "../server/db/runners";
-
-const SCHEMA_PATH = path.resolve("prisma", "schema.prisma");
-
-interface SchemaEngine {
-  diff(params: unknown): Promise<{ exitCode: number; stdout: string | null }>;
-}
-
-async function loadSchemaEngine(pglite: PGlite, schemaText: string): Promise<SchemaEngine> {
-  const bg = await import("@prisma/schema-engine-wasm/schema_engine_bg");
-  const wasmPath = path.resolve("node_modules", "@prisma", "schema-engine-wasm", "schema_engine_bg.wasm");
-  const bytes = await readFile(wasmPath);
-  const { instance } = await WebAssembly.instantiate(bytes, { "./schema_engine_bg.js": bg as unknown as WebAssembly.ModuleImports });
-  const exports = instance.exports as { __wbindgen_start(): void };
-  (bg as unknown as { __wbg_set_wasm(e: unknown): void }).__wbg_set_wasm(exports);
-  exports.__wbindgen_start();
-  const factory = bindMigrationAwareSqlAdapterFactory(new PrismaPGlite(pglite));
-  const SE = (bg as unknown as { SchemaEngine: { new: (...a: unknown[]) => Promise<SchemaEngine> } }).SchemaEngine;
-  const log = (line: string) => {
-    if (process.env.DEBUG) console.error(line);
-  };
-  return SE.new({ datamodels: [[SCHEMA_PATH, schemaText]] }, log, factory);
-}
+import { MIGRATIONS_DIR } from "../server/db/migrations";
+import { pendingSchemaSql } from "../server/db/schema-diff";
 
 async function create(name: string): Promise<void> {
   if (!/^[a-z0-9_]+$/i.test(name)) throw new Error("--name must be letters, digits and underscores");
-  const schemaText = await readFile(SCHEMA_PATH, "utf8");
-  const scratch = await PGlite.create();
-  await applyMigrations(pgliteRunner(scratch), await readMigrations().catch(() => []));
-  const engine = await loadSchemaEngine(scratch, schemaText);
-  const files = [[SCHEMA_PATH, schemaText]];
-  const result = await engine.diff({
-    from: { tag: "schemaDatasource", files: files.map(([p, c]) => ({ path: p, content: c })), configDir: path.resolve("prisma") },
-    to: { tag: "schemaDatamodel", files: files.map(([p, c]) => ({ path: p, content: c })) },
-    script: true,
-    exitCode: null,
-    shadowDatabaseUrl: null,
-    filters: { externalTables: [], externalEnums: [] },
-  });
-  await scratch.close();
-  const sql = (result.stdout ?? "").trim();
-  if (!sql || /^-- This is an empty migration\.?$/.test(sql)) {
+  const sql = await pendingSchemaSql();
+  if (!sql) {
     console.error("No schema changes: nothing to migrate.");
     return;
   }

@@ -53,7 +53,7 @@ export async function call(method: string, pathAndQuery: string, options: CallOp
     const { GET } = await import("@/app/api/files/[id]/route");
     response = await GET(request, { params: Promise.resolve({ id: url.pathname.split("/").pop()! }) });
   } else {
-    const loader = ROUTES[url.pathname] ?? (() => import("@/app/v1/[...path]/route"));
+    const loader = ROUTES[url.pathname] ?? (() => import("@/app/v1/[...path]/route") as Promise<RouteModule>);
     const mod = await loader();
     const handler = mod[method] as (r: Request) => Promise<Response>;
     response = await handler(request);

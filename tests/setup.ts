@@ -4,7 +4,7 @@ import { afterAll } from "vitest";
 import { resetConfig } from "@/server/config";
 import { closeDatabase } from "@/server/db";
 
-process.env.NODE_ENV = "test";
+Object.assign(process.env, { NODE_ENV: "test" });
 process.env.PUBLIC_URL = "http://localhost:3000";
 if (process.env.DATABASE_URL) {
   process.env.DATABASE_SCHEMA = `test_${randomBytes(6).toString("hex")}`;

@@ -1,0 +1,120 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { get } from "./helpers";
+
+// The operator CLI as a user runs it: a separate process, results on stdout, errors on stderr.
+// On PostgreSQL it shares this test file's schema, so its results are checked through the API.
+// On PGlite a separate server process owns the data directory (as `npm run dev` would) and the
+// CLI must reach it through the server's loopback socket.
+
+const onPostgres = !!process.env.DATABASE_URL;
+const TSX = path.resolve("node_modules/.bin/tsx");
+let dataDir = "";
+let server: ChildProcess | undefined;
+
+function env(): NodeJS.ProcessEnv {
+  const e: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: "production" };
+  if (!onPostgres) e.DATA_DIR = dataDir;
+  return e;
+}
+
+function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(TSX, ["scripts/admin.ts", ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+beforeAll(async () => {
+  if (onPostgres) return;
+  dataDir = mkdtempSync(path.join(tmpdir(), "relay-cli-"));
+  server = spawn(TSX, ["-e", "import('./server/bootstrap.ts').then((m) => m.bootstrap()).then(() => console.log('ready'))"], {
+    env: env(),
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    server!.stdout!.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+    server!.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
+  });
+}, 60_000);
+
+afterAll(() => {
+  server?.kill();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function keyRowsThroughServerSocket(): Promise<{ name: string; scopes: string[]; rateLimitPerHour: number | null }[]> {
+  const info = JSON.parse(readFileSync(path.join(dataDir, "server.json"), "utf8"));
+  const client = new pg.Client({ host: info.pgliteSocket.host, port: info.pgliteSocket.port, user: "postgres", database: "postgres" });
+  await client.connect();
+  const { rows } = await client.query(`SELECT name, scopes, "rateLimitPerHour" FROM "ApiKey" ORDER BY "createdAt"`);
+  await client.end();
+  return rows;
+}
+
+describe("operator CLI", () => {
+  it("creates an account, a line and keys; prints only the key; revokes", async () => {
+    const email = `ops-${Date.now()}@example.com`;
+    const account = await admin("account", "create", "--email", email, "--password", "correct horse battery");
+    expect(account.stderr).toBe("");
+    expect(account.code).toBe(0);
+    expect(account.stdout.trim()).toMatch(/^acct_[0-9a-z]{26}$/);
+
+    const line = await admin("line", "create", "--account", email, "--handle", "+1 555 777 0001", "--label", "Support", "--advanced");
+    expect(line.code).toBe(0);
+    expect(line.stdout.trim()).toMatch(/^ln_/);
+
+    const key = await admin("key", "create", "--account", email, "--name", "ci", "--scopes", "lines:read,chats:read", "--lines", "+15557770001", "--rate-limit", "100");
+    expect(key.code).toBe(0);
+    expect(key.stdout).toMatch(/^sk_live_[A-Za-z0-9_-]+\n$/);
+    const secret = key.stdout.trim();
+
+    if (onPostgres) {
+      const lines = await get("/v1/lines", secret);
+      expect(lines.status).toBe(200);
+      expect(lines.headers.get("x-ratelimit-limit")).toBe("100");
+      expect(lines.body.data.map((l: { handle: string }) => l.handle)).toContain("+15557770001");
+      expect((await get("/v1/messages?from=%2B15557770001", secret)).body.error.code).toBe("insufficient_scope");
+    } else {
+      const rows = await keyRowsThroughServerSocket();
+      expect(rows.at(-1)).toEqual({ name: "ci", scopes: ["lines:read", "chats:read"], rateLimitPerHour: 100 });
+    }
+
+    const revoke = await admin("key", "revoke", "--key", secret);
+    expect(revoke.code).toBe(0);
+    if (onPostgres) {
+      // Revoked in another process: this instance's key cache honours it within API_KEY_CACHE_SECONDS.
+      const started = Date.now();
+      await vi.waitFor(async () => expect((await get("/v1/lines", secret)).status).toBe(401), { timeout: 7000, interval: 250 });
+      expect(Date.now() - started).toBeLessThan(6500);
+    }
+  });
+
+  it("reports bad input on stderr with a non-zero exit", async () => {
+    const cases: [string[], RegExp][] = [
+      [["account", "create"], /--email is required/],
+      [["account", "create", "--email", "not-an-email"], /email/],
+      [["key", "create", "--account", "nobody@example.com", "--name", "x"], /No account/],
+      [["key", "revoke", "--key", "sk_live_doesnotexistdoesnotexist"], /no such key/],
+      [["frobnicate"], /unknown command/],
+    ];
+    for (const [args, message] of cases) {
+      const res = await admin(...args);
+      expect(res.code, args.join(" ")).not.toBe(0);
+      expect(res.stdout).toBe("");
+      expect(res.stderr).toMatch(message);
+    }
+    const email = `dup-${Date.now()}@example.com`;
+    expect((await admin("account", "create", "--email", email, "--no-owner")).code).toBe(0);
+    const dup = await admin("account", "create", "--email", email);
+    expect(dup.code).not.toBe(0);
+    expect(dup.stderr).toMatch(/already exists/);
+    const badScope = await admin("key", "create", "--account", email, "--name", "x", "--scopes", "lines:read,fly");
+    expect(badScope.stderr).toMatch(/unknown scope\(s\): fly/);
+  });
+});
