@@ -1,6 +1,7 @@
 import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { config } from "./config";
+import { startChangeListener } from "./cache/changes";
 import { database } from "./db";
 import { sandboxLine } from "./services/lines";
 import { loadSigningSecret } from "./storage/signed-urls";
@@ -20,6 +21,7 @@ export async function bootstrap(): Promise<void> {
   const db = await database();
   await sandboxLine();
   await loadSigningSecret();
+  await startChangeListener();
   const c = config();
   if (db.kind === "pglite" && db.pglite && c.dataDir) {
     const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");

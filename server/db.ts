@@ -7,6 +7,7 @@ import { config } from "./config";
 import { applyMigrations } from "./db/migrations";
 import { pgliteRunner, pgRunner } from "./db/runners";
 import { PrismaClient } from "./generated/prisma/client";
+import { processSingleton } from "./singleton";
 
 // The Prisma client: embedded PGlite in DATA_DIR when DATABASE_URL is unset, PostgreSQL
 // through @prisma/adapter-pg when it is set. Migrations are applied on first use.
@@ -74,18 +75,16 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   };
 }
 
-// One database per process. Kept on globalThis in development so hot reloads reuse it (a
-// PGlite data directory can be opened by one instance only).
-const globalKey = Symbol.for("relay.database");
-type Holder = { [globalKey]?: Promise<Database> };
-const holder = (process.env.NODE_ENV === "development" ? globalThis : {}) as Holder;
+// One database per process, whatever bundle asks (a PGlite data directory can be opened by
+// one instance only).
+const holder = processSingleton("database", (): { db?: Promise<Database> } => ({}));
 
 export function database(): Promise<Database> {
-  holder[globalKey] ??= openDatabase().catch((err: unknown) => {
-    holder[globalKey] = undefined;
+  holder.db ??= openDatabase().catch((err: unknown) => {
+    holder.db = undefined;
     throw err;
   });
-  return holder[globalKey];
+  return holder.db;
 }
 
 export async function getDb(): Promise<PrismaClient> {
@@ -94,7 +93,7 @@ export async function getDb(): Promise<PrismaClient> {
 
 /** Closes the process database (tests, scripts). */
 export async function closeDatabase(): Promise<void> {
-  const db = holder[globalKey];
-  holder[globalKey] = undefined;
+  const db = holder.db;
+  holder.db = undefined;
   if (db) await (await db).close();
 }

@@ -48,3 +48,30 @@ describe("hourly per-key rate limit", () => {
     expect((await hit("test:window", 1, hour, 1, t0 + hour)).allowed).toBe(true);
   });
 });
+
+describe("leased quota across app instances", () => {
+  it("several instances sharing one counter never admit more than the limit, and waste little", async () => {
+    const { QuotaLeaser } = await import("@/server/http/quota-lease");
+    const instances = [new QuotaLeaser(), new QuotaLeaser(), new QuotaLeaser()];
+    const limit = 1000;
+    let allowed = 0;
+    for (let i = 0; i < 1500; i++) {
+      const batch = await Promise.all(instances.map((inst) => inst.consume("test:instances", limit, 3_600_000)));
+      allowed += batch.filter((r) => r.allowed).length;
+    }
+    expect(allowed).toBeLessThanOrEqual(limit);
+    expect(allowed).toBeGreaterThanOrEqual(limit - 3 * 5);
+  });
+
+  it("small limits are exact: every request leases one token", async () => {
+    const { QuotaLeaser, batchSize } = await import("@/server/http/quota-lease");
+    expect(batchSize(3, 0)).toBe(1);
+    expect(batchSize(10_000, 0)).toBe(100);
+    expect(batchSize(10_000, 9_990)).toBe(1);
+    const a = new QuotaLeaser();
+    const b = new QuotaLeaser();
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await a.consume("test:small", 5, 3_600_000), await b.consume("test:small", 5, 3_600_000));
+    expect(results.filter((r) => r.allowed)).toHaveLength(5);
+  });
+});

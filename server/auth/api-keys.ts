@@ -3,6 +3,7 @@ import { config } from "../config";
 import { getDb } from "../db";
 import { ApiError } from "../errors";
 import { newId } from "../ids";
+import { processSingleton } from "../singleton";
 import type { Actor } from "./actor";
 import { isScope, type Scope } from "./scopes";
 
@@ -73,8 +74,8 @@ interface CachedKey {
   cachedAt: number;
 }
 
-const cache = new Map<string, CachedKey>();
-const lastUsedWritten = new Map<string, number>();
+const cache = processSingleton("api-key-cache", () => new Map<string, CachedKey>());
+const lastUsedWritten = processSingleton("api-key-last-used", () => new Map<string, number>());
 
 export function clearKeyCache(): void {
   cache.clear();

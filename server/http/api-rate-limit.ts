@@ -1,12 +1,12 @@
 import type { Actor } from "../auth/actor";
 import { ApiError } from "../errors";
-import { hit } from "./rate-limit";
+import { consume } from "./quota-lease";
 
 const HOUR = 3_600_000;
 
 /** Counts the request against the key's hourly quota; returns the X-RateLimit-* headers. */
 export async function enforceRateLimit(actor: Actor, now = Date.now()): Promise<Record<string, string>> {
-  const state = await hit(`key:${actor.keyId ?? actor.accountId}`, actor.rateLimitPerHour, HOUR, 1, now);
+  const state = await consume(`key:${actor.keyId ?? actor.accountId}`, actor.rateLimitPerHour, HOUR, now);
   const headers = {
     "X-RateLimit-Limit": String(state.limit),
     "X-RateLimit-Remaining": String(state.remaining),

@@ -3,8 +3,9 @@ import type { Actor } from "../auth/actor";
 import { authenticate, requireScope } from "../auth/api-keys";
 import type { Scope } from "../auth/scopes";
 import { ApiError } from "../errors";
+import { cachedJson } from "../cache/read-cache";
 import { enforceRateLimit } from "./api-rate-limit";
-import { errorResponse, jsonResponse, newRequestId, preflightResponse, routeNotFound } from "./responses";
+import { errorResponse, jsonResponse, jsonTextResponse, newRequestId, preflightResponse, routeNotFound } from "./responses";
 import { jsonBody, parseWith, queryObject } from "./validation";
 
 // The /v1 wrapper: request_id, authentication, rate limit, scope, input parsing, errors. A
@@ -25,10 +26,16 @@ export interface RouteOptions<QS extends z.ZodType | undefined, BS extends z.Zod
   body?: BS;
   /** Success status (default 200). */
   status?: number;
+  /** Serve repeated identical reads from the change-versioned read cache. */
+  cache?: boolean;
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 type Handler<Q, B> = (ctx: RouteContext<Q, B>) => Promise<object | Response>;
+
+function isResponse(value: object): value is Response {
+  return value instanceof Response;
+}
 
 export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extends z.ZodType | undefined = undefined>(
   options: RouteOptions<QS, BS>,
@@ -43,8 +50,17 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
       if (options.scope) requireScope(actor, options.scope);
       const query = (options.query ? parseWith(options.query, queryObject(new URL(request.url))) : undefined) as Out<QS>;
       const body = (options.body ? parseWith(options.body, await jsonBody(request)) : undefined) as Out<BS>;
-      const result = await handler({ actor, query, body, requestId, request });
-      if (result instanceof Response) {
+      const run = () => handler({ actor, query, body, requestId, request });
+      if (options.cache) {
+        const json = await cachedJson(actor, new URL(request.url), async () => {
+          const value = await run();
+          if (isResponse(value)) throw new Error("cached routes must return JSON objects");
+          return value;
+        });
+        return jsonTextResponse(options.status ?? 200, json, requestId, headers);
+      }
+      const result = await run();
+      if (isResponse(result)) {
         result.headers.set("Request-Id", requestId);
         for (const [k, v] of Object.entries(headers)) result.headers.set(k, v);
         return result;

@@ -21,6 +21,15 @@ export function jsonResponse(status: number, body: object, requestId: string, he
   });
 }
 
+/** A response from an already serialized JSON object; request_id is appended to it. */
+export function jsonTextResponse(status: number, json: string, requestId: string, headers: Record<string, string> = {}): Response {
+  const body = json === "{}" ? `{"request_id":"${requestId}"}` : `${json.slice(0, -1)},"request_id":"${requestId}"}`;
+  return new Response(body, {
+    status,
+    headers: { "Content-Type": "application/json; charset=utf-8", "Request-Id": requestId, ...CORS_HEADERS, ...headers },
+  });
+}
+
 export function errorResponse(err: unknown, requestId: string, headers: Record<string, string> = {}): Response {
   if (err instanceof ApiError) {
     const error: Record<string, string> = { type: err.type, code: err.code, message: err.message };

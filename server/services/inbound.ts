@@ -7,6 +7,7 @@ import { newId } from "../ids";
 import { type InboundEvent, InboundEventSchema, type InboundMessage } from "../platform/events";
 import { storage } from "../storage";
 import { normalizeActivationCode } from "./sandbox";
+import { notifyChange } from "../cache/changes";
 
 // ingestInbound: the one way traffic from the other phones enters the service. It routes the
 // event to the owning account (on the sandbox line: the account the sender's phone is paired
@@ -18,12 +19,24 @@ type Tx = Prisma.TransactionClient;
 type WithoutLine<E> = Omit<E, "lineId" | "type">;
 
 /** The account that owns traffic from `sender` on `line`, pairing the sandbox when asked to. */
-async function routeAccount(tx: Tx, line: Line, sender: string, text: string | null | undefined, now: Date): Promise<string> {
+async function routeAccount(
+  tx: Tx,
+  line: Line,
+  sender: string,
+  text: string | null | undefined,
+  now: Date,
+  unpaired: string[] = [],
+): Promise<string> {
   if (!line.isSandbox) return line.accountId!;
   if (text) {
     const pending = await tx.sandboxState.findUnique({ where: { activationCode: normalizeActivationCode(text) } });
     if (pending) {
       // A phone is paired with one account at a time: pairing here unpairs it elsewhere.
+      const others = await tx.sandboxState.findMany({
+        where: { contactIdentifier: sender, NOT: { accountId: pending.accountId } },
+        select: { accountId: true },
+      });
+      unpaired.push(...others.map((o) => o.accountId));
       await tx.sandboxState.updateMany({
         where: { contactIdentifier: sender, NOT: { accountId: pending.accountId } },
         data: { contactIdentifier: null, status: "pending", activatedAt: null },
@@ -109,8 +122,9 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
   const now = new Date();
   const sentAt = new Date(event.sentAt ?? now.getTime());
   const service = event.service ?? lineService(line);
+  const unpaired: string[] = [];
   const message = await db.$transaction(async (tx) => {
-    const accountId = await routeAccount(tx, line, sender, text, now);
+    const accountId = await routeAccount(tx, line, sender, text, now, unpaired);
     let chat: Chat;
     if (event.group) {
       const participants = [...new Set([sender, ...event.group.participants.map(normalizeHandle)])].filter(
@@ -166,6 +180,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
     await tx.chat.update({ where: { id: chat.id }, data: { hasReceivedInbound: true, lastMessageAt: later } });
     return created;
   });
+  for (const accountId of new Set([message.accountId, ...unpaired])) await notifyChange(accountId);
   return { message, created: true };
 }
 
@@ -173,7 +188,7 @@ export async function ingestReaction(line: Line, event: WithoutLine<Extract<Inbo
   const db = await getDb();
   const sender = normalizeHandle(event.sender);
   const sentAt = new Date(event.sentAt ?? Date.now());
-  return db.$transaction(async (tx) => {
+  const result = await db.$transaction(async (tx) => {
     const accountId = await routeAccount(tx, line, sender, null, sentAt);
     const target = event.target.trim();
     const message = await tx.message.findFirst({
@@ -196,36 +211,44 @@ export async function ingestReaction(line: Line, event: WithoutLine<Extract<Inbo
       update: { added: event.added, sentAt, syncedAt: new Date() },
     });
   });
+  await notifyChange(result.accountId);
+  return result;
 }
 
 export async function ingestTyping(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "typing" }>>): Promise<TypingIndicator> {
   const db = await getDb();
   const sender = normalizeHandle(event.sender);
   const at = new Date(event.sentAt ?? Date.now());
-  return db.$transaction(async (tx) => {
+  const { accountId, typing } = await db.$transaction(async (tx) => {
     const accountId = await routeAccount(tx, line, sender, null, at);
     const chat = await directChat(tx, line, accountId, sender);
-    return tx.typingIndicator.upsert({
+    const typing = await tx.typingIndicator.upsert({
       where: { chatId_handle: { chatId: chat.id, handle: sender } },
       create: { id: newId("typing"), chatId: chat.id, handle: sender, isTyping: event.isTyping, updatedAt: at },
       update: { isTyping: event.isTyping, updatedAt: at },
     });
+    return { accountId, typing };
   });
+  await notifyChange(accountId);
+  return typing;
 }
 
 export async function ingestReceipt(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "receipt" }>>): Promise<ReadReceipt> {
   const db = await getDb();
   const sender = normalizeHandle(event.sender);
   const at = new Date(event.sentAt ?? Date.now());
-  return db.$transaction(async (tx) => {
+  const { accountId, receipt } = await db.$transaction(async (tx) => {
     const accountId = await routeAccount(tx, line, sender, null, at);
     const chat = await directChat(tx, line, accountId, sender);
-    return tx.readReceipt.upsert({
+    const receipt = await tx.readReceipt.upsert({
       where: { chatId_handle: { chatId: chat.id, handle: sender } },
       create: { id: newId("receipt"), chatId: chat.id, handle: sender, lastReadAt: at },
       update: { lastReadAt: at, syncedAt: new Date() },
     });
+    return { accountId, receipt };
   });
+  await notifyChange(accountId);
+  return receipt;
 }
 
 /** Entry point for platform bridges: validates the event and routes it by line ID. */

@@ -7,6 +7,8 @@ import { normalizeHandle } from "../handles";
 import { keysetAsc, type Page, toPage } from "../http/pagination";
 import { newId } from "../ids";
 import { serializeLine } from "../serializers";
+import { notifyChange } from "../cache/changes";
+import { processSingleton } from "../singleton";
 import { sandboxStatus } from "./sandbox-state";
 
 // Lines and the access rules every line-scoped request goes through.
@@ -57,13 +59,34 @@ export async function assertLineAccess(actor: Actor, line: Pick<Line, "id" | "is
   }
 }
 
+// Lines change rarely (label, activation): lookups by handle or ID are cached as briefly as
+// API keys, so a line-scoped read costs no extra round trip on the hot path.
+const lineCache = processSingleton("line-cache", () => new Map<string, { line: Line; at: number }>());
+
+export function forgetCachedLines(): void {
+  lineCache.clear();
+}
+
+async function findLine(ref: string): Promise<Line | null> {
+  const key = ref.startsWith("ln_") ? ref : normalizeHandle(ref);
+  const now = Date.now();
+  const hit = lineCache.get(key);
+  if (hit && now - hit.at <= config().API_KEY_CACHE_SECONDS * 1000) return hit.line;
+  const db = await getDb();
+  const line = key.startsWith("ln_")
+    ? await db.line.findUnique({ where: { id: key } })
+    : await db.line.findUnique({ where: { handle: key } });
+  if (line) {
+    if (lineCache.size > 10_000) lineCache.clear();
+    lineCache.set(key, { line, at: now });
+  }
+  return line;
+}
+
 /** Resolves a line handle (or ln_ ID) the caller may use, or throws the SPEC.md code. */
 export async function resolveLine(actor: Actor, ref: string, param = "from"): Promise<Line> {
-  const db = await getDb();
   const value = ref.trim();
-  const line = value.startsWith("ln_")
-    ? await db.line.findUnique({ where: { id: value } })
-    : await db.line.findUnique({ where: { handle: normalizeHandle(value) } });
+  const line = await findLine(value);
   if (!line || (!line.isSandbox && line.accountId !== actor.accountId)) {
     throw new ApiError("line_not_found", `No line with handle '${value}'.`, { param });
   }
@@ -73,8 +96,8 @@ export async function resolveLine(actor: Actor, ref: string, param = "from"): Pr
 
 /** Loads a line by ID for an object the caller already owns, and checks access to it. */
 export async function assertLineIdAccess(actor: Actor, lineId: string): Promise<Line> {
-  const db = await getDb();
-  const line = await db.line.findUniqueOrThrow({ where: { id: lineId } });
+  const line = await findLine(lineId);
+  if (!line) throw new Error(`line ${lineId} vanished`);
   await assertLineAccess(actor, line);
   return line;
 }
@@ -113,7 +136,7 @@ export async function createLine(input: CreateLineInput): Promise<Line> {
   }
   const taken = await db.line.findUnique({ where: { handle }, select: { id: true } });
   if (taken) throw new ApiError("invalid_parameter_value", `A line with handle ${handle} already exists.`, { param: "handle" });
-  return db.line.create({
+  const line = await db.line.create({
     data: {
       id: newId("line"),
       accountId: input.accountId,
@@ -123,4 +146,6 @@ export async function createLine(input: CreateLineInput): Promise<Line> {
       advancedFeatures: input.advancedFeatures ?? false,
     },
   });
+  await notifyChange(input.accountId);
+  return line;
 }

@@ -4,6 +4,7 @@ import { config } from "../config";
 import { getDb } from "../db";
 import { ApiError } from "../errors";
 import { peek } from "../http/rate-limit";
+import { notifyChange } from "../cache/changes";
 import { sandboxLine } from "./lines";
 
 // The sandbox: one shared line every key may use once its account has paired a phone by
@@ -70,5 +71,6 @@ export async function activateSandbox(actor: Actor) {
       if (attempt >= 3) throw err; // a code collision is ~1e-12; retry a few times regardless
     }
   }
+  await notifyChange(actor.accountId);
   return getSandbox(actor);
 }

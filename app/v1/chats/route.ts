@@ -4,5 +4,5 @@ import { ListChatsQuery } from "@/server/schemas/v1";
 import { listChats } from "@/server/services/chats";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  GET: apiRoute({ scope: "chats:read", query: ListChatsQuery }, ({ actor, query }) => listChats(actor, query)),
+  GET: apiRoute({ scope: "chats:read", query: ListChatsQuery, cache: true }, ({ actor, query }) => listChats(actor, query)),
 });

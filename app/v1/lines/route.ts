@@ -4,5 +4,5 @@ import { ListLinesQuery } from "@/server/schemas/v1";
 import { listLines } from "@/server/services/lines";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  GET: apiRoute({ scope: "lines:read", query: ListLinesQuery }, ({ actor, query }) => listLines(actor, query)),
+  GET: apiRoute({ scope: "lines:read", query: ListLinesQuery, cache: true }, ({ actor, query }) => listLines(actor, query)),
 });

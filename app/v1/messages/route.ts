@@ -5,7 +5,7 @@ import { ListMessagesQuery } from "@/server/schemas/v1";
 import { getMessage, listMessages } from "@/server/services/messages";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  GET: apiRoute({ scope: "messages:read", query: ListMessagesQuery }, async ({ actor, query }) => {
+  GET: apiRoute({ scope: "messages:read", query: ListMessagesQuery, cache: true }, async ({ actor, query }) => {
     if (query.id) return getMessage(actor, query.id);
     if (!query.from) throw missingParam("from");
     return listMessages(actor, { ...query, from: query.from });

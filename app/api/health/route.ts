@@ -1,0 +1,4 @@
+// GET /api/health - liveness probe: answers without touching the database.
+export function GET(): Response {
+  return Response.json({ status: "ok" });
+}

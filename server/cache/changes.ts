@@ -1,0 +1,73 @@
+import pg from "pg";
+import { config } from "../config";
+import { database } from "../db";
+import { processSingleton } from "../singleton";
+
+// Change versions per account. Every service that writes bumps the account's version after
+// its transaction commits (notifyChange). On PostgreSQL the bump is also broadcast with
+// NOTIFY and applied by every instance's LISTEN connection, so caches keyed on versions stay
+// correct across instances. While the listener is down on PostgreSQL, caching is off.
+
+const CHANNEL = "relay_changes";
+const state = processSingleton("changes", () => ({
+  versions: new Map<string, number>(),
+  generation: 0,
+  listenerHealthy: false,
+  listenerStarted: false,
+}));
+
+export function accountVersion(accountId: string): string {
+  return `${state.generation}.${state.versions.get(accountId) ?? 0}`;
+}
+
+function bumpLocal(accountId: string): void {
+  state.versions.set(accountId, (state.versions.get(accountId) ?? 0) + 1);
+}
+
+/** Whether version-based caching is safe in this process right now. */
+export async function cachingEnabled(): Promise<boolean> {
+  const db = await database();
+  return db.kind === "pglite" || state.listenerHealthy;
+}
+
+export async function notifyChange(accountId: string): Promise<void> {
+  bumpLocal(accountId);
+  const db = await database();
+  if (db.kind === "postgres") {
+    await db.prisma.$executeRaw`SELECT pg_notify(${CHANNEL}, ${accountId})`;
+  }
+}
+
+/** Starts this instance's LISTEN connection (PostgreSQL only); reconnects on failure. */
+export async function startChangeListener(): Promise<void> {
+  const c = config();
+  if (!c.DATABASE_URL || state.listenerStarted) return;
+  state.listenerStarted = true;
+  const connect = async (): Promise<void> => {
+    const client = new pg.Client({ connectionString: c.DATABASE_URL });
+    let failed = false;
+    const fail = () => {
+      if (failed) return;
+      failed = true;
+      state.listenerHealthy = false;
+      state.generation++; // anything cached meanwhile may have missed a change
+      client.removeAllListeners();
+      void client.end().catch(() => undefined);
+      setTimeout(() => void connect(), 1000).unref();
+    };
+    try {
+      client.on("error", fail);
+      client.on("end", fail);
+      client.on("notification", (n) => {
+        if (n.channel === CHANNEL && n.payload) bumpLocal(n.payload);
+      });
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+      state.generation++;
+      state.listenerHealthy = true;
+    } catch {
+      fail();
+    }
+  };
+  await connect();
+}
