@@ -31,7 +31,6 @@ const EnvSchema = z.object({
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
   /** Port of the loopback socket through which the operator CLI reaches embedded PGlite (0 = any). */
   PGLITE_SOCKET_PORT: z.coerce.number().int().min(0).max(65535).default(0),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   EMBEDDED_SEED: bool.optional(),
 });
 
