@@ -196,5 +196,16 @@ describe("read endpoints", () => {
     expect(list.body.data.map((o: { id: string }) => o.id)).toEqual([...ids].reverse());
     const failed = await get(`/v1/outbox?status=failed`, f.key);
     expect(failed.body.data.map((o: { id: string }) => o.id)).toEqual([ids[2]]);
+
+    // A key restricted to another line lists none of these, but still sees sandbox items.
+    const { createLine, sandboxLine } = await import("@/server/services/lines");
+    const { makeKey } = await import("./helpers");
+    const other = await createLine({ accountId: f.accountId, handle: phone() });
+    const sandboxItem = newId("outbox");
+    await prisma.outboxItem.create({
+      data: { id: sandboxItem, accountId: f.accountId, lineId: (await sandboxLine()).id, kind: "message", payload: {}, requestId: "req_x" },
+    });
+    const restricted = await makeKey(f.accountId, { lineIds: [other.id] });
+    expect((await get("/v1/outbox", restricted)).body.data.map((o: { id: string }) => o.id)).toEqual([sandboxItem]);
   });
 });

@@ -4,7 +4,7 @@ import { ApiError, invalidParam } from "../errors";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
 import { isId } from "../ids";
 import { serializeOutboxItem } from "../serializers";
-import { assertLineIdAccess, resolveLine } from "./lines";
+import { assertLineIdAccess, resolveLine, sandboxLine } from "./lines";
 
 export const OUTBOX_STATUSES = ["pending", "claimed", "sent", "failed"] as const;
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
@@ -25,7 +25,12 @@ export async function listOutbox(
   const db = await getDb();
   const line = input.from ? await resolveLine(actor, input.from) : null;
   const page = keysetDesc(null, input.cursor);
-  const lineFilter = line ? { lineId: line.id } : actor.lineIds ? { lineId: { in: [...actor.lineIds] } } : {};
+  // A restricted key sees its lines and, like every key, the sandbox line.
+  const lineFilter = line
+    ? { lineId: line.id }
+    : actor.lineIds
+      ? { lineId: { in: [...actor.lineIds, (await sandboxLine()).id] } }
+      : {};
   const rows = await db.outboxItem.findMany({
     where: { accountId: actor.accountId, ...lineFilter, ...(input.status ? { status: input.status } : {}), ...page.where },
     orderBy: page.orderBy,
