@@ -1,0 +1,127 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// The production server as a user runs it: `next start` on embedded PGlite in a fresh
+// DATA_DIR, set up with the operator CLI while it runs, driven only over HTTP.
+
+const NEXT = path.resolve("node_modules/.bin/next");
+const TSX = path.resolve("node_modules/.bin/tsx");
+const dataDir = mkdtempSync(path.join(tmpdir(), "relay-e2e-"));
+let server: ChildProcess | undefined;
+let base = "";
+let env: NodeJS.ProcessEnv = { ...process.env };
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function start(): Promise<void> {
+  server = spawn(NEXT, ["start", "-p", String(new URL(base).port), "-H", "127.0.0.1"], { env, stdio: ["ignore", "ignore", "inherit"] });
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    try {
+      if ((await fetch(`${base}/api/health`)).ok) return;
+    } catch {
+      // starting
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error("next start did not come up");
+}
+
+async function stop(): Promise<void> {
+  if (!server || server.exitCode !== null) return;
+  const exited = new Promise((r) => server!.once("exit", r));
+  server.kill("SIGTERM");
+  await exited;
+}
+
+const admin = (...args: string[]) => execFileSync(TSX, ["scripts/admin.ts", ...args], { env, encoding: "utf8" }).trim();
+
+beforeAll(async () => {
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  env = { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", DATA_DIR: dataDir, PUBLIC_URL: base, PORT: String(port) };
+  delete env.DATABASE_URL;
+  await start();
+});
+
+afterAll(async () => {
+  await stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe("/v1 against next start", () => {
+  let key = "";
+  const line = "+15550004242";
+
+  it("is set up by the operator CLI while the server runs", () => {
+    admin("account", "create", "--email", "e2e@example.com", "--password", "e2e password 123");
+    admin("line", "create", "--account", "e2e@example.com", "--handle", line, "--advanced");
+    key = admin("key", "create", "--account", "e2e@example.com", "--name", "e2e");
+    expect(key).toMatch(/^sk_live_/);
+  });
+
+  it("authenticates, serves reads, ingests simulated traffic and hands out working file links", async () => {
+    const auth = { authorization: `Bearer ${key}` };
+    const anon = await fetch(`${base}/v1/lines`);
+    expect(anon.status).toBe(401);
+    expect((await anon.json()).error.code).toBe("missing_api_key");
+
+    const lines = await (await fetch(`${base}/v1/lines`, { headers: auth })).json();
+    expect(lines.data.map((l: { handle: string }) => l.handle)).toContain(line);
+
+    const sent = await fetch(`${base}/api/simulator/messages`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({
+        line,
+        from: "+15550001111",
+        text: "hello from e2e",
+        attachment: { filename: "note.txt", mime_type: "text/plain", content_base64: Buffer.from("file body").toString("base64") },
+      }),
+    });
+    expect(sent.status).toBe(201);
+    const message = await sent.json();
+
+    const chats = await (await fetch(`${base}/v1/chats?from=${encodeURIComponent(line)}`, { headers: auth })).json();
+    expect(chats.data[0]).toMatchObject({ identifier: "+15550001111", has_received_inbound: true });
+    const messages = await (await fetch(`${base}/v1/messages?from=${encodeURIComponent(line)}`, { headers: auth })).json();
+    expect(messages.data[0]).toMatchObject({ id: message.id, text: "hello from e2e" });
+
+    const file = await fetch(messages.data[0].attachments[0].url);
+    expect(file.status).toBe(200);
+    expect(await file.text()).toBe("file body");
+
+    const notFound = await fetch(`${base}/v1/unknown`, { headers: auth });
+    expect(notFound.status).toBe(404);
+    expect((await notFound.json()).error.code).toBe("route_not_found");
+    const preflight = await fetch(`${base}/v1/messages`, { method: "OPTIONS" });
+    expect(preflight.status).toBe(204);
+  });
+
+  it("keeps everything across a restart, and revocation through the CLI takes effect", async () => {
+    await stop();
+    await start();
+    const auth = { authorization: `Bearer ${key}` };
+    const messages = await (await fetch(`${base}/v1/messages?from=${encodeURIComponent(line)}`, { headers: auth })).json();
+    expect(messages.data.map((m: { text: string }) => m.text)).toEqual(["hello from e2e"]);
+    admin("key", "revoke", "--key", key);
+    const deadline = Date.now() + 7000;
+    let status = 0;
+    while (Date.now() < deadline && status !== 401) {
+      status = (await fetch(`${base}/v1/lines`, { headers: auth })).status;
+      if (status !== 401) await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(status).toBe(401);
+  });
+});
