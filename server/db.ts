@@ -4,6 +4,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { config } from "./config";
+import { lockDataDir } from "./db/dir-lock";
 import { applyMigrations } from "./db/migrations";
 import { pgliteRunner, pgRunner } from "./db/runners";
 import { PrismaClient } from "./generated/prisma/client";
@@ -56,9 +57,16 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
     return { prisma, kind: "postgres", close: () => prisma.$disconnect() };
   }
   let pglite: PGlite;
+  let unlock = () => {};
   if (c.dataDir) {
     await mkdir(c.dataDir, { recursive: true });
-    pglite = await PGlite.create(path.join(c.dataDir, "pglite"));
+    unlock = lockDataDir(c.dataDir);
+    try {
+      pglite = await PGlite.create(path.join(c.dataDir, "pglite"));
+    } catch (err) {
+      unlock();
+      throw err;
+    }
   } else {
     pglite = await PGlite.create();
   }
@@ -71,6 +79,7 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
     async close() {
       await prisma.$disconnect();
       await pglite.close();
+      unlock();
     },
   };
 }
