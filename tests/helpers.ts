@@ -18,6 +18,7 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/v1/receipts": () => import("@/app/v1/receipts/route"),
   "/v1/outbox": () => import("@/app/v1/outbox/route"),
   "/v1/sandbox": () => import("@/app/v1/sandbox/route"),
+  "/v1/files": () => import("@/app/v1/files/route"),
   "/api/simulator/messages": () => import("@/app/api/simulator/messages/route"),
   "/api/simulator/reactions": () => import("@/app/api/simulator/reactions/route"),
   "/api/simulator/typing": () => import("@/app/api/simulator/typing/route"),
@@ -33,8 +34,8 @@ export interface ApiResult<T = any> {
 export interface CallOptions {
   key?: string | null;
   body?: unknown;
-  /** Raw body text, sent as is. */
-  raw?: string;
+  /** Raw body, sent as is. */
+  raw?: string | Uint8Array;
   headers?: Record<string, string>;
 }
 
@@ -42,12 +43,12 @@ export async function call(method: string, pathAndQuery: string, options: CallOp
   const url = new URL(pathAndQuery, "http://localhost:3000");
   const headers: Record<string, string> = { ...options.headers };
   if (options.key) headers.authorization = `Bearer ${options.key}`;
-  let body: string | undefined = options.raw;
+  let body: string | Uint8Array | undefined = options.raw;
   if (options.body !== undefined) {
     body = JSON.stringify(options.body);
     headers["content-type"] = "application/json";
   }
-  const request = new Request(url, { method, headers, body });
+  const request = new Request(url, { method, headers, body: body as BodyInit | undefined });
   let response: Response;
   if (url.pathname.startsWith("/api/files/")) {
     const { GET } = await import("@/app/api/files/[id]/route");

@@ -5,7 +5,15 @@ import type { Scope } from "../auth/scopes";
 import { ApiError } from "../errors";
 import { cachedJson } from "../cache/read-cache";
 import { enforceRateLimit } from "./api-rate-limit";
-import { errorResponse, jsonResponse, jsonTextResponse, newRequestId, preflightResponse, routeNotFound } from "./responses";
+import {
+  CORS_HEADERS,
+  errorResponse,
+  jsonResponse,
+  jsonTextResponse,
+  newRequestId,
+  preflightResponse,
+  routeNotFound,
+} from "./responses";
 import { jsonBody, parseWith, queryObject } from "./validation";
 
 // The /v1 wrapper: request_id, authentication, rate limit, scope, input parsing, errors. A
@@ -62,7 +70,7 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
       const result = await run();
       if (isResponse(result)) {
         result.headers.set("Request-Id", requestId);
-        for (const [k, v] of Object.entries(headers)) result.headers.set(k, v);
+        for (const [k, v] of Object.entries({ ...CORS_HEADERS, ...headers })) result.headers.set(k, v);
         return result;
       }
       return jsonResponse(options.status ?? 200, result, requestId, headers);

@@ -5,7 +5,7 @@ import type { Chat, Line, Message, Reaction, ReadReceipt, TypingIndicator } from
 import { normalizeHandle } from "../handles";
 import { newId } from "../ids";
 import { type InboundEvent, InboundEventSchema, type InboundMessage } from "../platform/events";
-import { storage } from "../storage";
+import { storeBlob } from "../storage/blobs";
 import { normalizeActivationCode } from "./sandbox";
 import { notifyChange } from "../cache/changes";
 
@@ -109,15 +109,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
     throw invalidParam("attachment", "A voice memo (is_audio_message true) needs an audio attachment.");
   }
 
-  // Bytes first: a failed transaction leaves at most an unreferenced blob, never a message
-  // pointing at missing bytes.
-  let file: { id: string; key: string; size: number; sha256: string } | null = null;
-  if (event.attachment) {
-    const id = newId("file");
-    const bytes = event.attachment.content;
-    file = { id, key: `${id.slice(-2)}/${id}`, size: bytes.byteLength, sha256: createHash("sha256").update(bytes).digest("hex") };
-    await storage().put(file.key, bytes);
-  }
+  const file = event.attachment ? await storeBlob(event.attachment.content) : null;
 
   const now = new Date();
   const sentAt = new Date(event.sentAt ?? now.getTime());
@@ -161,7 +153,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
           mimeType: event.attachment.mimeType,
           size: file.size,
           sha256: file.sha256,
-          storageKey: file.key,
+          storageKey: file.storageKey,
         },
       });
       await tx.attachment.create({

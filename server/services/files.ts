@@ -1,0 +1,123 @@
+import type { Actor } from "../auth/actor";
+import { getDb } from "../db";
+import { ApiError, invalidParam } from "../errors";
+import type { File } from "../generated/prisma/client";
+import { isId } from "../ids";
+import { storeBlob } from "../storage/blobs";
+import { fileUrlSigner } from "../storage/signed-urls";
+
+// Uploaded files (POST /v1/files): raw bytes with their Content-Type and an optional
+// X-Filename, referenced later by messages and audio messages. Downloads go through signed,
+// expiring URLs (GET /v1/files?id= answers 302 to one).
+
+export const MAX_FILE_BYTES = 100 * 1024 * 1024;
+const MIME = /^[\w.+-]+\/[\w.+-]+$/;
+
+const EXTENSIONS: Record<string, string> = {
+  "image/png": "png",
+  "image/jpeg": "jpg",
+  "image/gif": "gif",
+  "image/heic": "heic",
+  "image/webp": "webp",
+  "video/mp4": "mp4",
+  "video/quicktime": "mov",
+  "audio/mpeg": "mp3",
+  "audio/mp4": "m4a",
+  "audio/x-m4a": "m4a",
+  "audio/wav": "wav",
+  "audio/x-wav": "wav",
+  "audio/x-caf": "caf",
+  "audio/aiff": "aiff",
+  "audio/x-aiff": "aiff",
+  "application/pdf": "pdf",
+  "text/plain": "txt",
+  "text/vcard": "vcf",
+};
+
+export function serializeFile(file: File, url: (id: string) => string) {
+  return {
+    object: "file" as const,
+    id: file.id,
+    url: url(file.id),
+    filename: file.filename,
+    mime_type: file.mimeType,
+    size: file.size,
+    created_at: file.createdAt.getTime(),
+  };
+}
+
+/** The file's MIME type from a Content-Type header (parameters dropped). */
+export function mimeTypeOf(contentType: string | null): string {
+  const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
+  if (!type) return "application/octet-stream";
+  if (!MIME.test(type)) throw invalidParam("Content-Type", `'${type}' is not a MIME type such as image/png.`);
+  return type;
+}
+
+/** A safe display name: no path, no control characters, at most 255 characters. */
+export function cleanFilename(raw: string | null, mimeType: string): string {
+  let name = raw ?? "";
+  try {
+    name = decodeURIComponent(name);
+  } catch {
+    // not percent-encoded: keep as sent
+  }
+  name = name.split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 255);
+  if (name && name !== "." && name !== "..") return name;
+  return `file.${EXTENSIONS[mimeType] ?? "bin"}`;
+}
+
+/** Reads a request body up to `max` bytes, failing early past it. */
+export async function readBody(request: Request, max = MAX_FILE_BYTES): Promise<Uint8Array> {
+  const tooLarge = () =>
+    new ApiError("file_too_large", `Files may be at most ${max} bytes (${Math.round(max / 1024 / 1024)} MiB).`);
+  const declared = Number(request.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > max) throw tooLarge();
+  if (!request.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    bytes.set(c, offset);
+    offset += c.byteLength;
+  }
+  return bytes;
+}
+
+export async function uploadFile(actor: Actor, input: { bytes: Uint8Array; contentType: string | null; filename: string | null }) {
+  if (input.bytes.byteLength === 0) throw new ApiError("empty_file", "The uploaded file is empty (0 bytes).");
+  const mimeType = mimeTypeOf(input.contentType);
+  const filename = cleanFilename(input.filename, mimeType);
+  const blob = await storeBlob(input.bytes);
+  const db = await getDb();
+  const file = await db.file.create({
+    data: { id: blob.id, accountId: actor.accountId, filename, mimeType, size: blob.size, sha256: blob.sha256, storageKey: blob.storageKey },
+  });
+  return serializeFile(file, await fileUrlSigner());
+}
+
+/** A file of the caller's account, or file_not_found. */
+export async function findFile(actor: Actor, id: string, param = "id"): Promise<File> {
+  if (!isId("file", id)) throw invalidParam(param, `'${id}' is not a valid file_ ID.`);
+  const db = await getDb();
+  const file = await db.file.findFirst({ where: { id, accountId: actor.accountId } });
+  if (!file) throw new ApiError("file_not_found", `No file with ID '${id}'.`, { param });
+  return file;
+}
+
+export async function fileDownloadUrl(actor: Actor, id: string): Promise<string> {
+  const file = await findFile(actor, id);
+  return (await fileUrlSigner())(file.id);
+}
