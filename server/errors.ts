@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   advanced_features_required: { type: "invalid_request_error", status: 400 },
   sandbox_contact_mismatch: { type: "invalid_request_error", status: 400 },
   idempotency_key_reused: { type: "invalid_request_error", status: 400 },
+  idempotency_key_in_use: { type: "invalid_request_error", status: 409 },
   contact_has_not_messaged: { type: "invalid_request_error", status: 403 },
   line_not_found: { type: "not_found_error", status: 404 },
   chat_not_found: { type: "not_found_error", status: 404 },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { newId } from "@/server/ids";
-import { readBody } from "@/server/services/files";
+import { readBody } from "@/server/http/body";
 import { call, expectRequestId, get, makeAccount } from "./helpers";
 
 const upload = (key: string, bytes: Uint8Array | string, headers: Record<string, string> = {}) =>

@@ -5,6 +5,8 @@ import type { Scope } from "../auth/scopes";
 import { ApiError } from "../errors";
 import { cachedJson } from "../cache/read-cache";
 import { enforceRateLimit } from "./api-rate-limit";
+import { readBody } from "./body";
+import { canonicalJson, idempotent, parseIdempotencyKey, requestHash } from "./idempotency";
 import {
   CORS_HEADERS,
   errorResponse,
@@ -23,6 +25,8 @@ export interface RouteContext<Q, B> {
   actor: Actor;
   query: Q;
   body: B;
+  /** The raw request body, for routes declared with rawBody. */
+  raw: Uint8Array | undefined;
   requestId: string;
   request: Request;
 }
@@ -36,6 +40,8 @@ export interface RouteOptions<QS extends z.ZodType | undefined, BS extends z.Zod
   status?: number;
   /** Serve repeated identical reads from the change-versioned read cache. */
   cache?: boolean;
+  /** Read the body as bytes (at most this many) instead of JSON. */
+  rawBody?: number;
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -57,8 +63,23 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
       headers = await enforceRateLimit(actor);
       if (options.scope) requireScope(actor, options.scope);
       const query = (options.query ? parseWith(options.query, queryObject(new URL(request.url))) : undefined) as Out<QS>;
-      const body = (options.body ? parseWith(options.body, await jsonBody(request)) : undefined) as Out<BS>;
-      const run = () => handler({ actor, query, body, requestId, request });
+      const raw = options.rawBody !== undefined ? await readBody(request, options.rawBody) : undefined;
+      const json = options.body ? await jsonBody(request) : undefined;
+      const body = (options.body ? parseWith(options.body, json) : undefined) as Out<BS>;
+      const run = () => handler({ actor, query, body, raw, requestId, request });
+      const idempotencyKey = request.method === "POST" ? parseIdempotencyKey(request.headers.get("idempotency-key")) : null;
+      if (idempotencyKey) {
+        const url = new URL(request.url);
+        const payload = raw
+          ? Buffer.concat([Buffer.from(`${request.headers.get("content-type")}\n${request.headers.get("x-filename")}\n`), raw])
+          : canonicalJson(json ?? {});
+        const outcome = await idempotent(actor, idempotencyKey, requestHash("POST", url.pathname, payload), "POST", url.pathname, async () => {
+          const value = await run();
+          if (isResponse(value)) throw new Error("idempotent routes must return JSON objects");
+          return { status: options.status ?? 200, body: value };
+        });
+        return jsonResponse(outcome.status, outcome.body, requestId, { ...headers, "Idempotent-Replayed": String(outcome.replayed) });
+      }
       if (options.cache) {
         const json = await cachedJson(actor, new URL(request.url), async () => {
           const value = await run();

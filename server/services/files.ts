@@ -67,35 +67,6 @@ export function cleanFilename(raw: string | null, mimeType: string): string {
   return `file.${EXTENSIONS[mimeType] ?? "bin"}`;
 }
 
-/** Reads a request body up to `max` bytes, failing early past it. */
-export async function readBody(request: Request, max = MAX_FILE_BYTES): Promise<Uint8Array> {
-  const tooLarge = () =>
-    new ApiError("file_too_large", `Files may be at most ${max} bytes (${Math.round(max / 1024 / 1024)} MiB).`);
-  const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > max) throw tooLarge();
-  if (!request.body) return new Uint8Array(0);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const c of chunks) {
-    bytes.set(c, offset);
-    offset += c.byteLength;
-  }
-  return bytes;
-}
-
 export async function uploadFile(actor: Actor, input: { bytes: Uint8Array; contentType: string | null; filename: string | null }) {
   if (input.bytes.byteLength === 0) throw new ApiError("empty_file", "The uploaded file is empty (0 bytes).");
   const mimeType = mimeTypeOf(input.contentType);

@@ -1,14 +1,14 @@
 // POST /v1/files - upload raw bytes (Content-Type, optional X-Filename); GET /v1/files?id= - 302 to a signed download URL
 import { z } from "zod";
 import { apiRoute, routes } from "@/server/http/api-route";
-import { fileDownloadUrl, readBody, uploadFile } from "@/server/services/files";
+import { fileDownloadUrl, MAX_FILE_BYTES, uploadFile } from "@/server/services/files";
 
 const FileQuery = z.object({ id: z.string().trim().min(1).max(100) });
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  POST: apiRoute({ scope: "files:write", status: 201 }, async ({ actor, request }) =>
+  POST: apiRoute({ scope: "files:write", status: 201, rawBody: MAX_FILE_BYTES }, async ({ actor, raw, request }) =>
     uploadFile(actor, {
-      bytes: await readBody(request),
+      bytes: raw ?? new Uint8Array(0),
       contentType: request.headers.get("content-type"),
       filename: request.headers.get("x-filename"),
     }),
