@@ -102,6 +102,25 @@ describe("/v1 against next start", () => {
     expect(file.status).toBe(200);
     expect(await file.text()).toBe("file body");
 
+    // Send a reply: accepted as pending, then delivered by the embedded runner.
+    const started = Date.now();
+    const accepted = await fetch(`${base}/v1/messages`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ from: line, to: "+15550001111", text: "reply from e2e" }),
+    });
+    expect(accepted.status).toBe(200);
+    const { id: outboxId, status } = await accepted.json();
+    expect(status).toBe("pending");
+    let item = { status: "pending" };
+    while (item.status === "pending" || item.status === "claimed") {
+      expect(Date.now() - started).toBeLessThan(10_000);
+      item = await (await fetch(`${base}/v1/outbox?id=${outboxId}`, { headers: auth })).json();
+    }
+    expect(item.status).toBe("sent");
+    const after = await (await fetch(`${base}/v1/messages?from=${encodeURIComponent(line)}`, { headers: auth })).json();
+    expect(after.data[0]).toMatchObject({ text: "reply from e2e", is_from_me: true, outbox_id: outboxId });
+
     const notFound = await fetch(`${base}/v1/unknown`, { headers: auth });
     expect(notFound.status).toBe(404);
     expect((await notFound.json()).error.code).toBe("route_not_found");
@@ -114,7 +133,7 @@ describe("/v1 against next start", () => {
     await start();
     const auth = { authorization: `Bearer ${key}` };
     const messages = await (await fetch(`${base}/v1/messages?from=${encodeURIComponent(line)}`, { headers: auth })).json();
-    expect(messages.data.map((m: { text: string }) => m.text)).toEqual(["hello from e2e"]);
+    expect(messages.data.map((m: { text: string }) => m.text)).toEqual(["reply from e2e", "hello from e2e"]);
     admin("key", "revoke", "--key", key);
     const deadline = Date.now() + 7000;
     let status = 0;

@@ -1,6 +1,7 @@
 import { config } from "./config";
 import { getDb } from "./db";
 import { bootstrap } from "./bootstrap";
+import { startRunner } from "./delivery/runner";
 import { seedDevAccount } from "./dev-seed";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
@@ -9,6 +10,7 @@ import { seedDevAccount } from "./dev-seed";
 export async function startServer(): Promise<void> {
   const c = config();
   await bootstrap();
+  startRunner();
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
   const lines = [`Relay is ready on ${c.PUBLIC_URL} (database: ${where}).`];

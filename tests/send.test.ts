@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { claimDue, deliver, releaseExpiredLeases } from "@/server/delivery/outbox";
+import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { hit } from "@/server/http/rate-limit";
+import { newId } from "@/server/ids";
+import { DAY_MS, sandboxQuotaBucket } from "@/server/services/sandbox";
+import { call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+
+const q = encodeURIComponent;
+
+beforeAll(() => startRunner());
+afterAll(() => stopRunner());
+
+async function waitFinal(f: Fixture, id: string) {
+  let item: { status: string } = { status: "pending" };
+  await vi.waitFor(
+    async () => {
+      item = (await get(`/v1/outbox?id=${id}`, f.key)).body;
+      expect(["sent", "failed"]).toContain(item.status);
+    },
+    { timeout: 15_000, interval: 20 },
+  );
+  return item as { status: string; error: string | null; attempts: number; completed_at: number | null };
+}
+
+describe("POST /v1/messages", () => {
+  it("accepts at once with a pending outbox item, then the runner sends it", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    const incoming = await inbound(f, alice, "hi line");
+    const res = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "hello back" });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ object: "outbox_item", id: expect.stringMatching(/^obx_/), status: "pending", request_id: expect.stringMatching(/^req_/) });
+    const final = await waitFinal(f, res.body.id);
+    expect(final).toMatchObject({ status: "sent", error: null, attempts: 1, completed_at: expect.any(Number) });
+    const messages = await get(`/v1/messages?from=${q(f.line.handle)}&to=${q(alice)}`, f.key);
+    expect(messages.body.data[0]).toMatchObject({
+      text: "hello back",
+      is_from_me: true,
+      sender: f.line.handle,
+      outbox_id: res.body.id,
+      chat_id: incoming.chat_id,
+      guid: expect.any(String),
+    });
+    const chat = (await get(`/v1/chats?from=${q(f.line.handle)}`, f.key)).body.data[0];
+    expect(chat.last_message_at).toBe(messages.body.data[0].sent_at);
+  });
+
+  it("sends one attachment, replies, and group chats by cht_ ID", async () => {
+    const f = await makeAccount();
+    const [alice, bob] = [phone(), phone()];
+    const parent = await inbound(f, alice, "a question", { group: { participants: [bob], name: "Pair" } });
+    const file = await call("POST", "/v1/files", { key: f.key, raw: new TextEncoder().encode("pdf-bytes"), headers: { "content-type": "application/pdf", "x-filename": "answer.pdf" } });
+    const res = await post("/v1/messages", f.key, { from: f.line.handle, to: parent.chat_id, attachments: [file.body.id], reply_to: parent.guid });
+    expect(res.status).toBe(200);
+    expect((await waitFinal(f, res.body.id)).status).toBe("sent");
+    const sent = (await get(`/v1/messages?from=${q(f.line.handle)}&to=${parent.chat_id}`, f.key)).body.data[0];
+    expect(sent).toMatchObject({ text: null, reply_to_guid: parent.guid, is_from_me: true });
+    expect(sent.attachments).toEqual([expect.objectContaining({ file_id: file.body.id, filename: "answer.pdf", mime_type: "application/pdf", size: 9 })]);
+  });
+
+  it("enforces the contact-first rule", async () => {
+    const f = await makeAccount();
+    const stranger = await post("/v1/messages", f.key, { from: f.line.handle, to: phone(), text: "cold call" });
+    expect(stranger.status).toBe(403);
+    expect(stranger.body.error).toMatchObject({ type: "invalid_request_error", code: "contact_has_not_messaged", param: "to" });
+    const typer = phone();
+    await post("/api/simulator/typing", f.key, { line: f.line.handle, from: typer, is_typing: true });
+    const onlyTyped = await post("/v1/messages", f.key, { from: f.line.handle, to: typer, text: "hi" });
+    expect(onlyTyped.body.error.code).toBe("contact_has_not_messaged");
+    const unknownChat = await post("/v1/messages", f.key, { from: f.line.handle, to: newId("chat"), text: "hi" });
+    expect(unknownChat.status).toBe(404);
+    expect(unknownChat.body.error.code).toBe("chat_not_found");
+  });
+
+  it("validates the request", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    const m = await inbound(f, alice, "hi");
+    const base = { from: f.line.handle, to: alice };
+    const cases: [unknown, number, string, string][] = [
+      [{ ...base }, 400, "missing_required_parameter", "text"],
+      [{ ...base, text: "" }, 400, "missing_required_parameter", "text"],
+      [{ from: f.line.handle, text: "x" }, 400, "missing_required_parameter", "to"],
+      [{ ...base, text: "x".repeat(20_001) }, 400, "invalid_parameter_value", "text"],
+      [{ ...base, attachments: [newId("file"), newId("file")] }, 400, "invalid_parameter_value", "attachments"],
+      [{ ...base, attachments: ["msg_123"] }, 400, "invalid_parameter_value", "attachments"],
+      [{ ...base, attachments: "file_x" }, 400, "invalid_parameter_value", "attachments"],
+      [{ ...base, attachments: [newId("file")] }, 404, "file_not_found", "attachments"],
+      [{ ...base, text: "x", reply_to: "NO-SUCH-GUID" }, 404, "message_not_found", "reply_to"],
+      [{ ...base, text: "x", reply_to: "cht_01" }, 400, "invalid_parameter_value", "reply_to"],
+      [{ ...base, from: "+19999999999", text: "x" }, 404, "line_not_found", "from"],
+    ];
+    for (const [body, status, code, param] of cases) {
+      const res = await post("/v1/messages", f.key, body);
+      expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(status);
+      expect(res.body.error, JSON.stringify(body).slice(0, 80)).toMatchObject({ code, param });
+    }
+    const otherChat = await inbound(f, phone(), "elsewhere");
+    const wrongChat = await post("/v1/messages", f.key, { ...base, text: "x", reply_to: otherChat.id });
+    expect(wrongChat.body.error).toMatchObject({ code: "invalid_parameter_value", param: "reply_to" });
+    const readOnly = await makeAccount({ scopes: ["messages:read"] });
+    expect((await post("/v1/messages", readOnly.key, { ...base, text: "x" })).body.error.code).toBe("insufficient_scope");
+    expect(m.id).toMatch(/^msg_/);
+  });
+
+  it("documented test recipients: +15005550001 fails permanently, +15005550002 succeeds on the third attempt", async () => {
+    const f = await makeAccount();
+    await inbound(f, "+15005550001", "hi");
+    await inbound(f, "+15005550002", "hi");
+    const bad = await post("/v1/messages", f.key, { from: f.line.handle, to: "+15005550001", text: "x" });
+    const flaky = await post("/v1/messages", f.key, { from: f.line.handle, to: "+15005550002", text: "y" });
+    const failed = await waitFinal(f, bad.body.id);
+    expect(failed).toMatchObject({ status: "failed", error: "recipient is not reachable on this service", attempts: 1 });
+    const sent = await waitFinal(f, flaky.body.id);
+    expect(sent).toMatchObject({ status: "sent", attempts: 3, error: null });
+    const sentMessages = (await get(`/v1/messages?from=${q(f.line.handle)}`, f.key)).body.data.filter((m: { is_from_me: boolean }) => m.is_from_me);
+    expect(sentMessages.map((m: { text: string }) => m.text)).toEqual(["y"]);
+  });
+
+  it("sandbox: only the paired phone, and 50 messages a day", async () => {
+    const f = await makeAccount();
+    const code = (await post("/v1/sandbox", f.key)).body.activation_code;
+    const sandbox = (await get("/v1/sandbox", f.key)).body.sandbox_line_handle;
+    const mine = phone();
+    const beforePairing = await post("/v1/messages", f.key, { from: sandbox, to: mine, text: "x" });
+    expect(beforePairing.body.error.code).toBe("sandbox_not_activated");
+    await post("/api/simulator/messages", f.key, { line: sandbox, from: mine, text: code });
+    const other = await post("/v1/messages", f.key, { from: sandbox, to: phone(), text: "x" });
+    expect(other.status).toBe(400);
+    expect(other.body.error).toMatchObject({ code: "sandbox_contact_mismatch", param: "to" });
+    const ok = await post("/v1/messages", f.key, { from: sandbox, to: mine, text: "hello me" });
+    expect(ok.status).toBe(200);
+    expect((await waitFinal(f, ok.body.id)).status).toBe("sent");
+    expect((await get("/v1/sandbox", f.key)).body.usage).toMatchObject({ used: 1, remaining: 49 });
+
+    await hit(sandboxQuotaBucket(f.accountId), 50, DAY_MS, 49);
+    const over = await post("/v1/messages", f.key, { from: sandbox, to: mine, text: "one too many" });
+    expect(over.status).toBe(429);
+    expect(over.body.error).toMatchObject({ type: "rate_limit_error", code: "sandbox_quota_exceeded" });
+    const retryAfter = Number(over.headers.get("retry-after"));
+    const midnight = Math.ceil((Math.floor(Date.now() / DAY_MS + 1) * DAY_MS - Date.now()) / 1000);
+    expect(Math.abs(retryAfter - midnight)).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("outbox delivery", () => {
+  it("a claim whose worker died returns to pending and is sent once", async () => {
+    await stopRunner();
+    try {
+      const f = await makeAccount();
+      const alice = phone();
+      await inbound(f, alice, "hi");
+      const res = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "survive a crash" });
+      const [claimed] = await claimDue(10);
+      expect(claimed?.id).toBe(res.body.id);
+      expect((await get(`/v1/outbox?id=${res.body.id}`, f.key)).body.status).toBe("claimed");
+      // The worker "crashes": its lease runs out.
+      expect(await releaseExpiredLeases(new Date(Date.now() + 60_000))).toBe(1);
+      expect((await get(`/v1/outbox?id=${res.body.id}`, f.key)).body.status).toBe("pending");
+      const [again] = await claimDue(10);
+      await deliver(again!);
+      await deliver(again!); // delivered twice (e.g. a second worker): still one message
+      expect((await get(`/v1/outbox?id=${res.body.id}`, f.key)).body).toMatchObject({ status: "sent", attempts: 2 });
+      const prisma = await db();
+      expect(await prisma.message.count({ where: { outboxId: res.body.id } })).toBe(1);
+    } finally {
+      startRunner();
+    }
+  });
+});
