@@ -3,6 +3,7 @@ import path from "node:path";
 import { config } from "./config";
 import { startChangeListener } from "./cache/changes";
 import { database } from "./db";
+import { startQueuedSocket } from "./db/socket-queue";
 import { sandboxLine } from "./services/lines";
 import { loadSigningSecret } from "./storage/signed-urls";
 
@@ -24,12 +25,8 @@ export async function bootstrap(): Promise<void> {
   await startChangeListener();
   const c = config();
   if (db.kind === "pglite" && db.pglite && c.dataDir) {
-    const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
-    const server = new PGLiteSocketServer({ db: db.pglite, host: "127.0.0.1", port: c.PGLITE_SOCKET_PORT });
-    await server.start();
-    const conn = server.getServerConn(); // "127.0.0.1:PORT"
-    const port = Number(conn.split(":").pop());
-    const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: "127.0.0.1", port } };
+    const socket = await startQueuedSocket(db.pglite, "127.0.0.1", c.PGLITE_SOCKET_PORT);
+    const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port } };
     const file = path.join(c.dataDir, SERVER_INFO_FILE);
     await writeFile(file, JSON.stringify(info));
     const cleanup = () => {
