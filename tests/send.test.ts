@@ -169,3 +169,80 @@ describe("outbox delivery", () => {
     }
   });
 });
+
+describe("POST /v1/reactions, /v1/typing, /v1/receipts", () => {
+  it("react, type (and stop), and mark read; each is delivered and shows in the read endpoints", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    const m = await inbound(f, alice, "react to this");
+    const reaction = await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, message_id: m.guid, type: "love" });
+    expect(reaction.status).toBe(200);
+    expect(reaction.body).toMatchObject({ id: expect.stringMatching(/^obx_/), status: "pending" });
+    expect((await waitFinal(f, reaction.body.id)).status).toBe("sent");
+    const reactions = await get(`/v1/reactions?message_id=${m.id}`, f.key);
+    expect(reactions.body.data).toEqual([
+      expect.objectContaining({ message_id: m.id, type: "love", sender: f.line.handle, is_from_me: true, added: true }),
+    ]);
+
+    const typing = await post("/v1/typing", f.key, { from: f.line.handle, to: alice });
+    expect((await waitFinal(f, typing.body.id)).status).toBe("sent");
+    const shown = await get(`/v1/typing?from=${q(f.line.handle)}&to=${q(alice)}`, f.key);
+    expect(shown.body.data).toEqual([expect.objectContaining({ handle: f.line.handle, is_typing: true })]);
+    const stop = await post("/v1/typing", f.key, { from: f.line.handle, to: alice, state: "off" });
+    expect((await waitFinal(f, stop.body.id)).status).toBe("sent");
+    expect((await get(`/v1/typing?from=${q(f.line.handle)}&to=${q(alice)}`, f.key)).body.data[0].is_typing).toBe(false);
+
+    const receipt = await post("/v1/receipts", f.key, { from: f.line.handle, to: alice });
+    expect((await waitFinal(f, receipt.body.id)).status).toBe("sent");
+    const receipts = await get(`/v1/receipts?from=${q(f.line.handle)}&to=${q(alice)}`, f.key);
+    expect(receipts.body.data).toEqual([expect.objectContaining({ handle: f.line.handle, last_read_at: expect.any(Number) })]);
+  });
+
+  it("need advanced features, the right scope, a contact that messaged first, and valid input", async () => {
+    const basic = await makeAccount({ advanced: false });
+    const bob = phone();
+    const bm = await inbound(basic, bob, "hi");
+    for (const [path, body] of [
+      ["/v1/reactions", { message_id: bm.id, type: "like" }],
+      ["/v1/typing", {}],
+      ["/v1/receipts", {}],
+    ] as const) {
+      const res = await post(path, basic.key, { from: basic.line.handle, to: bob, ...body });
+      expect(res.status, path).toBe(400);
+      expect(res.body.error, path).toMatchObject({ type: "invalid_request_error", code: "advanced_features_required" });
+    }
+
+    const f = await makeAccount();
+    const alice = phone();
+    const m = await inbound(f, alice, "hi");
+    const stranger = await post("/v1/typing", f.key, { from: f.line.handle, to: phone() });
+    expect(stranger.body.error.code).toBe("contact_has_not_messaged");
+    expect((await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, message_id: m.id, type: "hug" })).body.error).toMatchObject({
+      code: "invalid_parameter_value",
+      param: "type",
+    });
+    expect((await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, type: "like" })).body.error).toMatchObject({
+      code: "missing_required_parameter",
+      param: "message_id",
+    });
+    const elsewhere = await inbound(f, phone(), "other chat");
+    expect((await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, message_id: elsewhere.id, type: "like" })).body.error).toMatchObject({
+      code: "invalid_parameter_value",
+      param: "message_id",
+    });
+    expect((await post("/v1/typing", f.key, { from: f.line.handle, to: alice, state: "maybe" })).body.error).toMatchObject({
+      code: "invalid_parameter_value",
+      param: "state",
+    });
+    const group = await inbound(f, alice, "group", { group: { participants: [phone()] } });
+    const groupTyping = await post("/v1/typing", f.key, { from: f.line.handle, to: group.chat_id });
+    expect(groupTyping.status).toBe(400);
+    expect(groupTyping.body.error).toMatchObject({ code: "invalid_parameter_value", param: "to" });
+    expect(groupTyping.body.error.message).toMatch(/one-to-one/);
+
+    const readOnly = await makeAccount({ scopes: ["reactions:read", "typing:read", "receipts:read"] });
+    for (const path of ["/v1/reactions", "/v1/typing", "/v1/receipts"]) {
+      expect((await post(path, readOnly.key, { from: readOnly.line.handle, to: alice })).body.error.code, path).toBe("insufficient_scope");
+    }
+  });
+});

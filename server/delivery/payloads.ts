@@ -1,12 +1,25 @@
 import { z } from "zod";
 
-// What an outbox item carries, validated when it is delivered (whichever engine runs it).
+// What an outbox item carries, per kind, validated when it is delivered (whichever engine
+// runs it). Every kind names its chat and the chat identifier the platform sends to.
+const target = { chat_id: z.string(), to: z.string(), is_group: z.boolean() };
+
 export const MessagePayload = z.object({
-  chat_id: z.string(),
-  to: z.string(),
-  is_group: z.boolean(),
+  ...target,
   text: z.string().nullable(),
   attachments: z.array(z.string()),
   reply_to_guid: z.string().nullable(),
 });
 export type MessagePayload = z.infer<typeof MessagePayload>;
+
+export const ReactionPayload = z.object({ ...target, message_id: z.string(), message_guid: z.string(), type: z.string() });
+export type ReactionPayload = z.infer<typeof ReactionPayload>;
+
+export const TypingPayload = z.object({ ...target, is_typing: z.boolean() });
+export type TypingPayload = z.infer<typeof TypingPayload>;
+
+export const ReceiptPayload = z.object(target);
+export type ReceiptPayload = z.infer<typeof ReceiptPayload>;
+
+export const OUTBOX_KINDS = ["message", "reaction", "typing", "receipt"] as const;
+export type OutboxKind = (typeof OUTBOX_KINDS)[number];

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { processSingleton } from "../singleton";
-import type { OutgoingMessage, Platform, SendResult } from "./types";
+import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "./types";
 
 // The built-in simulated platform: accepts every send at once, except two documented test
 // recipients. It honours the idempotency key: a retried send of an accepted item returns the
@@ -20,24 +20,30 @@ const state = processSingleton("simulated-platform", () => ({
   attempts: new Map<string, number>(),
 }));
 
+/** Every kind of send goes through here: idempotency and the test recipients. */
+async function accept(action: OutgoingAction): Promise<SendResult> {
+  const done = state.accepted.get(action.idempotencyKey);
+  if (done) return { ok: true, ...done };
+  if (action.to === TEST_RECIPIENTS.unreachable) {
+    return { ok: false, permanent: true, reason: "recipient is not reachable on this service" };
+  }
+  if (action.to === TEST_RECIPIENTS.flaky) {
+    const n = (state.attempts.get(action.idempotencyKey) ?? 0) + 1;
+    state.attempts.set(action.idempotencyKey, n);
+    if (n <= FLAKY_FAILURES) return { ok: false, permanent: false, reason: `temporary platform error (attempt ${n})` };
+  }
+  const result = { guid: randomUUID().toUpperCase(), sentAt: Date.now() };
+  state.accepted.set(action.idempotencyKey, result);
+  if (state.accepted.size > 200_000) state.accepted.clear();
+  return { ok: true, ...result };
+}
+
 export const simulatedPlatform: Platform = {
   name: "simulated",
-  async sendMessage(message: OutgoingMessage): Promise<SendResult> {
-    const done = state.accepted.get(message.idempotencyKey);
-    if (done) return { ok: true, ...done };
-    if (message.to === TEST_RECIPIENTS.unreachable) {
-      return { ok: false, permanent: true, reason: "recipient is not reachable on this service" };
-    }
-    if (message.to === TEST_RECIPIENTS.flaky) {
-      const n = (state.attempts.get(message.idempotencyKey) ?? 0) + 1;
-      state.attempts.set(message.idempotencyKey, n);
-      if (n <= FLAKY_FAILURES) return { ok: false, permanent: false, reason: `temporary platform error (attempt ${n})` };
-    }
-    const result = { guid: randomUUID().toUpperCase(), sentAt: Date.now() };
-    state.accepted.set(message.idempotencyKey, result);
-    if (state.accepted.size > 200_000) state.accepted.clear();
-    return { ok: true, ...result };
-  },
+  sendMessage: (message: OutgoingMessage) => accept(message),
+  sendReaction: (reaction: OutgoingReaction) => accept(reaction),
+  sendTyping: (typing: OutgoingTyping) => accept(typing),
+  sendReceipt: (receipt: OutgoingAction) => accept(receipt),
 };
 
 export function platformFor(name: string): Platform {

@@ -14,6 +14,25 @@ export interface OutgoingMessage {
   isAudioMessage: boolean;
 }
 
+/** What every outgoing action carries. */
+export interface OutgoingAction {
+  /** The outbox item ID: the platform must not act twice for one key. */
+  idempotencyKey: string;
+  lineHandle: string;
+  /** Chat identifier: a contact's handle, or a group chat's identifier. */
+  to: string;
+  isGroup: boolean;
+}
+
+export interface OutgoingReaction extends OutgoingAction {
+  targetGuid: string;
+  type: string;
+}
+
+export interface OutgoingTyping extends OutgoingAction {
+  isTyping: boolean;
+}
+
 export type SendResult =
   | { ok: true; guid: string; sentAt: number }
   | { ok: false; permanent: boolean; reason: string };
@@ -21,4 +40,7 @@ export type SendResult =
 export interface Platform {
   readonly name: string;
   sendMessage(message: OutgoingMessage): Promise<SendResult>;
+  sendReaction(reaction: OutgoingReaction): Promise<SendResult>;
+  sendTyping(typing: OutgoingTyping): Promise<SendResult>;
+  sendReceipt(receipt: OutgoingAction): Promise<SendResult>;
 }

@@ -3,14 +3,14 @@ import type { Actor } from "../auth/actor";
 import { notifyChange } from "../cache/changes";
 import { config } from "../config";
 import { getDb } from "../db";
-import type { MessagePayload } from "../delivery/payloads";
+import type { MessagePayload, OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "../delivery/payloads";
 import { wakeRunner } from "../delivery/runner";
 import { ApiError, invalidParam, missingParam } from "../errors";
 import type { Chat, Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { hit } from "../http/rate-limit";
 import { isId, newId } from "../ids";
-import { MAX_TEXT_LENGTH } from "../platform/events";
+import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../platform/events";
 import { resolveChat } from "./chats";
 import { findFile } from "./files";
 import { resolveLine } from "./lines";
@@ -80,6 +80,35 @@ async function enforceSandboxQuota(actor: Actor, now = Date.now()): Promise<void
   }
 }
 
+function requireAdvanced(line: Line, what: string): void {
+  if (!line.advancedFeatures) {
+    throw new ApiError("advanced_features_required", `${what} need a line with advanced features; line ${line.handle} does not have them.`, {
+      param: "from",
+    });
+  }
+}
+
+/** The line and chat of a write, after line access, activity, contact-first and sandbox checks. */
+async function prepareWrite(actor: Actor, from: string, to: string, options: { advanced?: string } = {}) {
+  const line = await resolveLine(actor, from);
+  if (!line.isActive) throw invalidParam("from", `Line ${line.handle} is deactivated.`);
+  if (options.advanced) requireAdvanced(line, options.advanced);
+  const chat = await targetChat(actor, line, to);
+  return { line, chat };
+}
+
+async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: object, requestId: string) {
+  const db = await getDb();
+  const item = await db.outboxItem.create({
+    data: { id: newId("outbox"), accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId },
+  });
+  wakeRunner();
+  await notifyChange(actor.accountId);
+  return { object: "outbox_item" as const, id: item.id, status: "pending" as const };
+}
+
+const target = (chat: Chat) => ({ chat_id: chat.id, to: chat.identifier, is_group: chat.isGroup });
+
 export async function sendMessage(actor: Actor, input: SendMessageInput, requestId: string) {
   const text = input.text === "" ? null : (input.text ?? null);
   const attachments = input.attachments ?? [];
@@ -87,9 +116,7 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
   for (const id of attachments) {
     if (!isId("file", id)) throw invalidParam("attachments", `'${id}' is not a file_ ID; upload files with POST /v1/files first.`);
   }
-  const line = await resolveLine(actor, input.from);
-  if (!line.isActive) throw invalidParam("from", `Line ${line.handle} is deactivated.`);
-  const chat = await targetChat(actor, line, input.to);
+  const { line, chat } = await prepareWrite(actor, input.from, input.to);
   for (const id of attachments) await findFile(actor, id, "attachments");
   let replyToGuid: string | null = null;
   if (input.reply_to) {
@@ -98,28 +125,40 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
     replyToGuid = parent.guid;
   }
   if (line.isSandbox) await enforceSandboxQuota(actor);
+  const payload: MessagePayload = { ...target(chat), text, attachments, reply_to_guid: replyToGuid };
+  return enqueue(actor, line, "message", payload, requestId);
+}
 
-  const payload: MessagePayload = {
-    chat_id: chat.id,
-    to: chat.identifier,
-    is_group: chat.isGroup,
-    text,
-    attachments,
-    reply_to_guid: replyToGuid,
-  };
-  const db = await getDb();
-  const item = await db.outboxItem.create({
-    data: {
-      id: newId("outbox"),
-      accountId: actor.accountId,
-      lineId: line.id,
-      apiKeyId: actor.keyId,
-      kind: "message",
-      payload,
-      requestId,
-    },
-  });
-  wakeRunner();
-  await notifyChange(actor.accountId);
-  return { object: "outbox_item" as const, id: item.id, status: "pending" as const };
+export const SendReactionBody = z.object({
+  from: handle,
+  to: handle,
+  message_id: z.string().trim().min(1).max(200),
+  type: z.enum(REACTION_TYPES),
+});
+
+export async function sendReaction(actor: Actor, input: z.output<typeof SendReactionBody>, requestId: string) {
+  const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Reactions" });
+  const message = await findMessage(actor, input.message_id, "message_id");
+  if (message.chatId !== chat.id) throw invalidParam("message_id", "message_id must be a message in the chat named by 'to'.");
+  const payload: ReactionPayload = { ...target(chat), message_id: message.id, message_guid: message.guid, type: input.type };
+  return enqueue(actor, line, "reaction", payload, requestId);
+}
+
+export const SendTypingBody = z.object({ from: handle, to: handle, state: z.enum(["on", "off"]).default("on") });
+
+export async function sendTyping(actor: Actor, input: z.output<typeof SendTypingBody>, requestId: string) {
+  const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Typing indicators" });
+  if (chat.isGroup) {
+    throw invalidParam("to", "Typing indicators can only be sent in one-to-one chats; the platform does not show them in groups.");
+  }
+  const payload: TypingPayload = { ...target(chat), is_typing: input.state === "on" };
+  return enqueue(actor, line, "typing", payload, requestId);
+}
+
+export const SendReceiptBody = z.object({ from: handle, to: handle });
+
+export async function sendReceipt(actor: Actor, input: z.output<typeof SendReceiptBody>, requestId: string) {
+  const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Read receipts" });
+  const payload: ReceiptPayload = target(chat);
+  return enqueue(actor, line, "receipt", payload, requestId);
 }
