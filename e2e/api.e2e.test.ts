@@ -62,6 +62,7 @@ afterAll(async () => {
 
 describe("/v1 against next start", () => {
   let key = "";
+  let firstMessageId = "";
   const line = "+15550004242";
 
   it("is set up by the operator CLI while the server runs", () => {
@@ -92,6 +93,7 @@ describe("/v1 against next start", () => {
     });
     expect(sent.status).toBe(201);
     const message = await sent.json();
+    firstMessageId = message.id;
 
     const chats = await (await fetch(`${base}/v1/chats?from=${encodeURIComponent(line)}`, { headers: auth })).json();
     expect(chats.data[0]).toMatchObject({ identifier: "+15550001111", has_received_inbound: true });
@@ -128,12 +130,68 @@ describe("/v1 against next start", () => {
     expect(preflight.status).toBe(204);
   });
 
+  it("loses nothing and sends nothing twice when the server is killed mid-delivery", async () => {
+    const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    const KILL_AFTER = 100;
+    const accepted: string[] = [];
+    let killed = false;
+    const died = new Promise((r) => server!.once("exit", r));
+    // Ten concurrent senders; the server is killed (SIGKILL) while they are still sending, so
+    // items are pending or claimed, and some requests are cut off mid-flight.
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, lane) => {
+        for (let i = lane; !killed; i += 10) {
+          try {
+            const res = await fetch(`${base}/v1/messages`, {
+              method: "POST",
+              headers: auth,
+              body: JSON.stringify({ from: line, to: "+15550001111", text: `bulk ${i}` }),
+            });
+            if (res.status !== 200) continue;
+            accepted.push((await res.json()).id);
+          } catch {
+            return; // the server is gone
+          }
+          if (accepted.length >= KILL_AFTER && !killed) {
+            killed = true;
+            server!.kill("SIGKILL");
+          }
+        }
+      }),
+    );
+    await died;
+
+    await start();
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const pending = await (await fetch(`${base}/v1/outbox?status=pending&limit=1`, { headers: auth })).json();
+      const claimed = await (await fetch(`${base}/v1/outbox?status=claimed&limit=1`, { headers: auth })).json();
+      if (pending.data.length === 0 && claimed.data.length === 0) break;
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const sent: { text: string; outbox_id: string }[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { data: { text: string; outbox_id: string; is_from_me: boolean }[]; next_cursor: string | null } = await (
+        await fetch(`${base}/v1/messages?from=${encodeURIComponent(line)}&limit=100${cursor ? `&cursor=${cursor}` : ""}`, { headers: auth })
+      ).json();
+      sent.push(...page.data.filter((m) => m.is_from_me && m.text.startsWith("bulk ")));
+      cursor = page.next_cursor;
+    } while (cursor);
+    const outboxIds = sent.map((m) => m.outbox_id);
+    expect(new Set(outboxIds).size).toBe(outboxIds.length); // no item sent twice
+    for (const id of accepted) expect(outboxIds).toContain(id); // every accepted item sent
+    const failed = await (await fetch(`${base}/v1/outbox?status=failed&limit=1`, { headers: auth })).json();
+    expect(failed.data).toEqual([]);
+  });
+
   it("keeps everything across a restart, and revocation through the CLI takes effect", async () => {
     await stop();
     await start();
     const auth = { authorization: `Bearer ${key}` };
-    const messages = await (await fetch(`${base}/v1/messages?from=${encodeURIComponent(line)}`, { headers: auth })).json();
-    expect(messages.data.map((m: { text: string }) => m.text)).toEqual(["reply from e2e", "hello from e2e"]);
+    const first = await (await fetch(`${base}/v1/messages?id=${firstMessageId}`, { headers: auth })).json();
+    expect(first).toMatchObject({ id: firstMessageId, text: "hello from e2e" });
     admin("key", "revoke", "--key", key);
     const deadline = Date.now() + 7000;
     let status = 0;

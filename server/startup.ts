@@ -1,5 +1,6 @@
 import { config } from "./config";
-import { getDb } from "./db";
+import { database, getDb } from "./db";
+import { releaseAllClaims } from "./delivery/outbox";
 import { bootstrap } from "./bootstrap";
 import { startRunner } from "./delivery/runner";
 import { seedDevAccount } from "./dev-seed";
@@ -10,6 +11,11 @@ import { seedDevAccount } from "./dev-seed";
 export async function startServer(): Promise<void> {
   const c = config();
   await bootstrap();
+  const { kind } = await database();
+  if (kind === "pglite") {
+    const released = await releaseAllClaims();
+    if (released) console.log(`[outbox] ${released} item(s) claimed before a crash are pending again.`);
+  }
   startRunner();
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;

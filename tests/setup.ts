@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterAll } from "vitest";
+import { afterAll, beforeAll } from "vitest";
 import { resetConfig } from "@/server/config";
-import { closeDatabase } from "@/server/db";
+import { closeDatabase, database } from "@/server/db";
 
 Object.assign(process.env, { NODE_ENV: "test" });
 process.env.PUBLIC_URL = "http://localhost:3000";
@@ -13,6 +13,12 @@ if (process.env.DATABASE_URL) {
   process.env.DATA_DIR = ":memory:";
 }
 resetConfig();
+
+// Open (and migrate) the database before the first test, so start-up time, which is seconds
+// for PGlite on a busy machine, never counts against a test's own timeout.
+beforeAll(async () => {
+  await database();
+});
 
 afterAll(async () => {
   await closeDatabase();

@@ -45,6 +45,19 @@ export async function releaseExpiredLeases(now = new Date()): Promise<number> {
   return count;
 }
 
+/**
+ * Returns every claimed item to pending. Only for a process that owns the database alone
+ * (embedded PGlite) at start: whatever is claimed then was claimed by a process that died.
+ */
+export async function releaseAllClaims(): Promise<number> {
+  const db = await getDb();
+  const { count } = await db.outboxItem.updateMany({
+    where: { status: "claimed" },
+    data: { status: "pending", leaseExpiresAt: null, claimedBy: null },
+  });
+  return count;
+}
+
 /** When the next pending item becomes due, if any. */
 export async function nextDueAt(): Promise<Date | null> {
   const db = await getDb();

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
+import { getDb } from "../db";
 import { processSingleton } from "../singleton";
 import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "./types";
 
 // The built-in simulated platform: accepts every send at once, except two documented test
-// recipients. It honours the idempotency key: a retried send of an accepted item returns the
-// same GUID instead of sending again.
+// recipients. It honours the idempotency key durably (its own table, like a real platform's
+// records): a retried send of an accepted item, even after a crash, returns the first GUID
+// instead of sending again.
 
 export const TEST_RECIPIENTS = {
   /** Always fails permanently. */
@@ -15,15 +17,21 @@ export const TEST_RECIPIENTS = {
 
 const FLAKY_FAILURES = 2;
 
-const state = processSingleton("simulated-platform", () => ({
-  accepted: new Map<string, { guid: string; sentAt: number }>(),
-  attempts: new Map<string, number>(),
-}));
+const state = processSingleton("simulated-platform", () => ({ attempts: new Map<string, number>() }));
+
+/** Records the send once per key and returns what was recorded first. */
+async function record(key: string): Promise<{ guid: string; sentAt: number }> {
+  const db = await getDb();
+  const rows = await db.$queryRaw<{ guid: string; sentAt: Date }[]>`
+    INSERT INTO "SimulatedSend" ("idempotencyKey", guid, "sentAt") VALUES (${key}, ${randomUUID().toUpperCase()}, ${new Date()})
+    ON CONFLICT ("idempotencyKey") DO UPDATE SET guid = "SimulatedSend".guid
+    RETURNING guid, "sentAt"`;
+  const row = rows[0]!;
+  return { guid: row.guid, sentAt: new Date(row.sentAt).getTime() };
+}
 
 /** Every kind of send goes through here: idempotency and the test recipients. */
 async function accept(action: OutgoingAction): Promise<SendResult> {
-  const done = state.accepted.get(action.idempotencyKey);
-  if (done) return { ok: true, ...done };
   if (action.to === TEST_RECIPIENTS.unreachable) {
     return { ok: false, permanent: true, reason: "recipient is not reachable on this service" };
   }
@@ -31,11 +39,9 @@ async function accept(action: OutgoingAction): Promise<SendResult> {
     const n = (state.attempts.get(action.idempotencyKey) ?? 0) + 1;
     state.attempts.set(action.idempotencyKey, n);
     if (n <= FLAKY_FAILURES) return { ok: false, permanent: false, reason: `temporary platform error (attempt ${n})` };
+    state.attempts.delete(action.idempotencyKey);
   }
-  const result = { guid: randomUUID().toUpperCase(), sentAt: Date.now() };
-  state.accepted.set(action.idempotencyKey, result);
-  if (state.accepted.size > 200_000) state.accepted.clear();
-  return { ok: true, ...result };
+  return { ok: true, ...(await record(action.idempotencyKey)) };
 }
 
 export const simulatedPlatform: Platform = {
