@@ -8,12 +8,16 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
 import pg from "pg";
+import { measureWrites, type WriteResults } from "./writes";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
+const writeRows: { database: string; trivialRps: number; w: WriteResults }[] = [];
 const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 const NEXT = path.resolve("node_modules/.bin/next");
 const TSX = path.resolve("node_modules/.bin/tsx");
@@ -132,6 +136,24 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
     };
     const [trivial, lines, chatPage] = targets.map(([name]) => median(name)) as [ReturnType<typeof median>, ReturnType<typeof median>, ReturnType<typeof median>];
     const row = (route: string, m: typeof trivial): Row => ({ database, route, ...m, ratio: m.rps / trivial.rps });
+
+    const dbConfig: pg.ClientConfig =
+      database === "pglite"
+        ? (() => {
+            const info = JSON.parse(readFileSync(path.join(dataDir!, "server.json"), "utf8"));
+            return { host: info.pgliteSocket.host, port: info.pgliteSocket.port, user: "postgres", database: "postgres" };
+          })()
+        : { connectionString: PG_URL, options: `-c search_path="${schema}"` };
+    const w = await measureWrites({
+      base,
+      auth,
+      line: "+15550009000",
+      contact: "+15551000000",
+      db: dbConfig,
+      seconds: SECONDS,
+      drainCount: DRAIN[database],
+    });
+    writeRows.push({ database, trivialRps: trivial.rps, w });
     return [row("GET /api/health (trivial)", trivial), row("GET /v1/lines", lines), row("GET /v1/chats (50)", chatPage)];
   } finally {
     server?.kill("SIGTERM");
@@ -160,6 +182,13 @@ async function main(): Promise<void> {
   for (const r of rows) {
     console.log(
       `${r.database.padEnd(10)} ${r.route.padEnd(28)} ${r.rps.toFixed(0).padStart(7)} ${String(r.p50).padStart(9)} ${String(r.p99).padStart(8)} ${String(r.errors).padStart(9)}   ${(r.ratio * 100).toFixed(0).padStart(5)}%`,
+    );
+  }
+  console.log("\nWrites (issue 3 targets: accept >= 60% of trivial on PostgreSQL; drain >= 1,000/s on PostgreSQL with 0 lost and 0 duplicated; idle POST-to-sent p50 < 50 ms)");
+  console.log("database   POST /v1/messages req/s  p99 ms  vs trivial   drained  items/s  seconds  lost  dup   POST->sent p50/p99 ms");
+  for (const { database, trivialRps, w } of writeRows) {
+    console.log(
+      `${database.padEnd(10)} ${w.acceptRps.toFixed(0).padStart(22)} ${String(w.acceptP99).padStart(7)} ${((w.acceptRps / trivialRps) * 100).toFixed(0).padStart(10)}% ${String(w.drained).padStart(9)} ${w.drainPerSecond.toFixed(0).padStart(8)} ${w.drainSeconds.toFixed(1).padStart(8)} ${String(w.lost).padStart(5)} ${String(w.duplicated).padStart(4)}   ${w.latencyP50.toFixed(0)}/${w.latencyP99.toFixed(0)}`,
     );
   }
   const reads = rows.filter((r) => r.route.startsWith("GET /v1"));

@@ -1,0 +1,105 @@
+// Write-side measurements for npm run bench (bench/run.ts calls these against a running
+// `next start`): accepted POST /v1/messages per second, outbox drain throughput with lost and
+// duplicated items counted, and idle end-to-end latency from POST to status `sent`.
+import autocannon from "autocannon";
+import pg from "pg";
+
+export interface WriteResults {
+  acceptRps: number;
+  acceptP99: number;
+  acceptErrors: number;
+  drained: number;
+  drainSeconds: number;
+  drainPerSecond: number;
+  lost: number;
+  duplicated: number;
+  latencyP50: number;
+  latencyP99: number;
+}
+
+interface Target {
+  base: string;
+  auth: Record<string, string>;
+  line: string;
+  contact: string;
+  /** Direct database access (the server's PGlite socket, or PostgreSQL with the bench schema). */
+  db: pg.ClientConfig;
+  seconds: number;
+  drainCount: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitSent(base: string, auth: Record<string, string>, id: string): Promise<void> {
+  for (;;) {
+    const item = await (await fetch(`${base}/v1/outbox?id=${id}`, { headers: auth })).json();
+    if (item.status === "sent" || item.status === "failed") return;
+    await sleep(2);
+  }
+}
+
+export async function measureWrites(t: Target): Promise<WriteResults> {
+  const body = JSON.stringify({ from: t.line, to: t.contact, text: "bench" });
+  const headers = { ...t.auth, "content-type": "application/json" };
+
+  // 1. Idle latency first, before anything is queued.
+  const latencies: number[] = [];
+  for (let i = 0; i < 30; i++) {
+    const started = performance.now();
+    const res = await fetch(`${t.base}/v1/messages`, { method: "POST", headers, body });
+    await waitSent(t.base, t.auth, (await res.json()).id);
+    latencies.push(performance.now() - started);
+  }
+  latencies.sort((a, b) => a - b);
+
+  // 2. Accepted writes per second (the runner drains meanwhile, as in production).
+  const accept = await autocannon({ url: `${t.base}/v1/messages`, method: "POST", headers, body, connections: 32, duration: t.seconds });
+
+  // 3. Drain: let the accept run finish draining, then queue drainCount items at once.
+  const client = new pg.Client(t.db);
+  await client.connect();
+  const pendingLeft = async () =>
+    Number((await client.query(`SELECT count(*)::int AS n FROM "OutboxItem" WHERE status IN ('pending','claimed')`)).rows[0].n);
+  for (let i = 0; i < 600 && (await pendingLeft()) > 0; i++) await sleep(500);
+  const { rows } = await client.query(
+    `SELECT l.id AS line_id, l."accountId" AS account_id, c.id AS chat_id FROM "Line" l JOIN "Chat" c ON c."lineId" = l.id
+     WHERE l.handle = $1 AND c.identifier = $2`,
+    [t.line, t.contact],
+  );
+  const { line_id, account_id, chat_id } = rows[0];
+  const payload = { chat_id, to: t.contact, is_group: false, text: "drain", attachments: [], reply_to_guid: null };
+  await client.query(
+    `INSERT INTO "OutboxItem" (id, "accountId", "lineId", kind, payload, status, "requestId")
+     SELECT 'obx_' || lpad(g::text, 26, '0'), $1, $2, 'message', $3::jsonb, 'pending', 'req_bench'
+     FROM generate_series(1, $4::int) g`,
+    [account_id, line_id, JSON.stringify(payload), t.drainCount],
+  );
+  const started = performance.now();
+  let done = 0;
+  const deadline = Date.now() + 300_000;
+  while (Date.now() < deadline) {
+    done = Number(
+      (await client.query(`SELECT count(*)::int AS n FROM "OutboxItem" WHERE id LIKE 'obx_000%' AND status IN ('sent','failed')`)).rows[0].n,
+    );
+    if (done >= t.drainCount) break;
+    await sleep(100);
+  }
+  const drainSeconds = (performance.now() - started) / 1000;
+  const dup = await client.query(
+    `SELECT (count(*) - count(DISTINCT "outboxId"))::int AS n FROM "Message" WHERE "outboxId" LIKE 'obx_000%'`,
+  );
+  const sentRows = await client.query(`SELECT count(DISTINCT "outboxId")::int AS n FROM "Message" WHERE "outboxId" LIKE 'obx_000%'`);
+  await client.end();
+  return {
+    acceptRps: accept.requests.average,
+    acceptP99: accept.latency.p99,
+    acceptErrors: accept.non2xx + accept.errors,
+    drained: done,
+    drainSeconds,
+    drainPerSecond: done / drainSeconds,
+    lost: t.drainCount - Number(sentRows.rows[0].n),
+    duplicated: Number(dup.rows[0].n),
+    latencyP50: latencies[Math.floor(latencies.length / 2)]!,
+    latencyP99: latencies[latencies.length - 1]!,
+  };
+}
