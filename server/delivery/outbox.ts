@@ -209,7 +209,6 @@ export async function deliver(item: OutboxItem): Promise<void> {
     const result = await step.send();
     if (!result.ok) {
       await (result.permanent ? fail(item, result.reason) : retryLater(item, result.reason));
-      await notifyChange(item.accountId);
       return;
     }
     await db.$transaction(async (tx) => {

@@ -9,7 +9,7 @@ import { newId } from "../ids";
 import { serializeLine } from "../serializers";
 import { notifyChange } from "../cache/changes";
 import { processSingleton } from "../singleton";
-import { sandboxStatus } from "./sandbox-state";
+import { requireSandboxOwner, sandboxStatus } from "./sandbox-state";
 
 // Lines and the access rules every line-scoped request goes through.
 
@@ -40,12 +40,7 @@ export function sandboxLine(): Promise<Line> {
 /** Throws unless the caller may use this line (which must be its own or the sandbox). */
 export async function assertLineAccess(actor: Actor, line: Pick<Line, "id" | "isSandbox">): Promise<void> {
   if (line.isSandbox) {
-    if (!actor.hasOwner) {
-      throw new ApiError(
-        "sandbox_requires_owner",
-        "The sandbox is only available to accounts with an owner. Use a key of an account that has an owning user.",
-      );
-    }
+    requireSandboxOwner(actor);
     if ((await sandboxStatus(actor.accountId)) !== "active") {
       throw new ApiError(
         "sandbox_not_activated",

@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { Actor } from "../auth/actor";
 import { config } from "../config";
 import { getDb } from "../db";
-import { ApiError } from "../errors";
 import { peek } from "../http/rate-limit";
 import { notifyChange } from "../cache/changes";
 import { sandboxLine } from "./lines";
+import { requireSandboxOwner } from "./sandbox-state";
 
 // The sandbox: one shared line every key may use once its account has paired a phone by
 // texting the activation code. 50 messages per account per UTC day (SANDBOX_DAILY_LIMIT).
@@ -27,17 +27,8 @@ export function normalizeActivationCode(text: string): string {
   return text.trim().toUpperCase().replace(/\s+/g, "");
 }
 
-function requireOwner(actor: Actor): void {
-  if (!actor.hasOwner) {
-    throw new ApiError(
-      "sandbox_requires_owner",
-      "The sandbox is only available to accounts with an owner. Use a key of an account that has an owning user.",
-    );
-  }
-}
-
 export async function getSandbox(actor: Actor, now = Date.now()) {
-  requireOwner(actor);
+  requireSandboxOwner(actor);
   const db = await getDb();
   const [line, state, usage] = await Promise.all([
     sandboxLine(),
@@ -57,7 +48,7 @@ export async function getSandbox(actor: Actor, now = Date.now()) {
 
 /** Starts activation: issues the code to text (idempotent while pending or active). */
 export async function activateSandbox(actor: Actor) {
-  requireOwner(actor);
+  requireSandboxOwner(actor);
   const db = await getDb();
   for (let attempt = 0; ; attempt++) {
     try {

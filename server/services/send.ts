@@ -1,6 +1,5 @@
 import { z } from "zod";
 import type { Actor } from "../auth/actor";
-import { notifyChange } from "../cache/changes";
 import { config } from "../config";
 import { getDb } from "../db";
 import type { MessagePayload, OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "../delivery/payloads";
@@ -102,8 +101,7 @@ async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: obje
   const item = await db.outboxItem.create({
     data: { id: newId("outbox"), accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId },
   });
-  wakeRunner();
-  await notifyChange(actor.accountId);
+  wakeRunner(); // a pending item changes no cached list (lines, chats, messages): no notification
   return { object: "outbox_item" as const, id: item.id, status: "pending" as const };
 }
 

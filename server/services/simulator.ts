@@ -15,6 +15,7 @@ import { serializeMessage, serializeReaction, serializeReceipt, serializeTyping 
 import { fileUrlSigner } from "../storage/signed-urls";
 import { ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
 import { normalizeActivationCode } from "./sandbox";
+import { requireSandboxOwner } from "./sandbox-state";
 
 // The simulated platform's other phone: lets a person or a test act as a contact texting a
 // line. Any API key of the line's account may drive it (no scope, no line restriction); any
@@ -31,9 +32,7 @@ async function simulatedLine(actor: Actor, handle: string, from: string, text?: 
   }
   if (line.platform !== "simulated") throw invalidParam("line", "This line is not on the simulated platform.");
   if (line.isSandbox) {
-    if (!actor.hasOwner) {
-      throw new ApiError("sandbox_requires_owner", "The sandbox is only available to accounts with an owner.");
-    }
+    requireSandboxOwner(actor);
     const state = await db.sandboxState.findUnique({ where: { accountId: actor.accountId } });
     const isOwnCode = !!text && !!state && normalizeActivationCode(text) === state.activationCode;
     const isOwnPhone = !!state && state.status === "active" && state.contactIdentifier === normalizeHandle(from);
