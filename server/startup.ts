@@ -16,7 +16,7 @@ export async function startServer(): Promise<void> {
     const released = await releaseAllClaims();
     if (released) console.log(`[outbox] ${released} item(s) claimed before a crash are pending again.`);
   }
-  startRunner();
+  await startRunner();
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
   const lines = [`Relay is ready on ${c.PUBLIC_URL} (database: ${where}).`];

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { claimDue, deliver, releaseExpiredLeases } from "@/server/delivery/outbox";
+import { claimDue, deliver, deliverBatch, releaseExpiredLeases } from "@/server/delivery/outbox";
 import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { hit } from "@/server/http/rate-limit";
 import { newId } from "@/server/ids";
@@ -164,6 +164,48 @@ describe("outbox delivery", () => {
       expect((await get(`/v1/outbox?id=${res.body.id}`, f.key)).body).toMatchObject({ status: "sent", attempts: 2 });
       const prisma = await db();
       expect(await prisma.message.count({ where: { outboxId: res.body.id } })).toBe(1);
+    } finally {
+      startRunner();
+    }
+  });
+
+  it("one batch of mixed items: every message written once, chats' last_message_at, mixed outcomes", async () => {
+    await stopRunner();
+    try {
+      const f = await makeAccount();
+      const [alice, bob] = [phone(), phone()];
+      const a = await inbound(f, alice, "hi");
+      await inbound(f, bob, "hey");
+      await inbound(f, "+15005550001", "unreachable contact");
+      const file = await call("POST", "/v1/files", { key: f.key, raw: new Uint8Array([1, 2, 3]), headers: { "content-type": "image/png" } });
+      const ids: string[] = [];
+      for (let i = 0; i < 30; i++) {
+        const to = i % 2 ? alice : bob;
+        const body = i % 10 === 0 ? { from: f.line.handle, to, attachments: [file.body.id] } : { from: f.line.handle, to, text: `n${i}` };
+        ids.push((await post("/v1/messages", f.key, body)).body.id);
+      }
+      const react = await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, message_id: a.id, type: "like" });
+      const doomed = await post("/v1/messages", f.key, { from: f.line.handle, to: "+15005550001", text: "never arrives" });
+      const batch = await claimDue(100);
+      expect(batch).toHaveLength(32);
+      await deliver(batch[0]!); // one item of the batch already delivered by "another worker"
+      await deliverBatch(batch);
+      const prisma = await db();
+      const messages = await prisma.message.findMany({ where: { outboxId: { in: ids } }, include: { attachments: true } });
+      expect(messages).toHaveLength(30);
+      expect(messages.filter((m) => m.attachments.length === 1)).toHaveLength(3);
+      for (const id of ids) expect((await get(`/v1/outbox?id=${id}`, f.key)).body.status).toBe("sent");
+      expect((await get(`/v1/outbox?id=${react.body.id}`, f.key)).body.status).toBe("sent");
+      expect((await get(`/v1/outbox?id=${doomed.body.id}`, f.key)).body).toMatchObject({
+        status: "failed",
+        error: "recipient is not reachable on this service",
+      });
+      const chats = (await get(`/v1/chats?from=${q(f.line.handle)}`, f.key)).body.data as { id: string; identifier: string; last_message_at: number }[];
+      for (const who of [alice, bob]) {
+        const chat = chats.find((c) => c.identifier === who)!;
+        const newest = Math.max(...messages.filter((m) => m.chatId === chat.id).map((m) => m.sentAt.getTime()));
+        expect(chat.last_message_at).toBe(newest);
+      }
     } finally {
       startRunner();
     }

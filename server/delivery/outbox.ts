@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { notifyChange } from "../cache/changes";
 import { getDb, type Prisma } from "../db";
-import type { Line, OutboxItem } from "../generated/prisma/client";
+import type { File, Line, OutboxItem } from "../generated/prisma/client";
 import { newId } from "../ids";
 import { platformFor } from "../platform/simulated";
 import type { SendResult } from "../platform/types";
@@ -91,136 +91,209 @@ async function retryLater(item: OutboxItem, reason: string): Promise<void> {
 
 type Tx = Prisma.TransactionClient;
 
-/** How one kind of item is sent, and what a success leaves in the database. */
-interface Step {
-  send(): Promise<SendResult>;
-  record(tx: Tx, sent: { guid: string; sentAt: Date }): Promise<void>;
+/** What a batch of items needs from the database: their lines and attached files. */
+export interface BatchContext {
+  lines: Map<string, Line>;
+  files: Map<string, File>;
 }
 
-async function stepFor(item: OutboxItem, line: Line): Promise<Step> {
-  const platform = platformFor(line.platform);
-  const common = { idempotencyKey: item.id, lineHandle: line.handle };
-  switch (item.kind as OutboxKind) {
+export async function loadContext(items: OutboxItem[]): Promise<BatchContext> {
+  const db = await getDb();
+  const lineIds = [...new Set(items.map((i) => i.lineId))];
+  const fileIds = [
+    ...new Set(items.flatMap((i) => (i.kind === "message" ? MessagePayload.parse(i.payload).attachments : []))),
+  ];
+  const [lines, files] = await Promise.all([
+    db.line.findMany({ where: { id: { in: lineIds } } }),
+    fileIds.length ? db.file.findMany({ where: { id: { in: fileIds } } }) : Promise.resolve([]),
+  ]);
+  return { lines: new Map(lines.map((l) => [l.id, l])), files: new Map(files.map((f) => [f.id, f])) };
+}
+
+/** One claimed item with its parsed payload, line and files. */
+type Prepared =
+  | { kind: "message"; item: OutboxItem; line: Line; p: MessagePayload; files: File[] }
+  | { kind: "reaction"; item: OutboxItem; line: Line; p: ReactionPayload }
+  | { kind: "typing"; item: OutboxItem; line: Line; p: TypingPayload }
+  | { kind: "receipt"; item: OutboxItem; line: Line; p: ReceiptPayload };
+
+function prepare(item: OutboxItem, ctx: BatchContext): Prepared {
+  const line = ctx.lines.get(item.lineId);
+  if (!line) throw new Error(`line ${item.lineId} of ${item.id} no longer exists`);
+  const kind = item.kind as OutboxKind;
+  switch (kind) {
     case "message": {
       const p = MessagePayload.parse(item.payload);
-      const db = await getDb();
-      const files = p.attachments.length ? await db.file.findMany({ where: { id: { in: p.attachments }, accountId: item.accountId } }) : [];
-      return {
-        send: () =>
-          platform.sendMessage({
-            ...common,
-            to: p.to,
-            isGroup: p.is_group,
-            text: p.text,
-            attachments: files.map((f) => ({ fileId: f.id, filename: f.filename, mimeType: f.mimeType, size: f.size })),
-            replyToGuid: p.reply_to_guid,
-            isAudioMessage: false,
-          }),
-        async record(tx, sent) {
-          // Written once per outbox item even if a lease expired and the item was delivered twice.
-          if (await tx.message.findUnique({ where: { outboxId: item.id }, select: { id: true } })) return;
-          const messageId = newId("message");
-          await tx.message.create({
-            data: {
-              id: messageId,
-              accountId: item.accountId,
-              lineId: line.id,
-              chatId: p.chat_id,
-              guid: sent.guid,
-              sender: line.handle,
-              text: p.text,
-              isFromMe: true,
-              isAudioMessage: null,
-              service: line.service === "sms" ? "sms" : "imessage",
-              replyToGuid: p.reply_to_guid,
-              outboxId: item.id,
-              sentAt: sent.sentAt,
-            },
-          });
-          for (const [position, f] of files.entries()) {
-            await tx.attachment.create({
-              data: { id: newId("attachment"), messageId, fileId: f.id, position, filename: f.filename, mimeType: f.mimeType, size: f.size },
-            });
-          }
-          await tx.chat.update({ where: { id: p.chat_id }, data: { lastMessageAt: sent.sentAt } });
-        },
-      };
+      // Files of another account are never sent, whatever a payload says.
+      const files = p.attachments.map((id) => ctx.files.get(id)).filter((f): f is File => f?.accountId === item.accountId);
+      return { kind, item, line, p, files };
     }
-    case "reaction": {
-      const p = ReactionPayload.parse(item.payload);
-      return {
-        send: () => platform.sendReaction({ ...common, to: p.to, isGroup: p.is_group, targetGuid: p.message_guid, type: p.type }),
-        async record(tx, sent) {
-          await tx.reaction.upsert({
-            where: { messageId_sender_type: { messageId: p.message_id, sender: line.handle, type: p.type } },
-            create: {
-              id: newId("reaction"),
-              accountId: item.accountId,
-              chatId: p.chat_id,
-              messageId: p.message_id,
-              type: p.type,
-              sender: line.handle,
-              isFromMe: true,
-              added: true,
-              sentAt: sent.sentAt,
-            },
-            update: { added: true, sentAt: sent.sentAt, syncedAt: new Date() },
-          });
-        },
-      };
-    }
-    case "typing": {
-      const p = TypingPayload.parse(item.payload);
-      return {
-        send: () => platform.sendTyping({ ...common, to: p.to, isGroup: p.is_group, isTyping: p.is_typing }),
-        async record(tx, sent) {
-          await tx.typingIndicator.upsert({
-            where: { chatId_handle: { chatId: p.chat_id, handle: line.handle } },
-            create: { id: newId("typing"), chatId: p.chat_id, handle: line.handle, isTyping: p.is_typing, updatedAt: sent.sentAt },
-            update: { isTyping: p.is_typing, updatedAt: sent.sentAt },
-          });
-        },
-      };
-    }
-    case "receipt": {
-      const p = ReceiptPayload.parse(item.payload);
-      return {
-        send: () => platform.sendReceipt({ ...common, to: p.to, isGroup: p.is_group }),
-        async record(tx, sent) {
-          await tx.readReceipt.upsert({
-            where: { chatId_handle: { chatId: p.chat_id, handle: line.handle } },
-            create: { id: newId("receipt"), chatId: p.chat_id, handle: line.handle, lastReadAt: sent.sentAt },
-            update: { lastReadAt: sent.sentAt, syncedAt: new Date() },
-          });
-        },
-      };
-    }
+    case "reaction":
+      return { kind, item, line, p: ReactionPayload.parse(item.payload) };
+    case "typing":
+      return { kind, item, line, p: TypingPayload.parse(item.payload) };
+    case "receipt":
+      return { kind, item, line, p: ReceiptPayload.parse(item.payload) };
     default:
       throw new Error(`unknown outbox kind ${item.kind}`);
   }
 }
 
-/** Sends one claimed item through its line's platform and records the outcome. */
-export async function deliver(item: OutboxItem): Promise<void> {
-  const db = await getDb();
-  try {
-    const line = await db.line.findUniqueOrThrow({ where: { id: item.lineId } });
-    const step = await stepFor(item, line);
-    const result = await step.send();
-    if (!result.ok) {
-      await (result.permanent ? fail(item, result.reason) : retryLater(item, result.reason));
-      return;
-    }
-    await db.$transaction(async (tx) => {
-      await step.record(tx, { guid: result.guid, sentAt: new Date(result.sentAt) });
-      await tx.outboxItem.update({
-        where: { id: item.id },
-        data: { status: "sent", error: null, completedAt: new Date(), leaseExpiresAt: null },
+/** Hands one item to its line's platform, the outbox ID as idempotency key. */
+function send(x: Prepared): Promise<SendResult> {
+  const platform = platformFor(x.line.platform);
+  const common = { idempotencyKey: x.item.id, lineHandle: x.line.handle, to: x.p.to, isGroup: x.p.is_group };
+  switch (x.kind) {
+    case "message":
+      return platform.sendMessage({
+        ...common,
+        text: x.p.text,
+        attachments: x.files.map((f) => ({ fileId: f.id, filename: f.filename, mimeType: f.mimeType, size: f.size })),
+        replyToGuid: x.p.reply_to_guid,
+        isAudioMessage: x.p.is_audio_message,
       });
-    });
-    await notifyChange(item.accountId);
-  } catch (err) {
-    console.error(`[outbox] delivering ${item.id} failed unexpectedly`, err);
-    await retryLater(item, "internal error while delivering").catch(() => undefined);
+    case "reaction":
+      return platform.sendReaction({ ...common, targetGuid: x.p.message_guid, type: x.p.type });
+    case "typing":
+      return platform.sendTyping({ ...common, isTyping: x.p.is_typing });
+    case "receipt":
+      return platform.sendReceipt(common);
   }
 }
+
+type Sent = { x: Prepared; guid: string; sentAt: Date };
+
+/** Writes the Message rows of sent messages: once per outbox item, even if one was delivered twice. */
+async function recordMessages(tx: Tx, sent: Sent[]): Promise<void> {
+  if (!sent.length) return;
+  const existing = await tx.message.findMany({ where: { outboxId: { in: sent.map((s) => s.x.item.id) } }, select: { outboxId: true } });
+  const done = new Set(existing.map((m) => m.outboxId));
+  const messages: Prisma.MessageCreateManyInput[] = [];
+  const attachments: Prisma.AttachmentCreateManyInput[] = [];
+  const lastAt = new Map<string, Date>();
+  for (const { x, guid, sentAt } of sent) {
+    if (x.kind !== "message" || done.has(x.item.id)) continue;
+    done.add(x.item.id);
+    const messageId = newId("message");
+    messages.push({
+      id: messageId,
+      accountId: x.item.accountId,
+      lineId: x.line.id,
+      chatId: x.p.chat_id,
+      guid,
+      sender: x.line.handle,
+      text: x.p.text,
+      isFromMe: true,
+      isAudioMessage: x.p.is_audio_message ? true : null,
+      service: x.line.service === "sms" ? "sms" : "imessage",
+      replyToGuid: x.p.reply_to_guid,
+      outboxId: x.item.id,
+      sentAt,
+    });
+    for (const [position, f] of x.files.entries()) {
+      attachments.push({ id: newId("attachment"), messageId, fileId: f.id, position, filename: f.filename, mimeType: f.mimeType, size: f.size });
+    }
+    const prev = lastAt.get(x.p.chat_id);
+    if (!prev || prev < sentAt) lastAt.set(x.p.chat_id, sentAt);
+  }
+  if (messages.length) await tx.message.createMany({ data: messages });
+  if (attachments.length) await tx.attachment.createMany({ data: attachments });
+  for (const [chatId, at] of lastAt) {
+    await tx.chat.updateMany({ where: { id: chatId, OR: [{ lastMessageAt: null }, { lastMessageAt: { lt: at } }] }, data: { lastMessageAt: at } });
+  }
+}
+
+/** What a sent reaction, typing indicator or receipt leaves in the database. */
+async function recordAction(tx: Tx, { x, sentAt }: Sent): Promise<void> {
+  const handle = x.line.handle;
+  switch (x.kind) {
+    case "message":
+      return;
+    case "reaction":
+      await tx.reaction.upsert({
+        where: { messageId_sender_type: { messageId: x.p.message_id, sender: handle, type: x.p.type } },
+        create: {
+          id: newId("reaction"),
+          accountId: x.item.accountId,
+          chatId: x.p.chat_id,
+          messageId: x.p.message_id,
+          type: x.p.type,
+          sender: handle,
+          isFromMe: true,
+          added: true,
+          sentAt,
+        },
+        update: { added: true, sentAt, syncedAt: new Date() },
+      });
+      return;
+    case "typing":
+      await tx.typingIndicator.upsert({
+        where: { chatId_handle: { chatId: x.p.chat_id, handle } },
+        create: { id: newId("typing"), chatId: x.p.chat_id, handle, isTyping: x.p.is_typing, updatedAt: sentAt },
+        update: { isTyping: x.p.is_typing, updatedAt: sentAt },
+      });
+      return;
+    case "receipt":
+      await tx.readReceipt.upsert({
+        where: { chatId_handle: { chatId: x.p.chat_id, handle } },
+        create: { id: newId("receipt"), chatId: x.p.chat_id, handle, lastReadAt: sentAt },
+        update: { lastReadAt: sentAt, syncedAt: new Date() },
+      });
+      return;
+  }
+}
+
+/** Records what the platform did with each item: sent items in one transaction. */
+async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): Promise<void> {
+  const sent: Sent[] = [];
+  for (const { x, result } of outcomes) {
+    if (result.ok) sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt) });
+    else await (result.permanent ? fail(x.item, result.reason) : retryLater(x.item, result.reason));
+  }
+  if (!sent.length) return;
+  const db = await getDb();
+  await db.$transaction(async (tx) => {
+    await recordMessages(tx, sent);
+    for (const s of sent) await recordAction(tx, s);
+    await tx.outboxItem.updateMany({
+      where: { id: { in: sent.map((s) => s.x.item.id) } },
+      data: { status: "sent", error: null, completedAt: new Date(), leaseExpiresAt: null },
+    });
+  });
+  for (const accountId of new Set(sent.map((s) => s.x.item.accountId))) await notifyChange(accountId);
+}
+
+/** Sends a batch of claimed items through their lines' platforms and records the outcomes. */
+export async function deliverBatch(items: OutboxItem[]): Promise<void> {
+  if (!items.length) return;
+  let ctx: BatchContext;
+  try {
+    ctx = await loadContext(items);
+  } catch (err) {
+    console.error("[outbox] loading a batch failed", err);
+    await Promise.all(items.map((item) => retryLater(item, "internal error while delivering").catch(() => undefined)));
+    return;
+  }
+  const outcomes: { x: Prepared; result: SendResult }[] = [];
+  await Promise.all(
+    items.map(async (item) => {
+      try {
+        const x = prepare(item, ctx);
+        outcomes.push({ x, result: await send(x) });
+      } catch (err) {
+        console.error(`[outbox] delivering ${item.id} failed unexpectedly`, err);
+        await retryLater(item, "internal error while delivering").catch(() => undefined);
+      }
+    }),
+  );
+  try {
+    await recordOutcomes(outcomes);
+  } catch (err) {
+    // The platform accepted these; the lease expires and a retried send returns the same GUID.
+    console.error("[outbox] recording a batch failed", err);
+    await Promise.all(outcomes.map(({ x }) => retryLater(x.item, "internal error while recording").catch(() => undefined)));
+  }
+}
+
+/** Sends one claimed item and records the outcome. */
+export const deliver = (item: OutboxItem): Promise<void> => deliverBatch([item]);

@@ -9,6 +9,8 @@ export const MessagePayload = z.object({
   text: z.string().nullable(),
   attachments: z.array(z.string()),
   reply_to_guid: z.string().nullable(),
+  /** A native voice memo (POST /v1/audio-messages): the one attachment is CAF/Opus audio. */
+  is_audio_message: z.boolean().default(false),
 });
 export type MessagePayload = z.infer<typeof MessagePayload>;
 

@@ -1,26 +1,31 @@
+import { database } from "../db";
 import { processSingleton } from "../singleton";
-import { claimDue, deliver, nextDueAt, releaseExpiredLeases } from "./outbox";
+import { claimDue, deliverBatch, nextDueAt, releaseExpiredLeases } from "./outbox";
 
 // The embedded delivery engine (the default; no extra process). It claims due outbox items
 // and delivers them, wakes at once when a write lands (wakeRunner), sleeps until the next
 // retry is due otherwise, and regularly returns expired leases to pending.
 
-const BATCH = 25;
+/** Items per claim: one claim, one platform round and one transaction per batch. */
+const BATCH = 100;
+/** Loops claiming at once: on PostgreSQL they overlap their round trips; PGlite has one connection. */
+const WORKERS = { postgres: 3, pglite: 1 } as const;
 const IDLE_POLL_MS = 1_000;
 const SWEEP_EVERY_MS = 5_000;
 
 interface RunnerState {
   running: boolean;
-  wake: (() => void) | null;
+  /** Sleeping loops' wake-up calls. */
+  waiters: Set<() => void>;
   woken: boolean;
-  loop: Promise<void> | null;
+  loops: Promise<void>[];
 }
 
-const state = processSingleton<RunnerState>("embedded-runner", () => ({ running: false, wake: null, woken: false, loop: null }));
+const state = processSingleton<RunnerState>("embedded-runner", () => ({ running: false, waiters: new Set(), woken: false, loops: [] }));
 
 export function wakeRunner(): void {
   state.woken = true;
-  state.wake?.();
+  for (const wake of state.waiters) wake();
 }
 
 async function sleep(ms: number): Promise<void> {
@@ -29,10 +34,10 @@ async function sleep(ms: number): Promise<void> {
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
-      state.wake = null;
+      state.waiters.delete(done);
       resolve();
     }
-    state.wake = done;
+    state.waiters.add(done);
   });
 }
 
@@ -47,7 +52,7 @@ async function loop(): Promise<void> {
       state.woken = false;
       const items = await claimDue(BATCH);
       if (items.length) {
-        await Promise.all(items.map((item) => deliver(item)));
+        await deliverBatch(items);
         continue;
       }
       const next = await nextDueAt();
@@ -60,15 +65,16 @@ async function loop(): Promise<void> {
   }
 }
 
-export function startRunner(): void {
+export async function startRunner(): Promise<void> {
   if (state.running) return;
   state.running = true;
-  state.loop = loop();
+  const { kind } = await database();
+  state.loops = Array.from({ length: WORKERS[kind] }, () => loop());
 }
 
 export async function stopRunner(): Promise<void> {
   state.running = false;
-  state.wake?.();
-  await state.loop;
-  state.loop = null;
+  for (const wake of state.waiters) wake();
+  await Promise.all(state.loops);
+  state.loops = [];
 }

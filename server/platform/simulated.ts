@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { getDb } from "../db";
+import { Prisma } from "../generated/prisma/client";
 import { processSingleton } from "../singleton";
 import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "./types";
 
@@ -19,15 +20,51 @@ const FLAKY_FAILURES = 2;
 
 const state = processSingleton("simulated-platform", () => ({ attempts: new Map<string, number>() }));
 
+interface Recorded {
+  guid: string;
+  sentAt: number;
+}
+
+const pending = processSingleton("simulated-platform-pending", () => ({
+  waiting: new Map<string, { resolve: (r: Recorded) => void; reject: (e: unknown) => void }[]>(),
+  scheduled: false,
+}));
+
+/** One INSERT for every send recorded in the same turn of the event loop. */
+async function flush(): Promise<void> {
+  pending.scheduled = false;
+  const batch = pending.waiting;
+  pending.waiting = new Map();
+  try {
+    const db = await getDb();
+    const now = new Date();
+    const rows = await db.$queryRaw<{ idempotencyKey: string; guid: string; sentAt: Date }[]>`
+      INSERT INTO "SimulatedSend" ("idempotencyKey", guid, "sentAt")
+      VALUES ${Prisma.join([...batch.keys()].map((key) => Prisma.sql`(${key}, ${randomUUID().toUpperCase()}, ${now})`))}
+      ON CONFLICT ("idempotencyKey") DO UPDATE SET guid = "SimulatedSend".guid
+      RETURNING "idempotencyKey", guid, "sentAt"`;
+    for (const row of rows) {
+      const recorded = { guid: row.guid, sentAt: new Date(row.sentAt).getTime() };
+      for (const waiter of batch.get(row.idempotencyKey) ?? []) waiter.resolve(recorded);
+      batch.delete(row.idempotencyKey);
+    }
+    for (const waiters of batch.values()) for (const w of waiters) w.reject(new Error("simulated send was not recorded"));
+  } catch (err) {
+    for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
+  }
+}
+
 /** Records the send once per key and returns what was recorded first. */
-async function record(key: string): Promise<{ guid: string; sentAt: number }> {
-  const db = await getDb();
-  const rows = await db.$queryRaw<{ guid: string; sentAt: Date }[]>`
-    INSERT INTO "SimulatedSend" ("idempotencyKey", guid, "sentAt") VALUES (${key}, ${randomUUID().toUpperCase()}, ${new Date()})
-    ON CONFLICT ("idempotencyKey") DO UPDATE SET guid = "SimulatedSend".guid
-    RETURNING guid, "sentAt"`;
-  const row = rows[0]!;
-  return { guid: row.guid, sentAt: new Date(row.sentAt).getTime() };
+function record(key: string): Promise<Recorded> {
+  return new Promise((resolve, reject) => {
+    const waiters = pending.waiting.get(key) ?? [];
+    waiters.push({ resolve, reject });
+    pending.waiting.set(key, waiters);
+    if (!pending.scheduled) {
+      pending.scheduled = true;
+      setImmediate(() => void flush());
+    }
+  });
 }
 
 /** Every kind of send goes through here: idempotency and the test recipients. */

@@ -123,7 +123,7 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
     replyToGuid = parent.guid;
   }
   if (line.isSandbox) await enforceSandboxQuota(actor);
-  const payload: MessagePayload = { ...target(chat), text, attachments, reply_to_guid: replyToGuid };
+  const payload: MessagePayload = { ...target(chat), text, attachments, reply_to_guid: replyToGuid, is_audio_message: false };
   return enqueue(actor, line, "message", payload, requestId);
 }
 
