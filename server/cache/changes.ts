@@ -1,6 +1,6 @@
 import pg from "pg";
 import { config } from "../config";
-import { database } from "../db";
+import { database, type Prisma } from "../db";
 import { processSingleton } from "../singleton";
 
 // Change versions per account. Every service that writes bumps the account's version after
@@ -28,6 +28,20 @@ function bumpLocal(accountId: string): void {
 export async function cachingEnabled(): Promise<boolean> {
   const db = await database();
   return db.kind === "pglite" || state.listenerHealthy;
+}
+
+/**
+ * notifyChange for writes inside a transaction: NOTIFY is transactional, so other instances
+ * hear of the change exactly when it commits, with no extra round trip. Call
+ * `changedLocally` after the commit.
+ */
+export async function notifyChangeAtCommit(tx: Prisma.TransactionClient, accountIds: Iterable<string>): Promise<void> {
+  if ((await database()).kind !== "postgres") return;
+  for (const accountId of new Set(accountIds)) await tx.$executeRaw`SELECT pg_notify(${CHANNEL}, ${accountId})`;
+}
+
+export function changedLocally(accountIds: Iterable<string>): void {
+  for (const accountId of new Set(accountIds)) bumpLocal(accountId);
 }
 
 export async function notifyChange(accountId: string): Promise<void> {

@@ -1,9 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { notifyChange } from "../cache/changes";
-import { getDb, type Prisma } from "../db";
-import type { File, Line, OutboxItem } from "../generated/prisma/client";
+import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
+import { getDb } from "../db";
+import { type File, type Line, type OutboxItem, Prisma } from "../generated/prisma/client";
+import { batcher } from "../batcher";
 import { newId } from "../ids";
 import { platformFor } from "../platform/simulated";
+import { findLine } from "../services/lines";
+import { processSingleton } from "../singleton";
 import type { SendResult } from "../platform/types";
 import { MessagePayload, type OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "./payloads";
 
@@ -21,6 +24,35 @@ export const workerId = `${process.pid}-${randomUUID().slice(0, 8)}`;
 export function backoffMs(attempt: number): number {
   const base = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+/**
+ * Stores a pending item. Concurrent writes share one INSERT and one commit; each caller
+ * returns only once its row is committed, so an accepted item is never lost.
+ */
+export const addToOutbox = processSingleton("outbox-insert", () =>
+  batcher<NewOutboxItem, void>(async (items) => {
+    const db = await getDb();
+    // Raw SQL: the ORM's query compiler costs more CPU than the whole insert on this hot path.
+    await db.$executeRaw`
+      INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "requestId")
+      VALUES ${Prisma.join(
+        items.map(
+          (i) => Prisma.sql`(${i.id}, ${i.accountId}, ${i.lineId}, ${i.apiKeyId}, ${i.kind}, ${JSON.stringify(i.payload)}::jsonb, ${i.requestId})`,
+        ),
+      )}`;
+    return items.map(() => undefined);
+  }),
+);
+
+export interface NewOutboxItem {
+  id: string;
+  accountId: string;
+  lineId: string;
+  apiKeyId: string | null;
+  kind: OutboxKind;
+  payload: object;
+  requestId: string;
 }
 
 /** Atomically claims up to `limit` due pending items for this worker. */
@@ -104,10 +136,13 @@ export async function loadContext(items: OutboxItem[]): Promise<BatchContext> {
     ...new Set(items.flatMap((i) => (i.kind === "message" ? MessagePayload.parse(i.payload).attachments : []))),
   ];
   const [lines, files] = await Promise.all([
-    db.line.findMany({ where: { id: { in: lineIds } } }),
+    Promise.all(lineIds.map((id) => findLine(id))),
     fileIds.length ? db.file.findMany({ where: { id: { in: fileIds } } }) : Promise.resolve([]),
   ]);
-  return { lines: new Map(lines.map((l) => [l.id, l])), files: new Map(files.map((f) => [f.id, f])) };
+  return {
+    lines: new Map(lines.filter((l): l is Line => l !== null).map((l) => [l.id, l])),
+    files: new Map(files.map((f) => [f.id, f])),
+  };
 }
 
 /** One claimed item with its parsed payload, line and files. */
@@ -165,41 +200,41 @@ type Sent = { x: Prepared; guid: string; sentAt: Date };
 
 /** Writes the Message rows of sent messages: once per outbox item, even if one was delivered twice. */
 async function recordMessages(tx: Tx, sent: Sent[]): Promise<void> {
-  if (!sent.length) return;
-  const existing = await tx.message.findMany({ where: { outboxId: { in: sent.map((s) => s.x.item.id) } }, select: { outboxId: true } });
-  const done = new Set(existing.map((m) => m.outboxId));
-  const messages: Prisma.MessageCreateManyInput[] = [];
-  const attachments: Prisma.AttachmentCreateManyInput[] = [];
+  const rows = sent.filter((s): s is Sent & { x: Extract<Prepared, { kind: "message" }> } => s.x.kind === "message");
+  if (!rows.length) return;
+  const ids = new Map(rows.map((r) => [r.x.item.id, newId("message")]));
+  // Raw SQL for the bulk writes: the ORM's query compiler costs more CPU than the inserts.
+  const inserted = await tx.$queryRaw<{ id: string }[]>`
+    INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt")
+    VALUES ${Prisma.join(
+      rows.map(
+        ({ x, guid, sentAt }) =>
+          Prisma.sql`(${ids.get(x.item.id)}, ${x.item.accountId}, ${x.line.id}, ${x.p.chat_id}, ${guid}, ${x.line.handle}, ${x.p.text}, true,
+            ${x.p.is_audio_message ? true : null}::boolean, ${x.line.service === "sms" ? "sms" : "imessage"}, ${x.p.reply_to_guid}, ${x.item.id}, ${sentAt})`,
+      ),
+    )}
+    ON CONFLICT ("outboxId") DO NOTHING
+    RETURNING id`;
+  const written = new Set(inserted.map((m) => m.id));
+  const attachments = rows.flatMap(({ x }) => {
+    const messageId = ids.get(x.item.id)!;
+    return written.has(messageId) ? x.files.map((f, position) => ({ messageId, f, position })) : [];
+  });
+  if (attachments.length) {
+    await tx.$executeRaw`
+      INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size)
+      VALUES ${Prisma.join(
+        attachments.map(({ messageId, f, position }) => Prisma.sql`(${newId("attachment")}, ${messageId}, ${f.id}, ${position}, ${f.filename}, ${f.mimeType}, ${f.size})`),
+      )}`;
+  }
   const lastAt = new Map<string, Date>();
-  for (const { x, guid, sentAt } of sent) {
-    if (x.kind !== "message" || done.has(x.item.id)) continue;
-    done.add(x.item.id);
-    const messageId = newId("message");
-    messages.push({
-      id: messageId,
-      accountId: x.item.accountId,
-      lineId: x.line.id,
-      chatId: x.p.chat_id,
-      guid,
-      sender: x.line.handle,
-      text: x.p.text,
-      isFromMe: true,
-      isAudioMessage: x.p.is_audio_message ? true : null,
-      service: x.line.service === "sms" ? "sms" : "imessage",
-      replyToGuid: x.p.reply_to_guid,
-      outboxId: x.item.id,
-      sentAt,
-    });
-    for (const [position, f] of x.files.entries()) {
-      attachments.push({ id: newId("attachment"), messageId, fileId: f.id, position, filename: f.filename, mimeType: f.mimeType, size: f.size });
-    }
+  for (const { x, sentAt } of rows) {
+    if (!written.has(ids.get(x.item.id)!)) continue;
     const prev = lastAt.get(x.p.chat_id);
     if (!prev || prev < sentAt) lastAt.set(x.p.chat_id, sentAt);
   }
-  if (messages.length) await tx.message.createMany({ data: messages });
-  if (attachments.length) await tx.attachment.createMany({ data: attachments });
   for (const [chatId, at] of lastAt) {
-    await tx.chat.updateMany({ where: { id: chatId, OR: [{ lastMessageAt: null }, { lastMessageAt: { lt: at } }] }, data: { lastMessageAt: at } });
+    await tx.$executeRaw`UPDATE "Chat" SET "lastMessageAt" = ${at} WHERE id = ${chatId} AND ("lastMessageAt" IS NULL OR "lastMessageAt" < ${at})`;
   }
 }
 
@@ -251,16 +286,17 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
     else await (result.permanent ? fail(x.item, result.reason) : retryLater(x.item, result.reason));
   }
   if (!sent.length) return;
+  const accounts = sent.map((s) => s.x.item.accountId);
   const db = await getDb();
   await db.$transaction(async (tx) => {
     await recordMessages(tx, sent);
     for (const s of sent) await recordAction(tx, s);
-    await tx.outboxItem.updateMany({
-      where: { id: { in: sent.map((s) => s.x.item.id) } },
-      data: { status: "sent", error: null, completedAt: new Date(), leaseExpiresAt: null },
-    });
+    await tx.$executeRaw`
+      UPDATE "OutboxItem" SET status = 'sent', error = NULL, "completedAt" = ${new Date()}, "leaseExpiresAt" = NULL
+      WHERE id IN (${Prisma.join(sent.map((s) => s.x.item.id))})`;
+    await notifyChangeAtCommit(tx, accounts);
   });
-  for (const accountId of new Set(sent.map((s) => s.x.item.accountId))) await notifyChange(accountId);
+  changedLocally(accounts);
 }
 
 /** Sends a batch of claimed items through their lines' platforms and records the outcomes. */

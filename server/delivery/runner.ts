@@ -8,40 +8,70 @@ import { claimDue, deliverBatch, nextDueAt, releaseExpiredLeases } from "./outbo
 
 /** Items per claim: one claim, one platform round and one transaction per batch. */
 const BATCH = 100;
-/** Loops claiming at once: on PostgreSQL they overlap their round trips; PGlite has one connection. */
+/** Loops claiming at once during a backlog: on PostgreSQL they overlap their round trips; PGlite has one connection. */
 const WORKERS = { postgres: 3, pglite: 1 } as const;
+/**
+ * After a batch of several items, wait this long for more before claiming again (unless a
+ * full batch is waiting): under a stream of writes, batches grow instead of the runner
+ * spending a claim and a transaction on every item. A lone write is still claimed at once.
+ */
+const GATHER_MS = 20;
 const IDLE_POLL_MS = 1_000;
 const SWEEP_EVERY_MS = 5_000;
 
+type Waiter = () => void;
+
 interface RunnerState {
   running: boolean;
-  /** Sleeping loops' wake-up calls. */
-  waiters: Set<() => void>;
-  woken: boolean;
+  /** Writes since the primary loop last claimed. */
+  wakes: number;
+  /** The primary loop, asleep until a write lands or the next retry is due. */
+  primary: Waiter | null;
+  /** Extra loops, asleep until the primary loop sees a backlog. */
+  helpers: Set<Waiter>;
   loops: Promise<void>[];
 }
 
-const state = processSingleton<RunnerState>("embedded-runner", () => ({ running: false, waiters: new Set(), woken: false, loops: [] }));
+const state = processSingleton<RunnerState>("embedded-runner", () => ({
+  running: false,
+  wakes: 0,
+  primary: null,
+  helpers: new Set(),
+  loops: [],
+}));
 
+/** Called after a write commits: the item is claimed at once, or with the next batch. */
 export function wakeRunner(): void {
-  state.woken = true;
-  for (const wake of state.waiters) wake();
+  state.wakes++;
+  if (state.wakes === 1 || state.wakes >= BATCH) state.primary?.();
 }
 
-async function sleep(ms: number): Promise<void> {
-  if (state.woken) return;
-  await new Promise<void>((resolve) => {
+function wait(ms: number, register: (w: Waiter) => void, unregister: (w: Waiter) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
-      state.waiters.delete(done);
+      unregister(done);
       resolve();
     }
-    state.waiters.add(done);
+    register(done);
   });
 }
 
-async function loop(): Promise<void> {
+const primaryWait = (ms: number) =>
+  wait(
+    ms,
+    (w) => (state.primary = w),
+    () => (state.primary = null),
+  );
+const helperWait = (ms: number) =>
+  wait(
+    ms,
+    (w) => state.helpers.add(w),
+    (w) => state.helpers.delete(w),
+  );
+
+async function primaryLoop(): Promise<void> {
   let lastSweep = 0;
   while (state.running) {
     try {
@@ -49,18 +79,35 @@ async function loop(): Promise<void> {
         lastSweep = Date.now();
         await releaseExpiredLeases();
       }
-      state.woken = false;
+      state.wakes = 0;
       const items = await claimDue(BATCH);
+      if (items.length === BATCH) for (const helper of state.helpers) helper();
       if (items.length) {
         await deliverBatch(items);
+        if (items.length > 1 && state.wakes < BATCH && state.running) await primaryWait(GATHER_MS);
         continue;
       }
+      if (state.wakes > 0) continue; // a write landed while claiming
       const next = await nextDueAt();
-      const wait = next ? Math.max(0, Math.min(IDLE_POLL_MS, next.getTime() - Date.now())) : IDLE_POLL_MS;
-      await sleep(wait);
+      if (state.wakes > 0 || !state.running) continue;
+      await primaryWait(next ? Math.max(0, Math.min(IDLE_POLL_MS, next.getTime() - Date.now())) : IDLE_POLL_MS);
     } catch (err) {
       console.error("[outbox] runner error", err);
-      await sleep(IDLE_POLL_MS);
+      await primaryWait(IDLE_POLL_MS);
+    }
+  }
+}
+
+/** Drains a backlog beside the primary loop, then sleeps until the next one. */
+async function helperLoop(): Promise<void> {
+  while (state.running) {
+    try {
+      const items = await claimDue(BATCH);
+      if (items.length) await deliverBatch(items);
+      if (items.length < BATCH && state.running) await helperWait(IDLE_POLL_MS * 5);
+    } catch (err) {
+      console.error("[outbox] runner error", err);
+      await helperWait(IDLE_POLL_MS);
     }
   }
 }
@@ -69,12 +116,13 @@ export async function startRunner(): Promise<void> {
   if (state.running) return;
   state.running = true;
   const { kind } = await database();
-  state.loops = Array.from({ length: WORKERS[kind] }, () => loop());
+  state.loops = [primaryLoop(), ...Array.from({ length: WORKERS[kind] - 1 }, () => helperLoop())];
 }
 
 export async function stopRunner(): Promise<void> {
   state.running = false;
-  for (const wake of state.waiters) wake();
+  state.primary?.();
+  for (const helper of state.helpers) helper();
   await Promise.all(state.loops);
   state.loops = [];
 }

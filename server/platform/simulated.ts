@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { getDb } from "../db";
 import { Prisma } from "../generated/prisma/client";
+import { batcher } from "../batcher";
 import { processSingleton } from "../singleton";
 import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "./types";
 
@@ -25,47 +26,25 @@ interface Recorded {
   sentAt: number;
 }
 
-const pending = processSingleton("simulated-platform-pending", () => ({
-  waiting: new Map<string, { resolve: (r: Recorded) => void; reject: (e: unknown) => void }[]>(),
-  scheduled: false,
-}));
-
-/** One INSERT for every send recorded in the same turn of the event loop. */
-async function flush(): Promise<void> {
-  pending.scheduled = false;
-  const batch = pending.waiting;
-  pending.waiting = new Map();
-  try {
+/** Records each send once per key (one INSERT per batch) and returns what was recorded first. */
+const record = processSingleton("simulated-platform-record", () =>
+  batcher<string, Recorded>(async (keys) => {
     const db = await getDb();
     const now = new Date();
+    const unique = [...new Set(keys)];
     const rows = await db.$queryRaw<{ idempotencyKey: string; guid: string; sentAt: Date }[]>`
       INSERT INTO "SimulatedSend" ("idempotencyKey", guid, "sentAt")
-      VALUES ${Prisma.join([...batch.keys()].map((key) => Prisma.sql`(${key}, ${randomUUID().toUpperCase()}, ${now})`))}
+      VALUES ${Prisma.join(unique.map((key) => Prisma.sql`(${key}, ${randomUUID().toUpperCase()}, ${now})`))}
       ON CONFLICT ("idempotencyKey") DO UPDATE SET guid = "SimulatedSend".guid
       RETURNING "idempotencyKey", guid, "sentAt"`;
-    for (const row of rows) {
-      const recorded = { guid: row.guid, sentAt: new Date(row.sentAt).getTime() };
-      for (const waiter of batch.get(row.idempotencyKey) ?? []) waiter.resolve(recorded);
-      batch.delete(row.idempotencyKey);
-    }
-    for (const waiters of batch.values()) for (const w of waiters) w.reject(new Error("simulated send was not recorded"));
-  } catch (err) {
-    for (const waiters of batch.values()) for (const w of waiters) w.reject(err);
-  }
-}
-
-/** Records the send once per key and returns what was recorded first. */
-function record(key: string): Promise<Recorded> {
-  return new Promise((resolve, reject) => {
-    const waiters = pending.waiting.get(key) ?? [];
-    waiters.push({ resolve, reject });
-    pending.waiting.set(key, waiters);
-    if (!pending.scheduled) {
-      pending.scheduled = true;
-      setImmediate(() => void flush());
-    }
-  });
-}
+    const byKey = new Map(rows.map((r) => [r.idempotencyKey, { guid: r.guid, sentAt: new Date(r.sentAt).getTime() }]));
+    return keys.map((key) => {
+      const recorded = byKey.get(key);
+      if (!recorded) throw new Error(`simulated send ${key} was not recorded`);
+      return recorded;
+    });
+  }),
+);
 
 /** Every kind of send goes through here: idempotency and the test recipients. */
 async function accept(action: OutgoingAction): Promise<SendResult> {

@@ -62,7 +62,8 @@ export function forgetCachedLines(): void {
   lineCache.clear();
 }
 
-async function findLine(ref: string): Promise<Line | null> {
+/** A line by handle or ln_ ID, cached briefly; no access check. */
+export async function findLine(ref: string): Promise<Line | null> {
   const key = ref.startsWith("ln_") ? ref : normalizeHandle(ref);
   const now = Date.now();
   const hit = lineCache.get(key);

@@ -1,0 +1,39 @@
+// Coalesces calls made in the same turn of the event loop into one call on the whole batch
+// (one INSERT for many concurrent writes, like a producer's linger). Each caller gets its own
+// result or error; a batch that fails as a whole is retried one by one, so one bad input
+// fails only its own caller.
+
+interface Pending<I, O> {
+  input: I;
+  resolve: (output: O) => void;
+  reject: (error: unknown) => void;
+}
+
+export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, max = 500): (input: I) => Promise<O> {
+  let queue: Pending<I, O>[] = [];
+  let scheduled = false;
+
+  async function settle(batch: Pending<I, O>[]): Promise<void> {
+    try {
+      const outputs = await run(batch.map((p) => p.input));
+      batch.forEach((p, i) => p.resolve(outputs[i]!));
+    } catch (err) {
+      if (batch.length === 1) batch[0]!.reject(err);
+      else await Promise.all(batch.map((p) => settle([p])));
+    }
+  }
+
+  function flush(): void {
+    scheduled = false;
+    while (queue.length) void settle(queue.splice(0, max));
+  }
+
+  return (input: I) =>
+    new Promise<O>((resolve, reject) => {
+      queue.push({ input, resolve, reject });
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    });
+}
