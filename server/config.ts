@@ -32,6 +32,8 @@ const EnvSchema = z.object({
   /** Port of the loopback socket through which the operator CLI reaches embedded PGlite (0 = any). */
   PGLITE_SOCKET_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   EMBEDDED_SEED: bool.optional(),
+  /** The ffmpeg binary that converts audio messages; ffprobe is expected next to it. */
+  FFMPEG_PATH: z.string().trim().min(1).default("ffmpeg"),
 });
 
 export type Config = z.infer<typeof EnvSchema> & {

@@ -28,6 +28,8 @@ export const ERROR_CODES = {
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
   sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },
   internal_error: { type: "api_error", status: 500 },
+  /** Extension: POST /v1/audio-messages when ffmpeg (FFMPEG_PATH) cannot be run. */
+  audio_conversion_unavailable: { type: "api_error", status: 503 },
 } as const satisfies Record<string, { type: string; status: number }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

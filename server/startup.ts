@@ -1,6 +1,7 @@
 import { config } from "./config";
 import { database, getDb } from "./db";
 import { releaseAllClaims } from "./delivery/outbox";
+import { checkFfmpeg } from "./audio/ffmpeg";
 import { bootstrap } from "./bootstrap";
 import { startRunner } from "./delivery/runner";
 import { seedDevAccount } from "./dev-seed";
@@ -44,4 +45,10 @@ export async function startServer(): Promise<void> {
     );
   }
   console.log(`\n${lines.join("\n")}\n`);
+  const ffmpeg = await checkFfmpeg();
+  if (!ffmpeg.ok) {
+    console.warn(
+      `[audio] ${ffmpeg.reason} (FFMPEG_PATH=${ffmpeg.path}): POST /v1/audio-messages answers 503 audio_conversion_unavailable until ffmpeg with libopus and ffprobe is installed.`,
+    );
+  }
 }

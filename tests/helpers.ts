@@ -13,6 +13,7 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/v1/lines": () => import("@/app/v1/lines/route"),
   "/v1/chats": () => import("@/app/v1/chats/route"),
   "/v1/messages": () => import("@/app/v1/messages/route"),
+  "/v1/audio-messages": () => import("@/app/v1/audio-messages/route"),
   "/v1/reactions": () => import("@/app/v1/reactions/route"),
   "/v1/typing": () => import("@/app/v1/typing/route"),
   "/v1/receipts": () => import("@/app/v1/receipts/route"),

@@ -4,6 +4,7 @@ import { ApiError, invalidParam } from "../errors";
 import type { File } from "../generated/prisma/client";
 import { isId } from "../ids";
 import { storeBlob } from "../storage/blobs";
+import { storage } from "../storage";
 import { fileUrlSigner } from "../storage/signed-urls";
 
 // Uploaded files (POST /v1/files): raw bytes with their Content-Type and an optional
@@ -70,13 +71,32 @@ export function cleanFilename(raw: string | null, mimeType: string): string {
 export async function uploadFile(actor: Actor, input: { bytes: Uint8Array; contentType: string | null; filename: string | null }) {
   if (input.bytes.byteLength === 0) throw new ApiError("empty_file", "The uploaded file is empty (0 bytes).");
   const mimeType = mimeTypeOf(input.contentType);
-  const filename = cleanFilename(input.filename, mimeType);
+  const file = await storeFile(actor, { bytes: input.bytes, mimeType, filename: cleanFilename(input.filename, mimeType) });
+  return serializeFile(file, await fileUrlSigner());
+}
+
+/** Stores bytes as a new File of the caller's account (uploads, and files the service makes). */
+export async function storeFile(actor: Actor, input: { bytes: Uint8Array; mimeType: string; filename: string }): Promise<File> {
   const blob = await storeBlob(input.bytes);
   const db = await getDb();
-  const file = await db.file.create({
-    data: { id: blob.id, accountId: actor.accountId, filename, mimeType, size: blob.size, sha256: blob.sha256, storageKey: blob.storageKey },
+  return db.file.create({
+    data: {
+      id: blob.id,
+      accountId: actor.accountId,
+      filename: input.filename,
+      mimeType: input.mimeType,
+      size: blob.size,
+      sha256: blob.sha256,
+      storageKey: blob.storageKey,
+    },
   });
-  return serializeFile(file, await fileUrlSigner());
+}
+
+/** The stored bytes of a file found with findFile. */
+export async function readFileBytes(file: File): Promise<Buffer> {
+  const bytes = await storage().get(file.storageKey);
+  if (!bytes) throw new Error(`the bytes of ${file.id} are missing from storage (${file.storageKey})`);
+  return bytes;
 }
 
 /** A file of the caller's account, or file_not_found. */

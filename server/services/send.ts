@@ -3,12 +3,14 @@ import type { Actor } from "../auth/actor";
 import { config } from "../config";
 import { getDb } from "../db";
 import type { MessagePayload, OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "../delivery/payloads";
+import { addToOutbox } from "../delivery/outbox";
 import { wakeRunner } from "../delivery/runner";
 import { ApiError, invalidParam, missingParam } from "../errors";
 import type { Chat, Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { hit } from "../http/rate-limit";
 import { isId, newId } from "../ids";
+import { processSingleton } from "../singleton";
 import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../platform/events";
 import { resolveChat } from "./chats";
 import { findFile } from "./files";
@@ -19,16 +21,27 @@ import { DAY_MS, sandboxQuotaBucket } from "./sandbox";
 // The write side: validate, apply every policy synchronously, store a pending outbox item
 // and answer at once. Delivery happens after, in server/delivery.
 
-const handle = z.string().trim().min(1, "must not be empty").max(320);
+export const handle = z.string().trim().min(1, "must not be empty").max(320);
+
+export const replyTo = z.string().trim().min(1).max(200).nullable().optional();
 
 export const SendMessageBody = z.object({
   from: handle,
   to: handle,
   text: z.string().max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`).nullable().optional(),
   attachments: z.array(z.string().trim()).max(1, "at most one attachment per message").optional(),
-  reply_to: z.string().trim().min(1).max(200).nullable().optional(),
+  reply_to: replyTo,
 });
 export type SendMessageInput = z.output<typeof SendMessageBody>;
+
+/**
+ * Chats that passed the contact-first rule, per line, account and `to`. Passing never
+ * reverts (a contact that messaged a line has messaged it) and a chat's identity never
+ * changes, so the hot send path skips the lookup; the entry only expires to bound memory.
+ */
+const sendableChats = processSingleton("sendable-chats", () => new Map<string, { chat: Chat; until: number }>());
+const SENDABLE_CACHE_MS = 60_000;
+const SENDABLE_CACHE_MAX = 50_000;
 
 /** The chat a send goes to, enforcing the contact-first rule and the sandbox pairing. */
 async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
@@ -46,6 +59,9 @@ async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
     }
     return chat ?? (await resolveChat(actor, line, identifier));
   }
+  const cacheKey = `${line.id} ${actor.accountId} ${to}`;
+  const cached = sendableChats.get(cacheKey);
+  if (cached && cached.until > Date.now()) return cached.chat;
   let chat: Chat | null;
   if (to.startsWith("cht_")) {
     chat = await resolveChat(actor, line, to);
@@ -53,6 +69,10 @@ async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
     chat = await db.chat.findUnique({
       where: { lineId_accountId_identifier: { lineId: line.id, accountId: actor.accountId, identifier: normalizeHandle(to) } },
     });
+  }
+  if (chat?.hasReceivedInbound) {
+    if (sendableChats.size >= SENDABLE_CACHE_MAX) sendableChats.clear();
+    sendableChats.set(cacheKey, { chat, until: Date.now() + SENDABLE_CACHE_MS });
   }
   if (!chat || !chat.hasReceivedInbound) {
     throw new ApiError(
@@ -66,7 +86,7 @@ async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
   return chat;
 }
 
-async function enforceSandboxQuota(actor: Actor, now = Date.now()): Promise<void> {
+export async function enforceSandboxQuota(actor: Actor, now = Date.now()): Promise<void> {
   const limit = config().SANDBOX_DAILY_LIMIT;
   const state = await hit(sandboxQuotaBucket(actor.accountId), limit, DAY_MS, 1, now);
   if (!state.allowed) {
@@ -87,25 +107,37 @@ function requireAdvanced(line: Line, what: string): void {
   }
 }
 
-/** The line and chat of a write, after line access, activity, contact-first and sandbox checks. */
-async function prepareWrite(actor: Actor, from: string, to: string, options: { advanced?: string } = {}) {
+/**
+ * The line and chat of a write, after line access, activity, contact-first and sandbox checks.
+ * `advanced` names what needs advanced features; `richOnly` what SMS lines cannot send.
+ */
+export async function prepareWrite(actor: Actor, from: string, to: string, options: { advanced?: string; richOnly?: string } = {}) {
   const line = await resolveLine(actor, from);
   if (!line.isActive) throw invalidParam("from", `Line ${line.handle} is deactivated.`);
+  if (options.richOnly && line.service === "sms") {
+    throw invalidParam("from", `${options.richOnly} need a line on the rich-messaging service; ${line.handle} is an SMS line.`);
+  }
   if (options.advanced) requireAdvanced(line, options.advanced);
   const chat = await targetChat(actor, line, to);
   return { line, chat };
 }
 
-async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: object, requestId: string) {
-  const db = await getDb();
-  const item = await db.outboxItem.create({
-    data: { id: newId("outbox"), accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId },
-  });
+export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: object, requestId: string) {
+  const id = newId("outbox");
+  await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId });
   wakeRunner(); // a pending item changes no cached list (lines, chats, messages): no notification
-  return { object: "outbox_item" as const, id: item.id, status: "pending" as const };
+  return { object: "outbox_item" as const, id, status: "pending" as const };
 }
 
-const target = (chat: Chat) => ({ chat_id: chat.id, to: chat.identifier, is_group: chat.isGroup });
+export const target = (chat: Chat) => ({ chat_id: chat.id, to: chat.identifier, is_group: chat.isGroup });
+
+/** The GUID of the message `reply_to` names, which must be in the chat being sent to. */
+export async function parentGuid(actor: Actor, chat: Chat, replyTo: string | null | undefined): Promise<string | null> {
+  if (!replyTo) return null;
+  const parent = await findMessage(actor, replyTo, "reply_to");
+  if (parent.chatId !== chat.id) throw invalidParam("reply_to", "reply_to must be a message in the same chat.");
+  return parent.guid;
+}
 
 export async function sendMessage(actor: Actor, input: SendMessageInput, requestId: string) {
   const text = input.text === "" ? null : (input.text ?? null);
@@ -116,12 +148,7 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
   }
   const { line, chat } = await prepareWrite(actor, input.from, input.to);
   for (const id of attachments) await findFile(actor, id, "attachments");
-  let replyToGuid: string | null = null;
-  if (input.reply_to) {
-    const parent = await findMessage(actor, input.reply_to, "reply_to");
-    if (parent.chatId !== chat.id) throw invalidParam("reply_to", "reply_to must be a message in the same chat.");
-    replyToGuid = parent.guid;
-  }
+  const replyToGuid = await parentGuid(actor, chat, input.reply_to);
   if (line.isSandbox) await enforceSandboxQuota(actor);
   const payload: MessagePayload = { ...target(chat), text, attachments, reply_to_guid: replyToGuid, is_audio_message: false };
   return enqueue(actor, line, "message", payload, requestId);

@@ -1,0 +1,183 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { config } from "../config";
+import { ApiError, invalidParam } from "../errors";
+import { processSingleton } from "../singleton";
+
+// Audio messages go out as the platform's native voice memo: CAF container, Opus, mono, encoded
+// from 24 kHz. Uploads are probed with ffprobe (the format is decided by content, never by name
+// or Content-Type), then converted with ffmpeg, in a private temporary directory, under a time
+// limit. ffmpeg comes from FFMPEG_PATH; ffprobe is expected next to it.
+
+export const ACCEPTED_AUDIO_FORMATS = ["m4a", "mp3", "wav", "caf", "aiff"] as const;
+/** ffprobe demuxer names of the accepted formats (m4a is read by the mov/mp4 demuxer). */
+const ACCEPTED_DEMUXERS = new Set(["mov", "mp4", "m4a", "mp3", "wav", "caf", "aiff"]);
+/** Below this ffmpeg itself warns "misdetection possible" (AVPROBE_SCORE_RETRY). */
+const MIN_PROBE_SCORE = 26;
+export const CONVERSION_TIMEOUT_MS = 60_000;
+export const MAX_AUDIO_SECONDS = 30 * 60;
+/** Opus at 32 kbit/s makes about 4 MB per 15 minutes: a generous cap on what one conversion writes. */
+const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
+const MAX_TOOL_OUTPUT_CHARS = 256 * 1024;
+const accepted = ACCEPTED_AUDIO_FORMATS.join(", ");
+
+interface ToolRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+/** The binary could not be started (missing, not executable). The message names it without its directory. */
+class ToolNotRunnable extends Error {
+  constructor(bin: string, cause: NodeJS.ErrnoException) {
+    const name = path.basename(bin);
+    super(cause.code === "ENOENT" ? `${name} was not found` : `${name} cannot be run (${cause.code ?? cause.message})`);
+  }
+}
+
+/** Runs a tool without a shell or stdin; killed at the deadline. Rejects only if it cannot start. */
+function runTool(bin: string, args: string[], deadline: number): Promise<ToolRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
+    const out = { stdout: "", stderr: "" };
+    for (const stream of ["stdout", "stderr"] as const) {
+      child[stream].setEncoding("utf8");
+      child[stream].on("data", (chunk: string) => {
+        if (out[stream].length < MAX_TOOL_OUTPUT_CHARS) out[stream] += chunk;
+      });
+    }
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, Math.max(1, deadline - Date.now()));
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      reject(new ToolNotRunnable(bin, err));
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, ...out, timedOut });
+    });
+  });
+}
+
+/** ffprobe beside the configured ffmpeg: /opt/x/bin/ffmpeg -> /opt/x/bin/ffprobe, ffmpeg -> ffprobe. */
+export function ffprobePath(ffmpeg: string): string {
+  const base = path.basename(ffmpeg);
+  const probe = base.includes("ffmpeg") ? base.replace(/ffmpeg(?!.*ffmpeg)/, "ffprobe") : "ffprobe";
+  return ffmpeg.includes("/") || ffmpeg.includes(path.sep) ? path.join(path.dirname(ffmpeg), probe) : probe;
+}
+
+const unavailable = (reason: string) =>
+  new ApiError(
+    "audio_conversion_unavailable",
+    `Audio messages are unavailable on this server: ${reason}. The operator must install ffmpeg with libopus (and ffprobe) or set FFMPEG_PATH.`,
+  );
+
+/** Binaries that passed the check once; a failed check is retried on the next request. */
+const usable = processSingleton("ffmpeg-usable", () => new Set<string>());
+
+/** Whether FFMPEG_PATH runs, can encode Opus, and has ffprobe beside it; `reason` names no directory. */
+export async function checkFfmpeg(): Promise<{ ok: true; path: string } | { ok: false; path: string; reason: string }> {
+  const bin = config().FFMPEG_PATH;
+  if (usable.has(bin)) return { ok: true, path: bin };
+  const probe = ffprobePath(bin);
+  const deadline = Date.now() + 10_000;
+  try {
+    const encoders = await runTool(bin, ["-hide_banner", "-nostdin", "-encoders"], deadline);
+    if (encoders.code !== 0) return { ok: false, path: bin, reason: "ffmpeg -encoders failed" };
+    if (!/\blibopus\b/.test(encoders.stdout)) return { ok: false, path: bin, reason: "ffmpeg has no libopus encoder" };
+    const version = await runTool(probe, ["-hide_banner", "-version"], deadline);
+    if (version.code !== 0) return { ok: false, path: bin, reason: "ffprobe -version failed" };
+  } catch (err) {
+    if (err instanceof ToolNotRunnable) return { ok: false, path: bin, reason: err.message };
+    throw err;
+  }
+  usable.add(bin);
+  return { ok: true, path: bin };
+}
+
+/** The last line ffmpeg wrote, without the temporary path it names. */
+function reasonFrom(stderr: string, dir: string): string {
+  const line = stderr.split("\n").map((l) => l.trim()).filter(Boolean).pop() ?? "unknown error";
+  return line.replaceAll(`${dir}${path.sep}`, "").replace(/^input: /, "").slice(0, 200);
+}
+
+interface Probe {
+  format?: { format_name?: string; format_long_name?: string; probe_score?: number; duration?: string };
+  streams?: { codec_type?: string; duration?: string }[];
+}
+
+/** The demuxer to read the upload with, after checking it is accepted audio of an allowed length. */
+async function probeInput(bin: string, dir: string, file: string, deadline: number, param: string): Promise<string> {
+  const run = await runTool(ffprobePath(bin), ["-hide_banner", "-loglevel", "error", "-show_format", "-show_streams", "-of", "json", file], deadline);
+  if (run.timedOut) throw invalidParam(param, `Reading ${param} took longer than ${CONVERSION_TIMEOUT_MS / 1000} s; send a shorter recording.`);
+  let probed: Probe = {};
+  try {
+    probed = JSON.parse(run.stdout) as Probe;
+  } catch {
+    // no JSON: handled as unreadable below
+  }
+  const format = probed.format;
+  if (run.code !== 0 || !format?.format_name || (format.probe_score ?? 0) < MIN_PROBE_SCORE) {
+    const reason = run.code !== 0 ? reasonFrom(run.stderr, dir) : "format not recognized";
+    throw invalidParam(param, `${param} could not be read as audio (${reason}). Upload an audio file in one of the accepted formats: ${accepted}.`);
+  }
+  const demuxers = format.format_name.split(",");
+  if (!demuxers.some((d) => ACCEPTED_DEMUXERS.has(d))) {
+    const what = format.format_long_name ? `${format.format_name} (${format.format_long_name})` : format.format_name;
+    throw invalidParam(param, `${param} is in the ${what} format, which audio messages do not accept. Accepted formats: ${accepted}.`);
+  }
+  const audio = (probed.streams ?? []).filter((s) => s.codec_type === "audio");
+  if (audio.length === 0) throw invalidParam(param, `${param} has no audio stream. Upload an audio file in one of the accepted formats: ${accepted}.`);
+  const seconds = Number(format.duration ?? audio[0]!.duration ?? NaN);
+  if (seconds > MAX_AUDIO_SECONDS) {
+    throw invalidParam(param, `${param} is ${Math.ceil(seconds / 60)} minutes long; audio messages can be at most ${MAX_AUDIO_SECONDS / 60} minutes.`);
+  }
+  return demuxers[0]!;
+}
+
+/**
+ * The upload converted to a voice memo (CAF, Opus 32 kbit/s, mono, 24 kHz input). Throws
+ * invalid_parameter_value (naming `param`) for anything that is not accepted, decodable audio,
+ * and audio_conversion_unavailable when ffmpeg cannot be run.
+ */
+export async function convertToVoiceMemo(input: Uint8Array, param = "audio_message"): Promise<Buffer> {
+  const status = await checkFfmpeg();
+  if (!status.ok) throw unavailable(status.reason);
+  const deadline = Date.now() + CONVERSION_TIMEOUT_MS;
+  const dir = await mkdtemp(path.join(os.tmpdir(), "relay-audio-"));
+  try {
+    const source = path.join(dir, "input");
+    const target = path.join(dir, "voice-memo.caf");
+    await writeFile(source, input);
+    const demuxer = await probeInput(status.path, dir, source, deadline, param);
+    // -t and -fs bound what one conversion can write, whatever the input's header claims.
+    const args = [
+      ...["-nostdin", "-hide_banner", "-loglevel", "error", "-nostats", "-progress", "pipe:1"],
+      ...["-f", demuxer, "-i", source],
+      ...["-map", "0:a:0", "-map_metadata", "-1", "-map_chapters", "-1"],
+      ...["-ac", "1", "-ar", "24000", "-c:a", "libopus", "-b:a", "32k"],
+      ...["-t", String(MAX_AUDIO_SECONDS), "-fs", String(MAX_OUTPUT_BYTES), "-f", "caf", "-y", target],
+    ];
+    const run = await runTool(status.path, args, deadline);
+    if (run.timedOut) throw invalidParam(param, `Converting ${param} took longer than ${CONVERSION_TIMEOUT_MS / 1000} s; send a shorter recording.`);
+    if (run.code !== 0) {
+      if (/Unknown encoder|Encoder not found/i.test(run.stderr)) throw unavailable("ffmpeg cannot encode Opus");
+      throw invalidParam(param, `${param} could not be decoded (${reasonFrom(run.stderr, dir)}). Upload an audio file in one of the accepted formats: ${accepted}.`);
+    }
+    const encodedUs = Math.max(0, ...[...run.stdout.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1])));
+    if (encodedUs === 0) throw invalidParam(param, `${param} contains no audio (its audio stream is empty).`);
+    return await readFile(target);
+  } catch (err) {
+    if (!(err instanceof ToolNotRunnable)) throw err;
+    usable.delete(status.path); // removed since it was checked
+    throw unavailable(err.message);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
