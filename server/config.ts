@@ -34,10 +34,22 @@ const EnvSchema = z.object({
   EMBEDDED_SEED: bool.optional(),
   /** The ffmpeg binary that converts audio messages; ffprobe is expected next to it. */
   FFMPEG_PATH: z.string().trim().min(1).default("ffmpeg"),
+  /**
+   * Inngest delivery engine: set INNGEST_EVENT_KEY (with INNGEST_SIGNING_KEY and
+   * INNGEST_BASE_URL for a self-hosted server) or INNGEST_DEV=1 (a dev server). Unset: the
+   * embedded runner delivers. The Inngest SDK reads these variables too.
+   */
+  INNGEST_EVENT_KEY: z.string().trim().optional(),
+  INNGEST_SIGNING_KEY: z.string().trim().optional(),
+  INNGEST_BASE_URL: z.string().url().optional().or(z.literal("").transform(() => undefined)),
+  /** "1"/"true" for an Inngest dev server (no signatures), "0" for a self-hosted or cloud server; or the dev server's URL. */
+  INNGEST_DEV: z.string().trim().optional(),
 });
 
 export type Config = z.infer<typeof EnvSchema> & {
   dataDir: string | null;
+  /** Which engine delivers the outbox: the embedded runner, or Inngest functions. */
+  deliveryEngine: "embedded" | "inngest";
   isProduction: boolean;
   isTest: boolean;
 };
@@ -52,6 +64,7 @@ function parse(env: NodeJS.ProcessEnv): Config {
   return {
     ...c,
     dataDir: c.DATA_DIR === ":memory:" ? null : path.resolve(c.DATA_DIR),
+    deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
     isProduction: c.NODE_ENV === "production",
     isTest: c.NODE_ENV === "test",
   };

@@ -17,10 +17,11 @@ export async function startServer(): Promise<void> {
     const released = await releaseAllClaims();
     if (released) console.log(`[outbox] ${released} item(s) claimed before a crash are pending again.`);
   }
-  await startRunner();
+  if (c.deliveryEngine === "embedded") await startRunner();
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
-  const lines = [`Relay is ready on ${c.PUBLIC_URL} (database: ${where}).`];
+  const engine = c.deliveryEngine === "inngest" ? `Inngest (functions served at ${c.PUBLIC_URL}/api/inngest)` : "embedded runner";
+  const lines = [`Relay is ready on ${c.PUBLIC_URL} (database: ${where}; delivery: ${engine}).`];
   const accounts = await db.account.count();
   const seed = !c.isProduction && accounts === 0 && c.EMBEDDED_SEED !== false ? await seedDevAccount() : null;
   if (seed) {

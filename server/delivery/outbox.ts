@@ -333,3 +333,56 @@ export async function deliverBatch(items: OutboxItem[]): Promise<void> {
 
 /** Sends one claimed item and records the outcome. */
 export const deliver = (item: OutboxItem): Promise<void> => deliverBatch([item]);
+
+// Single-item steps for an engine that runs each item as its own durable function (Inngest):
+// claim, send and record are separate steps whose results are persisted between retries.
+
+/** Claims one item by ID if it is pending and due; null when it is not (already handled, or not yet due). */
+export async function claimOne(id: string, claimedBy: string, now = new Date()): Promise<OutboxItem | null> {
+  const db = await getDb();
+  const lease = new Date(now.getTime() + LEASE_MS);
+  const rows = await db.$queryRaw<OutboxItem[]>`
+    UPDATE "OutboxItem" SET status = 'claimed', "leaseExpiresAt" = ${lease}, "claimedBy" = ${claimedBy}, attempts = attempts + 1
+    WHERE id = ${id} AND status = 'pending' AND "availableAt" <= ${now}
+    RETURNING *`;
+  return rows[0] ?? null;
+}
+
+async function preparedOne(id: string): Promise<Prepared | null> {
+  const db = await getDb();
+  const item = await db.outboxItem.findUnique({ where: { id } });
+  if (item?.status !== "claimed") return null;
+  return prepare(item, await loadContext([item]));
+}
+
+/** Sends a claimed item. Safe to repeat: the outbox ID is the platform's idempotency key. */
+export async function sendOne(id: string): Promise<SendResult | null> {
+  const x = await preparedOne(id);
+  return x ? send(x) : null;
+}
+
+export interface ItemState {
+  status: string;
+  /** When a pending item is due again (ISO), after a transient failure. */
+  availableAt: string | null;
+}
+
+/** Records what the platform did with a claimed item; returns where the item stands. */
+export async function recordOne(id: string, result: SendResult): Promise<ItemState> {
+  const x = await preparedOne(id);
+  if (x) await recordOutcomes([{ x, result }]);
+  const db = await getDb();
+  const item = await db.outboxItem.findUniqueOrThrow({ where: { id }, select: { status: true, availableAt: true } });
+  return { status: item.status, availableAt: item.status === "pending" ? item.availableAt.toISOString() : null };
+}
+
+/** Pending items due for a while (their event was lost, or their lease expired): to be sent again. */
+export async function overduePending(olderThanMs: number, limit = 1_000, now = Date.now()): Promise<{ id: string; lineId: string; attempts: number }[]> {
+  const db = await getDb();
+  return db.outboxItem.findMany({
+    where: { status: "pending", availableAt: { lt: new Date(now - olderThanMs) } },
+    orderBy: { availableAt: "asc" },
+    take: limit,
+    select: { id: true, lineId: true, attempts: true },
+  });
+}

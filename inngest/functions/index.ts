@@ -1,0 +1,5 @@
+import { deliverOutboxItem } from "./deliver-outbox-item";
+import { sweepOutbox } from "./sweep-outbox";
+
+/** Every function this app serves at /api/inngest. */
+export const functions = [deliverOutboxItem, sweepOutbox];

@@ -1,0 +1,125 @@
+import http from "node:http";
+import { InngestTestEngine } from "@inngest/test";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+
+// The Inngest engine: writes send an event to Inngest (here a stand-in for its event API on
+// loopback), and the functions in inngest/functions deliver with the same steps as the
+// embedded runner, run for real against the database by @inngest/test.
+const eventApiPort = vi.hoisted(() => {
+  const port = 20_000 + (process.pid % 20_000);
+  process.env.INNGEST_DEV = "1";
+  process.env.INNGEST_BASE_URL = `http://127.0.0.1:${port}`;
+  return port;
+});
+
+import { createDeliverOutboxItem } from "@/inngest/functions/deliver-outbox-item";
+import { createSweepOutbox, OVERDUE_MS } from "@/inngest/functions/sweep-outbox";
+import { inngest } from "@/inngest/client";
+import { config } from "@/server/config";
+import { db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+
+const q = encodeURIComponent;
+const received: { name: string; data: { id: string; line_id: string } }[] = [];
+let eventApiUp = true;
+const eventApi = http.createServer((req, res) => {
+  let body = "";
+  req.on("data", (c) => (body += c));
+  req.on("end", () => {
+    if (!eventApiUp) {
+      res.writeHead(503).end();
+      return;
+    }
+    const events = JSON.parse(body) as typeof received;
+    received.push(...events);
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ids: events.map((_, i) => `evt${i}`), status: 200 }));
+  });
+});
+beforeAll(() => new Promise<void>((resolve) => eventApi.listen(eventApiPort, "127.0.0.1", resolve)));
+afterAll(() => new Promise<void>((resolve) => eventApi.close(() => resolve())));
+
+const deliver = () => createDeliverOutboxItem(inngest);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Sleeps between rounds really wait (the item is not due before), for at most the backoff. */
+const backoffs = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `backoff-${i + 1}`, handler: () => sleep(1_300) }));
+
+async function queued(f: Fixture, to: string, text = "hello") {
+  const res = await post("/v1/messages", f.key, { from: f.line.handle, to, text });
+  expect(res.status).toBe(200);
+  return { id: res.body.id as string, line_id: f.line.id };
+}
+
+const run = (data: { id: string; line_id: string }, steps: { id: string; handler: () => unknown }[] = []) =>
+  new InngestTestEngine({ function: deliver(), events: [{ name: "relay/outbox.item.created", data }], steps }).execute();
+
+describe("Inngest engine", () => {
+  it("is chosen by INNGEST_DEV / INNGEST_EVENT_KEY, and a write sends one event per item", async () => {
+    expect(config().deliveryEngine).toBe("inngest");
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    const item = await queued(f, alice);
+    await vi.waitFor(() => expect(received).toContainEqual(expect.objectContaining({ name: "relay/outbox.item.created", data: item })));
+  });
+
+  it("delivers an item: claim, send, record; the message is visible and a duplicate event sends nothing", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    const item = await queued(f, alice, "via inngest");
+    const { result, ctx } = await run(item);
+    expect(result).toEqual({ id: item.id, status: "sent", rounds: 1 });
+    expect(ctx.step.run.mock.calls.map((c) => c[0])).toEqual(["claim-1", "send-1", "record-1"]);
+    expect((await get(`/v1/outbox?id=${item.id}`, f.key)).body).toMatchObject({ status: "sent", attempts: 1 });
+    const messages = await get(`/v1/messages?from=${q(f.line.handle)}&to=${q(alice)}`, f.key);
+    expect(messages.body.data[0]).toMatchObject({ text: "via inngest", is_from_me: true, outbox_id: item.id });
+
+    const again = await run(item);
+    expect(again.result).toEqual({ id: item.id, status: "skipped", rounds: 1 });
+    expect(await (await db()).message.count({ where: { outboxId: item.id } })).toBe(1);
+  });
+
+  it("retries transient failures after sleeping until the item is due, and fails permanent ones", async () => {
+    const f = await makeAccount();
+    await inbound(f, "+15005550002", "flaky");
+    await inbound(f, "+15005550001", "unreachable");
+    const flaky = await queued(f, "+15005550002");
+    const { result, ctx } = await run(flaky, backoffs(2));
+    expect(result).toEqual({ id: flaky.id, status: "sent", rounds: 3 });
+    expect(ctx.step.sleepUntil.mock.calls.map((c) => c[0])).toEqual(["backoff-1", "backoff-2"]);
+    expect((await get(`/v1/outbox?id=${flaky.id}`, f.key)).body).toMatchObject({ status: "sent", attempts: 3 });
+
+    const doomed = await queued(f, "+15005550001");
+    expect((await run(doomed)).result).toEqual({ id: doomed.id, status: "failed", rounds: 1 });
+    expect((await get(`/v1/outbox?id=${doomed.id}`, f.key)).body).toMatchObject({
+      status: "failed",
+      error: "recipient is not reachable on this service",
+    });
+  }, 20_000);
+
+  it("a write succeeds while Inngest is unreachable; the sweep returns expired claims and re-sends lost events", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    eventApiUp = false;
+    const lost = await queued(f, alice, "event lost");
+    eventApiUp = true;
+    const stuck = await queued(f, alice, "worker died");
+    const prisma = await db();
+    const past = new Date(Date.now() - OVERDUE_MS - 5_000);
+    await prisma.outboxItem.update({ where: { id: lost.id }, data: { availableAt: past } });
+    await prisma.outboxItem.update({
+      where: { id: stuck.id },
+      data: { status: "claimed", claimedBy: "inngest:dead-run", leaseExpiresAt: past, availableAt: past, attempts: 1 },
+    });
+
+    const sweep = new InngestTestEngine({ function: createSweepOutbox(inngest), steps: [{ id: "redeliver", handler: () => ({ ids: [] }) }] });
+    const { result, ctx } = await sweep.execute();
+    expect((result as { released: number }).released).toBeGreaterThanOrEqual(1);
+    expect((result as { redelivered: string[] }).redelivered).toEqual(expect.arrayContaining([lost.id, stuck.id]));
+    const sent = ctx.step.sendEvent.mock.calls[0]![1] as { name: string; data: { id: string } }[];
+    expect(sent.map((e) => e.data.id)).toEqual(expect.arrayContaining([lost.id, stuck.id]));
+
+    for (const item of [lost, stuck]) expect((await run(item)).result).toMatchObject({ status: "sent" });
+    expect(await prisma.message.count({ where: { outboxId: { in: [lost.id, stuck.id] } } })).toBe(2);
+  });
+});
