@@ -128,6 +128,10 @@ describe("/v1 against next start", () => {
     expect((await notFound.json()).error.code).toBe("route_not_found");
     const preflight = await fetch(`${base}/v1/messages`, { method: "OPTIONS" });
     expect(preflight.status).toBe(204);
+    // Without INNGEST_* the embedded runner delivers: /api/inngest is a plain JSON 404, not a 500.
+    const inngest = await fetch(`${base}/api/inngest`);
+    expect(inngest.status).toBe(404);
+    expect((await inngest.json()).error.code).toBe("route_not_found");
   });
 
   it("loses nothing and sends nothing twice when the server is killed mid-delivery", async () => {

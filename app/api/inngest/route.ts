@@ -1,7 +1,24 @@
 // /api/inngest - the Inngest endpoint (sync with PUT, function runs with POST, introspection
-// with GET). Only used when the Inngest engine is configured; see README.
+// with GET) when the Inngest engine is configured (INNGEST_EVENT_KEY or INNGEST_DEV; see
+// README). Otherwise the embedded runner delivers and this path is an ordinary JSON 404.
+import type { NextRequest } from "next/server";
 import { serve } from "inngest/next";
 import { inngest } from "@/inngest/client";
 import { functions } from "@/inngest/functions";
+import { config } from "@/server/config";
+import { ApiError } from "@/server/errors";
+import { errorResponse, newRequestId } from "@/server/http/responses";
 
-export const { GET, POST, PUT } = serve({ client: inngest, functions });
+const handlers = serve({ client: inngest, functions });
+
+function whenConfigured(handler: (request: NextRequest, context: unknown) => Promise<Response>) {
+  return (request: NextRequest, context: unknown): Promise<Response> | Response => {
+    if (config().deliveryEngine === "inngest") return handler(request, context);
+    const err = new ApiError("route_not_found", "Inngest is not configured on this server (set INNGEST_EVENT_KEY or INNGEST_DEV); the embedded runner delivers.");
+    return errorResponse(err, newRequestId());
+  };
+}
+
+export const GET = whenConfigured(handlers.GET);
+export const POST = whenConfigured(handlers.POST);
+export const PUT = whenConfigured(handlers.PUT);
