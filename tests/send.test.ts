@@ -46,6 +46,25 @@ describe("POST /v1/messages", () => {
     expect(chat.last_message_at).toBe(messages.body.data[0].sent_at);
   });
 
+  it("shows what the line sent to the simulated phone at GET /api/simulator/messages", async () => {
+    const f = await makeAccount();
+    const [alice, bob] = [phone(), phone()];
+    await inbound(f, alice, "hi from alice");
+    await inbound(f, bob, "hi from bob");
+    const toAlice = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "for alice" });
+    const toBob = await post("/v1/messages", f.key, { from: f.line.handle, to: bob, text: "for bob" });
+    await waitFinal(f, toAlice.body.id);
+    await waitFinal(f, toBob.body.id);
+    const phoneView = await get(`/api/simulator/messages?line=${q(f.line.handle)}&contact=${q(alice)}`, f.key);
+    expect(phoneView.status).toBe(200);
+    expect(phoneView.body.data).toEqual([expect.objectContaining({ text: "for alice", is_from_me: true, outbox_id: toAlice.body.id })]);
+    const all = await get(`/api/simulator/messages?line=${q(f.line.handle)}`, f.key);
+    expect(all.body.data.map((m: { text: string }) => m.text).sort()).toEqual(["for alice", "for bob"]);
+    const other = await makeAccount();
+    expect((await get(`/api/simulator/messages?line=${q(f.line.handle)}`, other.key)).body.error.code).toBe("line_not_found");
+    expect((await get(`/api/simulator/messages`, f.key)).body.error).toMatchObject({ code: "missing_required_parameter", param: "line" });
+  });
+
   it("sends one attachment, replies, and group chats by cht_ ID", async () => {
     const f = await makeAccount();
     const [alice, bob] = [phone(), phone()];

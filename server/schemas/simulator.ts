@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PageQuery } from "../http/pagination";
 import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../platform/events";
 
 // Wire schemas of the simulated platform's "other phone" endpoints under /api/simulator.
@@ -37,3 +38,10 @@ export const SimulatorReactionBody = z.object({
 
 export const SimulatorTypingBody = z.object({ ...base, is_typing: z.boolean() });
 export const SimulatorReceiptBody = z.object(base);
+
+/** GET /api/simulator/messages: what the simulated phones received from a line. */
+export const SimulatorInboxQuery = PageQuery.extend({
+  line: handle,
+  /** One phone (or a cht_ chat ID); all of the line's chats when omitted. */
+  contact: handle.optional(),
+});

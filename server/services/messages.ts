@@ -32,14 +32,20 @@ export async function getMessage(actor: Actor, id: string): Promise<MessageJson>
 
 export async function listMessages(
   actor: Actor,
-  input: { from: string; to?: string; limit: number; cursor?: string },
+  input: { from: string; to?: string; limit: number; cursor?: string; fromMe?: boolean },
 ): Promise<Page<MessageJson>> {
   const line = await resolveLine(actor, input.from);
   const chat = input.to ? await resolveChat(actor, line, input.to) : null;
   const db = await getDb();
   const page = keysetDesc("sentAt", input.cursor);
   const rows = await db.message.findMany({
-    where: { lineId: line.id, accountId: actor.accountId, ...(chat ? { chatId: chat.id } : {}), ...page.where },
+    where: {
+      lineId: line.id,
+      accountId: actor.accountId,
+      ...(chat ? { chatId: chat.id } : {}),
+      ...(input.fromMe !== undefined ? { isFromMe: input.fromMe } : {}),
+      ...page.where,
+    },
     orderBy: page.orderBy,
     include: { attachments: true },
     take: input.limit + 1,
