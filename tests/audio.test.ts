@@ -1,10 +1,12 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ffprobePath } from "@/server/audio/ffmpeg";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { readCafInfo } from "@/server/audio/caf";
+import { checkFfmpeg, convertToVoiceMemo, ffprobePath, setConversionLimitsForTests } from "@/server/audio/ffmpeg";
+import { ApiError } from "@/server/errors";
 import { resetConfig } from "@/server/config";
 import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { newId } from "@/server/ids";
@@ -12,7 +14,8 @@ import { voiceMemoFilename } from "@/server/services/send-audio";
 import { call, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 // Real recordings, made with the installed ffmpeg at test time, go through POST /v1/files and
-// POST /v1/audio-messages; the stored voice memo is checked with ffprobe.
+// POST /v1/audio-messages; the stored voice memo is checked by reading its CAF header, with
+// ffprobe, and by decoding it.
 
 const run = promisify(execFile);
 const q = encodeURIComponent;
@@ -124,11 +127,15 @@ describe("POST /v1/audio-messages", () => {
       expect(convertedId).not.toBe(fileId);
       const converted = await download(f.key, convertedId!);
       expect(converted.type).toBe("audio/x-caf");
+      // The header declares what a native voice memo declares: 24 kHz Opus, 480 frames per 20 ms.
+      const info = readCafInfo(converted.bytes);
+      expect(info).toMatchObject({ sampleRate: 24_000, formatId: "opus", channels: 1, framesPerPacket: 480 });
+      expect(Math.abs(info.durationSeconds - 1)).toBeLessThan(0.05); // the recordings last 1 s
       const probed = await probe(converted.bytes);
       expect(probed.format.format_name).toBe("caf");
       expect(probed.streams).toHaveLength(1);
       expect(probed.streams[0]).toMatchObject({ codec_type: "audio", codec_name: "opus", channels: 1 });
-      expect(Number(probed.format.duration)).toBeGreaterThan(0.9);
+      expect(Math.abs(Number(probed.format.duration) - 1)).toBeLessThan(0.05);
       expect(await loudness(converted.bytes)).toBeGreaterThan(-30);
 
       const [sent] = (await get(`/v1/messages?from=${q(f.line.handle)}&to=${q(alice)}`, f.key)).body.data;
@@ -145,7 +152,9 @@ describe("POST /v1/audio-messages", () => {
     expect(res.status).toBe(200);
     const payload = (await get(`/v1/outbox?id=${res.body.id}`, f.key)).body.payload;
     expect(payload).toMatchObject({ is_audio_message: true, text: null, attachments: [expect.stringMatching(/^file_/)] });
-    expect(await loudness((await download(f.key, payload.attachments[0])).bytes)).toBeLessThan(-50);
+    const memo = (await download(f.key, payload.attachments[0])).bytes;
+    expect(readCafInfo(memo).sampleRate).toBe(24_000);
+    expect(await loudness(memo)).toBeLessThan(-50);
   });
 
   it("refuses files that are not accepted, decodable audio with 400 invalid_parameter_value on audio_message", async () => {
@@ -257,4 +266,88 @@ describe("POST /v1/audio-messages", () => {
     expect(voiceMemoFilename("file")).toBe("file.caf");
     expect(voiceMemoFilename("a.b.wav")).toBe("a.b.caf");
   });
+});
+
+describe("conversion queue", () => {
+  // ffmpeg and ffprobe behind wrappers that log when they start and end, after a delay read from
+  // a file, so that the test can see which conversions ran at the same time.
+  let tools = "";
+  const log = () => path.join(tools, "log");
+  const setDelay = (seconds: number) => writeFile(path.join(tools, "delay"), String(seconds));
+  const events = async () => (await readFile(log(), "utf8")).trim().split("\n");
+  const convert = () => convertToVoiceMemo(fixtures["tone.wav"]!);
+
+  beforeAll(async () => {
+    tools = path.join(dir, "logged-tools");
+    await mkdir(tools);
+    for (const tool of ["ffmpeg", "ffprobe"]) {
+      const script = [
+        "#!/bin/sh",
+        `echo "start ${tool}" >> '${log()}'`,
+        `sleep "$(cat '${tools}/delay')" </dev/null >/dev/null 2>&1`,
+        `${tool} "$@"`, // the real one, from PATH
+        "rc=$?",
+        `echo "end ${tool}" >> '${log()}'`,
+        "exit $rc",
+      ];
+      await writeFile(path.join(tools, tool), script.join("\n") + "\n", { mode: 0o755 });
+    }
+    await setDelay(0);
+    process.env.FFMPEG_PATH = path.join(tools, "ffmpeg");
+    resetConfig();
+    expect(await checkFfmpeg()).toMatchObject({ ok: true }); // checked once, before the logs that count
+  });
+
+  afterEach(() => setConversionLimitsForTests(null));
+
+  afterAll(() => {
+    delete process.env.FFMPEG_PATH;
+    resetConfig();
+  });
+
+  it("with the cap at 1, two simultaneous conversions take turns; with 2 they overlap", async () => {
+    await setDelay(0.3);
+    setConversionLimitsForTests({ concurrency: 1 });
+    await writeFile(log(), "");
+    for (const memo of await Promise.all([convert(), convert()])) expect(readCafInfo(memo).sampleRate).toBe(24_000);
+    const oneConversion = ["start ffprobe", "end ffprobe", "start ffmpeg", "end ffmpeg"];
+    expect(await events()).toEqual([...oneConversion, ...oneConversion]);
+
+    setConversionLimitsForTests({ concurrency: 2 });
+    await writeFile(log(), "");
+    await Promise.all([convert(), convert()]);
+    expect((await events()).slice(0, 2)).toEqual(["start ffprobe", "start ffprobe"]);
+  });
+
+  it("a queued conversion's wait counts against its time limit", async () => {
+    // Each tool takes at least 1 s, so a conversion at least 2 s (about 2.2 s).
+    await setDelay(1);
+    const started = Date.now();
+    const settled = (p: Promise<Buffer>) => p.then(
+      (memo) => ({ memo, error: undefined, ms: Date.now() - started }),
+      (error: unknown) => ({ memo: undefined, error: error as ApiError, ms: Date.now() - started }),
+    );
+    // The time limit applies to conversions as they are called: 10 s, 2.8 s, 0.3 s.
+    setConversionLimitsForTests({ concurrency: 1, timeoutMs: 10_000 });
+    const first = settled(convert());
+    setConversionLimitsForTests({ concurrency: 1, timeoutMs: 2_800 });
+    const second = settled(convert());
+    setConversionLimitsForTests({ concurrency: 1, timeoutMs: 300 });
+    const third = settled(convert());
+    const [a, b, c] = await Promise.all([first, second, third]);
+
+    expect(a.error).toBeUndefined();
+    expect(readCafInfo(a.memo!).sampleRate).toBe(24_000);
+    // The third never got a turn: refused at its deadline, while the first was still converting.
+    expect(c.error).toBeInstanceOf(ApiError);
+    expect(c.error).toMatchObject({ code: "audio_conversion_unavailable", status: 503, headers: { "Retry-After": expect.any(String) } });
+    expect(c.error!.message).toMatch(/busy converting other audio: audio_message waited 0.3 s/);
+    expect(c.ms).toBeLessThan(a.ms);
+    // The second started when the first ended, with what was left of its 2.8 s: too little for
+    // a conversion, which alone would have taken about 2.2 s.
+    expect(b.error).toMatchObject({ code: "invalid_parameter_value", param: "audio_message" });
+    expect(b.error!.message).toMatch(/^Reading audio_message took longer than 2.8 s, \d s of which it waited for other conversions to finish/);
+    expect(b.ms).toBeGreaterThan(a.ms);
+    expect(b.ms).toBeLessThan(3_500);
+  }, 20_000);
 });

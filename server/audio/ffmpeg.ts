@@ -5,11 +5,15 @@ import path from "node:path";
 import { config } from "../config";
 import { ApiError, invalidParam } from "../errors";
 import { processSingleton } from "../singleton";
+import { declareSampleRate } from "./caf";
 
-// Audio messages go out as the platform's native voice memo: CAF container, Opus, mono, encoded
-// from 24 kHz. Uploads are probed with ffprobe (the format is decided by content, never by name
-// or Content-Type), then converted with ffmpeg, in a private temporary directory, under a time
-// limit. ffmpeg comes from FFMPEG_PATH; ffprobe is expected next to it.
+// Audio messages go out as the platform's native voice memo: CAF container, Opus, mono, 24 kHz.
+// Uploads are probed with ffprobe (the format is decided by content, never by name or
+// Content-Type), then converted with ffmpeg, in a private temporary directory, under a time
+// limit. ffmpeg comes from FFMPEG_PATH; ffprobe is expected next to it. ffmpeg writes Opus'
+// internal 48 kHz into the CAF header whatever it encoded from, so the header is then rewritten
+// to declare 24 kHz, as Apple's voice memos do (server/audio/caf.ts). At most one conversion per
+// CPU runs at a time; the others wait their turn, and the wait counts against their time limit.
 
 export const ACCEPTED_AUDIO_FORMATS = ["m4a", "mp3", "wav", "caf", "aiff"] as const;
 /** ffprobe demuxer names of the accepted formats (m4a is read by the mov/mp4 demuxer). */
@@ -17,6 +21,8 @@ const ACCEPTED_DEMUXERS = new Set(["mov", "mp4", "m4a", "mp3", "wav", "caf", "ai
 /** Below this ffmpeg itself warns "misdetection possible" (AVPROBE_SCORE_RETRY). */
 const MIN_PROBE_SCORE = 26;
 export const CONVERSION_TIMEOUT_MS = 60_000;
+/** The sample rate voice memos are encoded from and declare. */
+const VOICE_MEMO_RATE = 24_000;
 export const MAX_AUDIO_SECONDS = 30 * 60;
 /** Opus at 32 kbit/s makes about 4 MB per 15 minutes: a generous cap on what one conversion writes. */
 const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
@@ -101,6 +107,77 @@ export async function checkFfmpeg(): Promise<{ ok: true; path: string } | { ok: 
   return { ok: true, path: bin };
 }
 
+interface ConversionSlots {
+  /** How many conversions may run at once. */
+  limit: number;
+  timeoutMs: number;
+  active: number;
+  /** Conversions waiting for a slot, first come first served: each is handed one by calling it. */
+  waiting: (() => void)[];
+}
+
+const defaultLimits = () => ({ limit: Math.max(1, os.availableParallelism()), timeoutMs: CONVERSION_TIMEOUT_MS });
+
+/** One queue per process, whichever bundle converts (server/singleton.ts). */
+const slots = processSingleton("audio-conversion-slots", (): ConversionSlots => ({ ...defaultLimits(), active: 0, waiting: [] }));
+
+/** Hands free slots to waiting conversions, in order. */
+function grantSlots(): void {
+  while (slots.active < slots.limit && slots.waiting.length > 0) slots.waiting.shift()!();
+}
+
+/** Takes a conversion slot, waiting for one until `deadline`; false if the deadline came first. */
+function acquireSlot(deadline: number): Promise<boolean> {
+  if (slots.active < slots.limit && slots.waiting.length === 0) {
+    slots.active++;
+    return Promise.resolve(true);
+  }
+  return new Promise((resolve) => {
+    const grant = () => {
+      clearTimeout(timer);
+      slots.active++;
+      resolve(true);
+    };
+    const timer = setTimeout(() => {
+      const at = slots.waiting.indexOf(grant);
+      if (at >= 0) slots.waiting.splice(at, 1);
+      resolve(false);
+    }, Math.max(0, deadline - Date.now()));
+    slots.waiting.push(grant);
+  });
+}
+
+function releaseSlot(): void {
+  slots.active--;
+  grantSlots();
+}
+
+/**
+ * Test hook only (tests/audio.test.ts), not configuration: sets how many conversions may run at
+ * once and the time limit of conversions that start from now on; null restores the defaults
+ * (os.availableParallelism(), at least 1, and CONVERSION_TIMEOUT_MS).
+ */
+export function setConversionLimitsForTests(limits: { concurrency?: number; timeoutMs?: number } | null): void {
+  const defaults = defaultLimits();
+  slots.limit = Math.max(1, limits?.concurrency ?? defaults.limit);
+  slots.timeoutMs = limits?.timeoutMs ?? defaults.timeoutMs;
+  grantSlots();
+}
+
+/** A conversion's time limit: when it ends, and how much of it went to waiting for a slot. */
+interface Budget {
+  deadline: number;
+  timeoutMs: number;
+  waitedMs: number;
+}
+
+function tookTooLong(param: string, doing: "Reading" | "Converting", budget: Budget): ApiError {
+  const limit = `${budget.timeoutMs / 1000} s`;
+  if (budget.waitedMs < 1000) return invalidParam(param, `${doing} ${param} took longer than ${limit}; send a shorter recording.`);
+  const waited = `${Math.round(budget.waitedMs / 1000)} s`;
+  return invalidParam(param, `${doing} ${param} took longer than ${limit}, ${waited} of which it waited for other conversions to finish; send a shorter recording or try again later.`);
+}
+
 /** The last line ffmpeg wrote, without the temporary path it names. */
 function reasonFrom(stderr: string, dir: string): string {
   const line = stderr.split("\n").map((l) => l.trim()).filter(Boolean).pop() ?? "unknown error";
@@ -113,9 +190,9 @@ interface Probe {
 }
 
 /** The demuxer to read the upload with, after checking it is accepted audio of an allowed length. */
-async function probeInput(bin: string, dir: string, file: string, deadline: number, param: string): Promise<string> {
-  const run = await runTool(ffprobePath(bin), ["-hide_banner", "-loglevel", "error", "-show_format", "-show_streams", "-of", "json", file], deadline);
-  if (run.timedOut) throw invalidParam(param, `Reading ${param} took longer than ${CONVERSION_TIMEOUT_MS / 1000} s; send a shorter recording.`);
+async function probeInput(bin: string, dir: string, file: string, budget: Budget, param: string): Promise<string> {
+  const run = await runTool(ffprobePath(bin), ["-hide_banner", "-loglevel", "error", "-show_format", "-show_streams", "-of", "json", file], budget.deadline);
+  if (run.timedOut) throw tookTooLong(param, "Reading", budget);
   let probed: Probe = {};
   try {
     probed = JSON.parse(run.stdout) as Probe;
@@ -142,40 +219,59 @@ async function probeInput(bin: string, dir: string, file: string, deadline: numb
 }
 
 /**
- * The upload converted to a voice memo (CAF, Opus 32 kbit/s, mono, 24 kHz input). Throws
+ * The upload converted to a voice memo (CAF, Opus 32 kbit/s, mono, 24 kHz). Throws
  * invalid_parameter_value (naming `param`) for anything that is not accepted, decodable audio,
- * and audio_conversion_unavailable when ffmpeg cannot be run.
+ * and audio_conversion_unavailable when ffmpeg cannot be run or no conversion slot came free
+ * within the time limit.
  */
 export async function convertToVoiceMemo(input: Uint8Array, param = "audio_message"): Promise<Buffer> {
+  const start = Date.now();
+  const timeoutMs = slots.timeoutMs;
+  const deadline = start + timeoutMs;
   const status = await checkFfmpeg();
   if (!status.ok) throw unavailable(status.reason);
-  const deadline = Date.now() + CONVERSION_TIMEOUT_MS;
+  if (!(await acquireSlot(deadline))) {
+    throw new ApiError(
+      "audio_conversion_unavailable",
+      `The server is busy converting other audio: ${param} waited ${timeoutMs / 1000} s for its turn. Try again later.`,
+      { headers: { "Retry-After": String(Math.ceil(timeoutMs / 1000 / 6)) } },
+    );
+  }
+  try {
+    return await convertInSlot(status.path, input, param, { deadline, timeoutMs, waitedMs: Date.now() - start });
+  } finally {
+    releaseSlot();
+  }
+}
+
+async function convertInSlot(bin: string, input: Uint8Array, param: string, budget: Budget): Promise<Buffer> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "relay-audio-"));
   try {
     const source = path.join(dir, "input");
     const target = path.join(dir, "voice-memo.caf");
     await writeFile(source, input);
-    const demuxer = await probeInput(status.path, dir, source, deadline, param);
+    const demuxer = await probeInput(bin, dir, source, budget, param);
     // -t and -fs bound what one conversion can write, whatever the input's header claims.
     const args = [
       ...["-nostdin", "-hide_banner", "-loglevel", "error", "-nostats", "-progress", "pipe:1"],
       ...["-f", demuxer, "-i", source],
       ...["-map", "0:a:0", "-map_metadata", "-1", "-map_chapters", "-1"],
-      ...["-ac", "1", "-ar", "24000", "-c:a", "libopus", "-b:a", "32k"],
+      ...["-ac", "1", "-ar", String(VOICE_MEMO_RATE), "-c:a", "libopus", "-b:a", "32k"],
       ...["-t", String(MAX_AUDIO_SECONDS), "-fs", String(MAX_OUTPUT_BYTES), "-f", "caf", "-y", target],
     ];
-    const run = await runTool(status.path, args, deadline);
-    if (run.timedOut) throw invalidParam(param, `Converting ${param} took longer than ${CONVERSION_TIMEOUT_MS / 1000} s; send a shorter recording.`);
+    const run = await runTool(bin, args, budget.deadline);
+    if (run.timedOut) throw tookTooLong(param, "Converting", budget);
     if (run.code !== 0) {
       if (/Unknown encoder|Encoder not found/i.test(run.stderr)) throw unavailable("ffmpeg cannot encode Opus");
       throw invalidParam(param, `${param} could not be decoded (${reasonFrom(run.stderr, dir)}). Upload an audio file in one of the accepted formats: ${accepted}.`);
     }
     const encodedUs = Math.max(0, ...[...run.stdout.matchAll(/^out_time_us=(\d+)$/gm)].map((m) => Number(m[1])));
     if (encodedUs === 0) throw invalidParam(param, `${param} contains no audio (its audio stream is empty).`);
-    return await readFile(target);
+    const memo = declareSampleRate(await readFile(target), VOICE_MEMO_RATE);
+    return Buffer.from(memo.buffer, memo.byteOffset, memo.byteLength);
   } catch (err) {
     if (!(err instanceof ToolNotRunnable)) throw err;
-    usable.delete(status.path); // removed since it was checked
+    usable.delete(bin); // removed since it was checked
     throw unavailable(err.message);
   } finally {
     await rm(dir, { recursive: true, force: true });
