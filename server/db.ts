@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { config } from "./config";
 import { lockDataDir } from "./db/dir-lock";
@@ -21,6 +22,8 @@ export interface Database {
   kind: "pglite" | "postgres";
   /** The embedded instance, when kind is "pglite" and this process owns it. */
   pglite?: PGlite;
+  /** The connection pool Prisma uses, when kind is "postgres". */
+  pool?: pg.Pool;
   close(): Promise<void>;
 }
 
@@ -33,11 +36,8 @@ export interface OpenOptions {
   poolSize?: number;
 }
 
-function pgAdapter(url: string, schema: string, max: number) {
-  return new PrismaPg(
-    { connectionString: url, max, options: `-c search_path="${schema}"` },
-    { schema },
-  );
+function pgPool(url: string, schema: string, max: number): pg.Pool {
+  return new pg.Pool({ connectionString: url, max, options: `-c search_path="${schema}"` });
 }
 
 export async function openDatabase(options: OpenOptions = {}): Promise<Database> {
@@ -53,8 +53,17 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
         await runner.close();
       }
     }
-    const prisma = new PrismaClient({ adapter: pgAdapter(url, schema, options.poolSize ?? c.DATABASE_POOL_SIZE) });
-    return { prisma, kind: "postgres", close: () => prisma.$disconnect() };
+    const pool = pgPool(url, schema, options.poolSize ?? c.DATABASE_POOL_SIZE);
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { schema }) });
+    return {
+      prisma,
+      kind: "postgres",
+      pool,
+      async close() {
+        await prisma.$disconnect();
+        await pool.end();
+      },
+    };
   }
   let pglite: PGlite;
   let unlock = () => {};
@@ -105,4 +114,47 @@ export async function closeDatabase(): Promise<void> {
   const db = holder.db;
   holder.db = undefined;
   if (db) await (await db).close();
+}
+
+/**
+ * One SQL statement straight through the driver (pg or PGlite), without the ORM's query
+ * compiler and interpreter: for the few statements on the hot write path. Parameters are $1,
+ * $2, ...; rows come back with the driver's type parsing (timestamptz as Date, jsonb parsed).
+ */
+export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  const db = await database();
+  if (db.pool) return (await db.pool.query(text, params)).rows as T[];
+  if (db.pglite) return (await db.pglite.query<T>(text, params)).rows;
+  return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
+}
+
+/** `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list. */
+export function valuesList(rows: unknown[][], casts: readonly string[] = []): { text: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const tuples = rows.map((row) => `(${row.map((value, i) => `$${params.push(value)}${casts[i] ?? ""}`).join(", ")})`);
+  return { text: tuples.join(", "), params };
+}
+
+/** Runs statements on one connection. */
+export type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
+
+/** A transaction straight through the driver (see `sql`); rolled back if `fn` throws. */
+export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
+  const db = await database();
+  if (db.pool) {
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await fn(async <T>(text: string, params: unknown[] = []) => (await client.query(text, params)).rows as T[]);
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+  if (db.pglite) return db.pglite.transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (await tx.query<T>(text, params)).rows));
+  return db.prisma.$transaction((tx) => fn(<T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params)));
 }

@@ -37,10 +37,20 @@ function encodeTime(ms: number): string {
   return out;
 }
 
+// Random bytes are drawn from a pooled buffer: one call into the CSPRNG per 256 IDs instead
+// of one per ID (IDs are minted on every request).
+const POOL_SIZE = 4096;
+let pool = randomBytes(POOL_SIZE);
+let poolOffset = 0;
+
 function encodeRandom(len: number): string {
-  const bytes = randomBytes(len);
+  if (poolOffset + len > POOL_SIZE) {
+    pool = randomBytes(POOL_SIZE);
+    poolOffset = 0;
+  }
   let out = "";
-  for (let i = 0; i < len; i++) out += ALPHABET[bytes[i]! & 31];
+  for (let i = 0; i < len; i++) out += ALPHABET[pool[poolOffset + i]! & 31];
+  poolOffset += len;
   return out;
 }
 

@@ -1,6 +1,6 @@
 import pg from "pg";
 import { config } from "../config";
-import { database, type Prisma } from "../db";
+import { database, type Query } from "../db";
 import { processSingleton } from "../singleton";
 
 // Change versions per account. Every service that writes bumps the account's version after
@@ -35,9 +35,9 @@ export async function cachingEnabled(): Promise<boolean> {
  * hear of the change exactly when it commits, with no extra round trip. Call
  * `changedLocally` after the commit.
  */
-export async function notifyChangeAtCommit(tx: Prisma.TransactionClient, accountIds: Iterable<string>): Promise<void> {
+export async function notifyChangeAtCommit(query: Query, accountIds: Iterable<string>): Promise<void> {
   if ((await database()).kind !== "postgres") return;
-  for (const accountId of new Set(accountIds)) await tx.$executeRaw`SELECT pg_notify(${CHANNEL}, ${accountId})`;
+  for (const accountId of new Set(accountIds)) await query("SELECT pg_notify($1, $2)", [CHANNEL, accountId]);
 }
 
 export function changedLocally(accountIds: Iterable<string>): void {

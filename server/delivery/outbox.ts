@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
-import { getDb } from "../db";
-import { type File, type Line, type OutboxItem, Prisma } from "../generated/prisma/client";
+import { getDb, type Query, sql, sqlTransaction, valuesList } from "../db";
+import type { File, Line, OutboxItem } from "../generated/prisma/client";
 import { batcher } from "../batcher";
 import { newId } from "../ids";
 import { platformFor } from "../platform/simulated";
@@ -32,15 +32,12 @@ export function backoffMs(attempt: number): number {
  */
 export const addToOutbox = processSingleton("outbox-insert", () =>
   batcher<NewOutboxItem, void>(async (items) => {
-    const db = await getDb();
-    // Raw SQL: the ORM's query compiler costs more CPU than the whole insert on this hot path.
-    await db.$executeRaw`
-      INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "requestId")
-      VALUES ${Prisma.join(
-        items.map(
-          (i) => Prisma.sql`(${i.id}, ${i.accountId}, ${i.lineId}, ${i.apiKeyId}, ${i.kind}, ${JSON.stringify(i.payload)}::jsonb, ${i.requestId})`,
-        ),
-      )}`;
+    // Straight through the driver: the ORM's query compiler costs more CPU than the insert.
+    const { text, params } = valuesList(
+      items.map((i) => [i.id, i.accountId, i.lineId, i.apiKeyId, i.kind, JSON.stringify(i.payload), i.requestId]),
+      ["", "", "", "", "", "::jsonb", ""],
+    );
+    await sql(`INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "requestId") VALUES ${text}`, params);
     return items.map(() => undefined);
   }),
 );
@@ -57,14 +54,15 @@ export interface NewOutboxItem {
 
 /** Atomically claims up to `limit` due pending items for this worker. */
 export async function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]> {
-  const db = await getDb();
   const lease = new Date(now.getTime() + LEASE_MS);
-  return db.$queryRaw<OutboxItem[]>`
-    UPDATE "OutboxItem" SET status = 'claimed', "leaseExpiresAt" = ${lease}, "claimedBy" = ${workerId}, attempts = attempts + 1
-    WHERE id IN (
-      SELECT id FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= ${now}
-      ORDER BY "availableAt", id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-    RETURNING *`;
+  return sql<OutboxItem>(
+    `UPDATE "OutboxItem" SET status = 'claimed', "leaseExpiresAt" = $1, "claimedBy" = $2, attempts = attempts + 1
+     WHERE id IN (
+       SELECT id FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= $3
+       ORDER BY "availableAt", id LIMIT $4 FOR UPDATE SKIP LOCKED)
+     RETURNING *`,
+    [lease, workerId, now, limit],
+  );
 }
 
 /** Returns claimed items whose lease ran out (their worker died) to pending. */
@@ -121,7 +119,6 @@ async function retryLater(item: OutboxItem, reason: string): Promise<void> {
   });
 }
 
-type Tx = Prisma.TransactionClient;
 
 /** What a batch of items needs from the database: their lines and attached files. */
 export interface BatchContext {
@@ -199,33 +196,41 @@ function send(x: Prepared): Promise<SendResult> {
 type Sent = { x: Prepared; guid: string; sentAt: Date };
 
 /** Writes the Message rows of sent messages: once per outbox item, even if one was delivered twice. */
-async function recordMessages(tx: Tx, sent: Sent[]): Promise<void> {
+async function recordMessages(query: Query, sent: Sent[]): Promise<void> {
   const rows = sent.filter((s): s is Sent & { x: Extract<Prepared, { kind: "message" }> } => s.x.kind === "message");
   if (!rows.length) return;
   const ids = new Map(rows.map((r) => [r.x.item.id, newId("message")]));
-  // Raw SQL for the bulk writes: the ORM's query compiler costs more CPU than the inserts.
-  const inserted = await tx.$queryRaw<{ id: string }[]>`
-    INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt")
-    VALUES ${Prisma.join(
-      rows.map(
-        ({ x, guid, sentAt }) =>
-          Prisma.sql`(${ids.get(x.item.id)}, ${x.item.accountId}, ${x.line.id}, ${x.p.chat_id}, ${guid}, ${x.line.handle}, ${x.p.text}, true,
-            ${x.p.is_audio_message ? true : null}::boolean, ${x.line.service === "sms" ? "sms" : "imessage"}, ${x.p.reply_to_guid}, ${x.item.id}, ${sentAt})`,
-      ),
-    )}
-    ON CONFLICT ("outboxId") DO NOTHING
-    RETURNING id`;
+  const messages = valuesList(
+    rows.map(({ x, guid, sentAt }) => [
+      ids.get(x.item.id),
+      x.item.accountId,
+      x.line.id,
+      x.p.chat_id,
+      guid,
+      x.line.handle,
+      x.p.text,
+      true,
+      x.p.is_audio_message ? true : null,
+      x.line.service === "sms" ? "sms" : "imessage",
+      x.p.reply_to_guid,
+      x.item.id,
+      sentAt,
+    ]),
+    ["", "", "", "", "", "", "", "::boolean", "::boolean"],
+  );
+  const inserted = await query<{ id: string }>(
+    `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt")
+     VALUES ${messages.text} ON CONFLICT ("outboxId") DO NOTHING RETURNING id`,
+    messages.params,
+  );
   const written = new Set(inserted.map((m) => m.id));
   const attachments = rows.flatMap(({ x }) => {
     const messageId = ids.get(x.item.id)!;
-    return written.has(messageId) ? x.files.map((f, position) => ({ messageId, f, position })) : [];
+    return written.has(messageId) ? x.files.map((f, position) => [newId("attachment"), messageId, f.id, position, f.filename, f.mimeType, f.size]) : [];
   });
   if (attachments.length) {
-    await tx.$executeRaw`
-      INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size)
-      VALUES ${Prisma.join(
-        attachments.map(({ messageId, f, position }) => Prisma.sql`(${newId("attachment")}, ${messageId}, ${f.id}, ${position}, ${f.filename}, ${f.mimeType}, ${f.size})`),
-      )}`;
+    const values = valuesList(attachments);
+    await query(`INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size) VALUES ${values.text}`, values.params);
   }
   const lastAt = new Map<string, Date>();
   for (const { x, sentAt } of rows) {
@@ -234,51 +239,45 @@ async function recordMessages(tx: Tx, sent: Sent[]): Promise<void> {
     if (!prev || prev < sentAt) lastAt.set(x.p.chat_id, sentAt);
   }
   for (const [chatId, at] of lastAt) {
-    await tx.$executeRaw`UPDATE "Chat" SET "lastMessageAt" = ${at} WHERE id = ${chatId} AND ("lastMessageAt" IS NULL OR "lastMessageAt" < ${at})`;
+    await query(`UPDATE "Chat" SET "lastMessageAt" = $1 WHERE id = $2 AND ("lastMessageAt" IS NULL OR "lastMessageAt" < $1)`, [at, chatId]);
   }
 }
 
 /** What a sent reaction, typing indicator or receipt leaves in the database. */
-async function recordAction(tx: Tx, { x, sentAt }: Sent): Promise<void> {
+async function recordAction(query: Query, { x, sentAt }: Sent): Promise<void> {
   const handle = x.line.handle;
   switch (x.kind) {
     case "message":
       return;
     case "reaction":
-      await tx.reaction.upsert({
-        where: { messageId_sender_type: { messageId: x.p.message_id, sender: handle, type: x.p.type } },
-        create: {
-          id: newId("reaction"),
-          accountId: x.item.accountId,
-          chatId: x.p.chat_id,
-          messageId: x.p.message_id,
-          type: x.p.type,
-          sender: handle,
-          isFromMe: true,
-          added: true,
-          sentAt,
-        },
-        update: { added: true, sentAt, syncedAt: new Date() },
-      });
+      await query(
+        `INSERT INTO "Reaction" (id, "accountId", "chatId", "messageId", type, sender, "isFromMe", added, "sentAt")
+         VALUES ($1, $2, $3, $4, $5, $6, true, true, $7)
+         ON CONFLICT ("messageId", sender, type) DO UPDATE SET added = true, "sentAt" = EXCLUDED."sentAt", "syncedAt" = now()`,
+        [newId("reaction"), x.item.accountId, x.p.chat_id, x.p.message_id, x.p.type, handle, sentAt],
+      );
       return;
     case "typing":
-      await tx.typingIndicator.upsert({
-        where: { chatId_handle: { chatId: x.p.chat_id, handle } },
-        create: { id: newId("typing"), chatId: x.p.chat_id, handle, isTyping: x.p.is_typing, updatedAt: sentAt },
-        update: { isTyping: x.p.is_typing, updatedAt: sentAt },
-      });
+      await query(
+        `INSERT INTO "TypingIndicator" (id, "chatId", handle, "isTyping", "updatedAt") VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT ("chatId", handle) DO UPDATE SET "isTyping" = EXCLUDED."isTyping", "updatedAt" = EXCLUDED."updatedAt"`,
+        [newId("typing"), x.p.chat_id, handle, x.p.is_typing, sentAt],
+      );
       return;
     case "receipt":
-      await tx.readReceipt.upsert({
-        where: { chatId_handle: { chatId: x.p.chat_id, handle } },
-        create: { id: newId("receipt"), chatId: x.p.chat_id, handle, lastReadAt: sentAt },
-        update: { lastReadAt: sentAt, syncedAt: new Date() },
-      });
+      await query(
+        `INSERT INTO "ReadReceipt" (id, "chatId", handle, "lastReadAt") VALUES ($1, $2, $3, $4)
+         ON CONFLICT ("chatId", handle) DO UPDATE SET "lastReadAt" = EXCLUDED."lastReadAt", "syncedAt" = now()`,
+        [newId("receipt"), x.p.chat_id, handle, sentAt],
+      );
       return;
   }
 }
 
-/** Records what the platform did with each item: sent items in one transaction. */
+/**
+ * Records what the platform did with each item: sent items in one transaction, straight
+ * through the driver (the ORM's per-statement CPU cost dominated delivery).
+ */
 async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): Promise<void> {
   const sent: Sent[] = [];
   for (const { x, result } of outcomes) {
@@ -287,14 +286,15 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
   }
   if (!sent.length) return;
   const accounts = sent.map((s) => s.x.item.accountId);
-  const db = await getDb();
-  await db.$transaction(async (tx) => {
-    await recordMessages(tx, sent);
-    for (const s of sent) await recordAction(tx, s);
-    await tx.$executeRaw`
-      UPDATE "OutboxItem" SET status = 'sent', error = NULL, "completedAt" = ${new Date()}, "leaseExpiresAt" = NULL
-      WHERE id IN (${Prisma.join(sent.map((s) => s.x.item.id))})`;
-    await notifyChangeAtCommit(tx, accounts);
+  await sqlTransaction(async (query) => {
+    await recordMessages(query, sent);
+    for (const s of sent) await recordAction(query, s);
+    const ids = valuesList([sent.map((s) => s.x.item.id)]);
+    await query(
+      `UPDATE "OutboxItem" SET status = 'sent', error = NULL, "completedAt" = $${ids.params.length + 1}, "leaseExpiresAt" = NULL WHERE id IN ${ids.text}`,
+      [...ids.params, new Date()],
+    );
+    await notifyChangeAtCommit(query, accounts);
   });
   changedLocally(accounts);
 }

@@ -15,7 +15,7 @@ const WORKERS = { postgres: 3, pglite: 1 } as const;
  * full batch is waiting): under a stream of writes, batches grow instead of the runner
  * spending a claim and a transaction on every item. A lone write is still claimed at once.
  */
-const GATHER_MS = 20;
+const GATHER_MS = 50;
 const IDLE_POLL_MS = 1_000;
 const SWEEP_EVERY_MS = 5_000;
 

@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { getDb } from "../db";
-import { Prisma } from "../generated/prisma/client";
+import { sql, valuesList } from "../db";
 import { batcher } from "../batcher";
 import { processSingleton } from "../singleton";
 import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "./types";
@@ -29,14 +28,14 @@ interface Recorded {
 /** Records each send once per key (one INSERT per batch) and returns what was recorded first. */
 const record = processSingleton("simulated-platform-record", () =>
   batcher<string, Recorded>(async (keys) => {
-    const db = await getDb();
     const now = new Date();
-    const unique = [...new Set(keys)];
-    const rows = await db.$queryRaw<{ idempotencyKey: string; guid: string; sentAt: Date }[]>`
-      INSERT INTO "SimulatedSend" ("idempotencyKey", guid, "sentAt")
-      VALUES ${Prisma.join(unique.map((key) => Prisma.sql`(${key}, ${randomUUID().toUpperCase()}, ${now})`))}
-      ON CONFLICT ("idempotencyKey") DO UPDATE SET guid = "SimulatedSend".guid
-      RETURNING "idempotencyKey", guid, "sentAt"`;
+    const { text, params } = valuesList([...new Set(keys)].map((key) => [key, randomUUID().toUpperCase(), now]));
+    const rows = await sql<{ idempotencyKey: string; guid: string; sentAt: Date }>(
+      `INSERT INTO "SimulatedSend" ("idempotencyKey", guid, "sentAt") VALUES ${text}
+       ON CONFLICT ("idempotencyKey") DO UPDATE SET guid = "SimulatedSend".guid
+       RETURNING "idempotencyKey", guid, "sentAt"`,
+      params,
+    );
     const byKey = new Map(rows.map((r) => [r.idempotencyKey, { guid: r.guid, sentAt: new Date(r.sentAt).getTime() }]));
     return keys.map((key) => {
       const recorded = byKey.get(key);
