@@ -343,11 +343,18 @@ describe("conversion queue", () => {
     expect(c.error).toMatchObject({ code: "audio_conversion_unavailable", status: 503, headers: { "Retry-After": expect.any(String) } });
     expect(c.error!.message).toMatch(/busy converting other audio: audio_message waited 0.3 s/);
     expect(c.ms).toBeLessThan(a.ms);
-    // The second started when the first ended, with what was left of its 2.8 s: too little for
-    // a conversion, which alone would have taken about 2.2 s.
-    expect(b.error).toMatchObject({ code: "invalid_parameter_value", param: "audio_message" });
-    expect(b.error!.message).toMatch(/^Reading audio_message took longer than 2.8 s, \d s of which it waited for other conversions to finish/);
-    expect(b.ms).toBeGreaterThan(a.ms);
-    expect(b.ms).toBeLessThan(3_500);
+    // The second had 2.8 s in all. Had the wait not counted, it would have succeeded after
+    // about 4.4 s (its turn after the first, then a whole conversion). It fails by its deadline:
+    // either it got its turn and ran out of what was left (400, the usual case), or, on a slow
+    // machine where the first conversion alone took over 2.8 s, it never got a turn (503).
+    expect(b.error).toBeInstanceOf(ApiError);
+    if (a.ms < 2_600) {
+      expect(b.error).toMatchObject({ code: "invalid_parameter_value", param: "audio_message" });
+      expect(b.error!.message).toMatch(/^Reading audio_message took longer than 2.8 s, \d s of which it waited for other conversions to finish/);
+      expect(b.ms).toBeGreaterThan(a.ms);
+    } else {
+      expect(["audio_conversion_unavailable", "invalid_parameter_value"]).toContain(b.error!.code);
+    }
+    expect(b.ms).toBeLessThan(4_000);
   }, 20_000);
 });
