@@ -42,6 +42,8 @@ const EnvSchema = z.object({
   INNGEST_EVENT_KEY: z.string().trim().optional(),
   INNGEST_SIGNING_KEY: z.string().trim().optional(),
   INNGEST_BASE_URL: z.string().url().optional().or(z.literal("").transform(() => undefined)),
+  /** Allow http:// and private/loopback webhook URLs (default: on except in production). */
+  WEBHOOK_ALLOW_INSECURE: bool.optional(),
   /** "1"/"true" for an Inngest dev server (no signatures), "0" for a self-hosted or cloud server; or the dev server's URL. */
   INNGEST_DEV: z.string().trim().optional(),
 });
@@ -50,6 +52,7 @@ export type Config = z.infer<typeof EnvSchema> & {
   dataDir: string | null;
   /** Which engine delivers the outbox: the embedded runner, or Inngest functions. */
   deliveryEngine: "embedded" | "inngest";
+  webhookAllowInsecure: boolean;
   isProduction: boolean;
   isTest: boolean;
 };
@@ -65,6 +68,7 @@ function parse(env: NodeJS.ProcessEnv): Config {
     ...c,
     dataDir: c.DATA_DIR === ":memory:" ? null : path.resolve(c.DATA_DIR),
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
+    webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? c.NODE_ENV !== "production",
     isProduction: c.NODE_ENV === "production",
     isTest: c.NODE_ENV === "test",
   };

@@ -7,6 +7,7 @@ import type {
   Reaction,
   ReadReceipt,
   TypingIndicator,
+  Webhook,
 } from "./generated/prisma/client";
 import type { FileUrlSigner } from "./storage/signed-urls";
 
@@ -132,5 +133,20 @@ export function serializeOutboxItem(o: OutboxItem) {
     created_at: ms(o.createdAt),
     completed_at: msOrNull(o.completedAt),
     payload: o.payload,
+  };
+}
+
+/** The signing secret appears only in the create (and rotate) response. */
+export function serializeWebhook(w: Webhook, options: { secret?: string } = {}) {
+  return {
+    object: "webhook" as const,
+    id: w.id,
+    line_ids: [w.lineId],
+    url: w.url,
+    events: w.events,
+    is_active: w.isActive,
+    disabled_reason: w.disabledReason,
+    created_at: ms(w.createdAt),
+    ...(options.secret ? { secret: options.secret } : {}),
   };
 }

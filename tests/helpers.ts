@@ -20,6 +20,7 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/v1/outbox": () => import("@/app/v1/outbox/route"),
   "/v1/sandbox": () => import("@/app/v1/sandbox/route"),
   "/v1/files": () => import("@/app/v1/files/route"),
+  "/v1/webhooks": () => import("@/app/v1/webhooks/route"),
   "/api/simulator/messages": () => import("@/app/api/simulator/messages/route"),
   "/api/simulator/reactions": () => import("@/app/api/simulator/reactions/route"),
   "/api/simulator/typing": () => import("@/app/api/simulator/typing/route"),

@@ -1,0 +1,96 @@
+import { z } from "zod";
+import type { Actor } from "../auth/actor";
+import { config } from "../config";
+import { getDb } from "../db";
+import { ApiError, invalidParam } from "../errors";
+import { keysetDesc, type Page, PageQuery, toPage } from "../http/pagination";
+import { isId, newId } from "../ids";
+import { serializeWebhook } from "../serializers";
+import { newWebhookSecret } from "../webhooks/signing";
+import { checkWebhookUrl } from "../webhooks/url-guard";
+import { resolveLine, sandboxLine } from "./lines";
+
+// Webhook subscriptions: one line each, HTTPS URLs that are not private addresses, and only
+// the events SPEC.md delivers (plus the opt-in message.failed extension).
+
+export const WEBHOOK_EVENTS = ["message.received", "message.sent", "reaction.added", "reaction.removed", "message.failed"] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+/** Names clients may try that are never delivered (SPEC.md "Events"). */
+const NOT_DELIVERED = new Set(["typing.started", "typing.stopped", "receipt.read"]);
+
+const handle = z.string().trim().min(1, "must not be empty").max(320);
+
+export const CreateWebhookBody = z.object({
+  from: handle,
+  url: z.string().trim().min(1, "must not be empty").max(2048),
+  events: z.array(z.string().trim()).min(1, "subscribe to at least one event").max(WEBHOOK_EVENTS.length * 2),
+});
+export const ListWebhooksQuery = PageQuery.extend({ from: handle.optional() });
+export const DeleteWebhookBody = z.object({ id: z.string().trim().min(1).max(100) });
+
+function parseEvents(names: string[]): WebhookEvent[] {
+  for (const name of names) {
+    if (NOT_DELIVERED.has(name)) {
+      throw invalidParam("events", `'${name}' is not delivered by webhooks; read typing and receipts with GET /v1/typing and /v1/receipts.`);
+    }
+    if (!(WEBHOOK_EVENTS as readonly string[]).includes(name)) {
+      throw invalidParam("events", `Unknown event '${name}'. Events: ${WEBHOOK_EVENTS.join(", ")}.`);
+    }
+  }
+  return [...new Set(names)] as WebhookEvent[];
+}
+
+export async function createWebhook(actor: Actor, input: z.output<typeof CreateWebhookBody>) {
+  const line = await resolveLine(actor, input.from);
+  const events = parseEvents(input.events);
+  let url: URL;
+  try {
+    url = checkWebhookUrl(input.url, { allowInsecure: config().webhookAllowInsecure });
+  } catch (err) {
+    throw invalidParam("url", (err as Error).message);
+  }
+  const secret = newWebhookSecret();
+  const db = await getDb();
+  const webhook = await db.webhook.create({
+    data: { id: newId("webhook"), accountId: actor.accountId, lineId: line.id, url: url.toString(), events, secret },
+  });
+  return serializeWebhook(webhook, { secret });
+}
+
+export async function listWebhooks(
+  actor: Actor,
+  input: z.output<typeof ListWebhooksQuery>,
+): Promise<Page<ReturnType<typeof serializeWebhook>>> {
+  const db = await getDb();
+  const line = input.from ? await resolveLine(actor, input.from) : null;
+  const lineFilter = line
+    ? { lineId: line.id }
+    : actor.lineIds
+      ? { lineId: { in: [...actor.lineIds, (await sandboxLine()).id] } }
+      : {};
+  const page = keysetDesc(null, input.cursor);
+  const rows = await db.webhook.findMany({
+    where: { accountId: actor.accountId, ...lineFilter, ...page.where },
+    orderBy: page.orderBy,
+    take: input.limit + 1,
+  });
+  return toPage(rows, input.limit, (w) => serializeWebhook(w), (w) => [w.id]);
+}
+
+/** A webhook of the caller's account on a line its key may use; otherwise webhook_not_found. */
+export async function findWebhook(actor: Actor, id: string, param = "id") {
+  const notFound = () => new ApiError("webhook_not_found", `No webhook with ID '${id}'.`, { param });
+  if (!isId("webhook", id)) throw notFound();
+  const db = await getDb();
+  const webhook = await db.webhook.findFirst({ where: { id, accountId: actor.accountId } });
+  if (!webhook) throw notFound();
+  if (actor.lineIds && !actor.lineIds.has(webhook.lineId) && webhook.lineId !== (await sandboxLine()).id) throw notFound();
+  return webhook;
+}
+
+export async function deleteWebhook(actor: Actor, input: z.output<typeof DeleteWebhookBody>) {
+  const webhook = await findWebhook(actor, input.id);
+  const db = await getDb();
+  await db.webhook.delete({ where: { id: webhook.id } });
+  return { id: webhook.id, deleted: true as const };
+}

@@ -1,0 +1,153 @@
+import dns from "node:dns";
+import net from "node:net";
+
+// Webhook URLs are chosen by users and fetched by the server, so they must not reach the
+// server's own network (SSRF): loopback, private ranges, link-local (which holds the cloud
+// metadata endpoint 169.254.169.254), and the like. Two layers:
+// - checkWebhookUrl, when a URL is saved and again before each delivery: literal addresses
+//   and names that are local by definition;
+// - guardedLookup, the `lookup` of the connection itself: every address a name resolves to, at
+//   connect time, so a name that later resolves elsewhere (DNS rebinding) is caught on the
+//   address actually connected to.
+// allowInsecure (local development) turns both off: http is allowed and so are local targets.
+
+export const MAX_URL_LENGTH = 2048;
+
+function v4(cidrs: readonly string[]): Array<readonly [number, number]> {
+  return cidrs.map((cidr) => {
+    const [base, bits] = cidr.split("/") as [string, string];
+    return [ipv4ToInt(base), Number(bits)] as const;
+  });
+}
+
+const FORBIDDEN_V4 = v4([
+  "0.0.0.0/8", // "this network", including the unspecified 0.0.0.0
+  "10.0.0.0/8",
+  "100.64.0.0/10", // carrier-grade NAT
+  "127.0.0.0/8",
+  "169.254.0.0/16", // link-local, cloud metadata at 169.254.169.254
+  "172.16.0.0/12",
+  "192.0.0.0/24", // IETF protocol assignments
+  "192.168.0.0/16",
+  "198.18.0.0/15", // benchmarking
+  "224.0.0.0/4", // multicast
+  "240.0.0.0/4", // reserved, including broadcast 255.255.255.255
+]);
+
+function ipv4ToInt(ip: string): number {
+  return ip.split(".").reduce((n, octet) => n * 256 + Number(octet), 0);
+}
+
+function forbiddenV4(n: number): boolean {
+  return FORBIDDEN_V4.some(([base, bits]) => Math.floor(n / 2 ** (32 - bits)) === Math.floor(base / 2 ** (32 - bits)));
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (a trailing dotted IPv4 part included). */
+function ipv6Groups(ip: string): number[] {
+  let text = ip;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const n = ipv4ToInt(dotted[0]);
+    text = `${text.slice(0, dotted.index)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+  }
+  const [head = "", tail] = text.split("::");
+  const parse = (part: string) => (part ? part.split(":").map((g) => parseInt(g, 16)) : []);
+  if (tail === undefined) return parse(head);
+  const h = parse(head);
+  const t = parse(tail);
+  return [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
+}
+
+function forbiddenV6(g: number[]): boolean {
+  const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
+  const embeddedV4 = g6 * 0x10000 + g7;
+  // ::/96 (unspecified, loopback, deprecated IPv4-compatible) and ::ffff:0:0/96 (IPv4-mapped):
+  // the connection goes to the embedded IPv4 address, judged as such (:: -> 0.0.0.0 and
+  // ::1 -> 0.0.0.1 both fall in 0/8). 64:ff9b::/96 (NAT64) reaches the embedded IPv4 through
+  // the translator, so it is judged the same way.
+  if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && (g5 === 0 || g5 === 0xffff)) return forbiddenV4(embeddedV4);
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return forbiddenV4(embeddedV4);
+  return (
+    (g0 & 0xfe00) === 0xfc00 || // fc00::/7 unique local
+    (g0 & 0xff80) === 0xfe80 || // fe80::/10 link-local and the deprecated site-local fec0::/10
+    (g0 & 0xff00) === 0xff00 // ff00::/8 multicast
+  );
+}
+
+/** Whether a literal IP address is one a webhook may not be delivered to; false for non-IPs. */
+export function isForbiddenAddress(ip: string): boolean {
+  const address = ip.replace(/^\[(.*)\]$/, "$1").replace(/%.*$/, ""); // brackets, IPv6 zone id
+  if (net.isIPv4(address)) return forbiddenV4(ipv4ToInt(address));
+  if (net.isIPv6(address)) return forbiddenV6(ipv6Groups(address));
+  return false;
+}
+
+export function forbiddenAddressMessage(address: string): string {
+  return `forbidden address ${address} (private, loopback or metadata addresses are not allowed)`;
+}
+
+// Names that are local by definition (RFC 6761 localhost, the .internal TLD reserved for
+// private use, which also holds metadata.google.internal); others are judged by what they
+// resolve to.
+function isLocalName(hostname: string): boolean {
+  const name = hostname.toLowerCase().replace(/\.$/, "");
+  return name === "localhost" || name.endsWith(".localhost") || name.endsWith(".internal");
+}
+
+/**
+ * Parses and checks a webhook URL; throws an Error whose message says what is wrong (for an
+ * invalid_parameter_value error on "url").
+ */
+export function checkWebhookUrl(url: string, { allowInsecure }: { allowInsecure: boolean }): URL {
+  if (url.length > MAX_URL_LENGTH) throw new Error(`url must be at most ${MAX_URL_LENGTH} characters`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error("url must be an absolute URL");
+  }
+  if (parsed.protocol !== "https:" && !(allowInsecure && parsed.protocol === "http:")) {
+    throw new Error(allowInsecure ? "url must use http or https" : "url must use https");
+  }
+  if (parsed.username || parsed.password) throw new Error("url must not contain credentials");
+  if (!allowInsecure) {
+    // The URL parser has already normalised numeric forms (http://2130706433, 0x7f.1) to
+    // dotted IPv4 and IPv6 to its compressed form.
+    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+    if (isForbiddenAddress(host)) throw new Error(forbiddenAddressMessage(host));
+    if (isLocalName(host)) throw new Error(`forbidden host ${host} (local host names are not allowed)`);
+  }
+  return parsed;
+}
+
+export class ForbiddenAddressError extends Error {
+  readonly code = "EFORBIDDENADDRESS";
+
+  constructor(
+    readonly hostname: string,
+    readonly address: string,
+  ) {
+    super(forbiddenAddressMessage(address));
+    this.name = "ForbiddenAddressError";
+  }
+}
+
+/**
+ * A `lookup` for net.connect / http(s).request: dns.lookup, failing with ForbiddenAddressError
+ * (code EFORBIDDENADDRESS) when any address the name resolves to is forbidden. All addresses are
+ * resolved and checked even when one is asked for, because happy eyeballs may try several.
+ * With allowInsecure it is plain dns.lookup.
+ */
+export function guardedLookup(allowInsecure: boolean): net.LookupFunction {
+  return (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, options.all ? [] : "");
+      const bad = allowInsecure ? undefined : addresses.find((a) => isForbiddenAddress(a.address));
+      if (bad) return callback(new ForbiddenAddressError(hostname, bad.address), options.all ? [] : "");
+      if (options.all) return callback(null, addresses);
+      const [first] = addresses;
+      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: "ENOTFOUND" }), "");
+      callback(null, first.address, first.family);
+    });
+  };
+}
