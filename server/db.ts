@@ -16,6 +16,7 @@ import { processSingleton } from "./singleton";
 
 export type Db = PrismaClient;
 export type { Prisma } from "./generated/prisma/client";
+import type { Prisma } from "./generated/prisma/client";
 
 export interface Database {
   prisma: PrismaClient;
@@ -137,6 +138,11 @@ export function valuesList(rows: unknown[][], casts: readonly string[] = []): { 
 
 /** Runs statements on one connection. */
 export type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
+
+/** A Query over a Prisma transaction, for code shared with driver-level transactions. */
+export function prismaQuery(tx: Prisma.TransactionClient): Query {
+  return <T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params);
+}
 
 /** A transaction straight through the driver (see `sql`); rolled back if `fn` throws. */
 export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {

@@ -4,6 +4,7 @@ import { releaseAllClaims } from "./delivery/outbox";
 import { checkFfmpeg } from "./audio/ffmpeg";
 import { bootstrap } from "./bootstrap";
 import { startRunner } from "./delivery/runner";
+import { startWebhookRunner } from "./webhooks/runner";
 import { seedDevAccount } from "./dev-seed";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
@@ -18,6 +19,7 @@ export async function startServer(): Promise<void> {
     if (released) console.log(`[outbox] ${released} item(s) claimed before a crash are pending again.`);
   }
   if (c.deliveryEngine === "embedded") await startRunner();
+  startWebhookRunner();
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
   const engine = c.deliveryEngine === "inngest" ? `Inngest (functions served at ${c.PUBLIC_URL}/api/inngest)` : "embedded runner";

@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
-import { getDb, type Query, sql, sqlTransaction, valuesList } from "../db";
-import type { File, Line, OutboxItem } from "../generated/prisma/client";
+import { getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
+import type { Attachment, File, Line, Message, OutboxItem } from "../generated/prisma/client";
+import { serializeMessage } from "../serializers";
+import { type FileUrlSigner, fileUrlSigner } from "../storage/signed-urls";
+import { fanOut } from "../webhooks/fanout";
+import { wakeWebhooks } from "../webhooks/runner";
 import { batcher } from "../batcher";
 import { newId } from "../ids";
 import { platformFor } from "../platform/simulated";
@@ -99,12 +103,32 @@ export async function nextDueAt(): Promise<Date | null> {
   return next?.availableAt ?? null;
 }
 
+/** Ends an item `failed`; a failed message also tells webhooks subscribed to message.failed. */
 async function fail(item: OutboxItem, reason: string): Promise<void> {
   const db = await getDb();
-  await db.outboxItem.updateMany({
-    where: { id: item.id, status: "claimed", claimedBy: item.claimedBy },
-    data: { status: "failed", error: reason, completedAt: new Date(), leaseExpiresAt: null },
+  const completedAt = new Date();
+  const line = item.kind === "message" ? await findLine(item.lineId) : null; // outside: PGlite has one connection
+  await db.$transaction(async (tx) => {
+    const { count } = await tx.outboxItem.updateMany({
+      where: { id: item.id, status: "claimed", claimedBy: item.claimedBy },
+      data: { status: "failed", error: reason, completedAt, leaseExpiresAt: null },
+    });
+    if (!count || item.kind !== "message") return;
+    const p = MessagePayload.parse(item.payload);
+    const data = {
+      object: "outbox_item",
+      outbox_id: item.id,
+      line_id: item.lineId,
+      line_handle: line?.handle ?? null,
+      chat_id: p.chat_id,
+      to: p.to,
+      error: reason,
+      attempts: item.attempts,
+      failed_at: completedAt.getTime(),
+    };
+    await fanOut(prismaQuery(tx), [{ accountId: item.accountId, lineId: item.lineId, event: "message.failed", data }]);
   });
+  wakeWebhooks();
 }
 
 async function retryLater(item: OutboxItem, reason: string): Promise<void> {
@@ -196,10 +220,11 @@ function send(x: Prepared): Promise<SendResult> {
 type Sent = { x: Prepared; guid: string; sentAt: Date };
 
 /** Writes the Message rows of sent messages: once per outbox item, even if one was delivered twice. */
-async function recordMessages(query: Query, sent: Sent[]): Promise<void> {
+async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): Promise<void> {
   const rows = sent.filter((s): s is Sent & { x: Extract<Prepared, { kind: "message" }> } => s.x.kind === "message");
   if (!rows.length) return;
   const ids = new Map(rows.map((r) => [r.x.item.id, newId("message")]));
+  const syncedAt = new Date();
   const messages = valuesList(
     rows.map(({ x, guid, sentAt }) => [
       ids.get(x.item.id),
@@ -215,23 +240,64 @@ async function recordMessages(query: Query, sent: Sent[]): Promise<void> {
       x.p.reply_to_guid,
       x.item.id,
       sentAt,
+      syncedAt,
     ]),
     ["", "", "", "", "", "", "", "::boolean", "::boolean"],
   );
   const inserted = await query<{ id: string }>(
-    `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt")
+    `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt", "syncedAt")
      VALUES ${messages.text} ON CONFLICT ("outboxId") DO NOTHING RETURNING id`,
     messages.params,
   );
   const written = new Set(inserted.map((m) => m.id));
-  const attachments = rows.flatMap(({ x }) => {
-    const messageId = ids.get(x.item.id)!;
-    return written.has(messageId) ? x.files.map((f, position) => [newId("attachment"), messageId, f.id, position, f.filename, f.mimeType, f.size]) : [];
-  });
+  const attachmentsOf = new Map(
+    rows.map(({ x }) => {
+      const messageId = ids.get(x.item.id)!;
+      const list: Attachment[] = x.files.map((f, position) => ({
+        id: newId("attachment"),
+        messageId,
+        fileId: f.id,
+        position,
+        filename: f.filename,
+        mimeType: f.mimeType,
+        size: f.size,
+        transcription: null,
+      }));
+      return [messageId, list];
+    }),
+  );
+  const attachments = [...attachmentsOf].flatMap(([messageId, list]) =>
+    written.has(messageId) ? list.map((a) => [a.id, a.messageId, a.fileId, a.position, a.filename, a.mimeType, a.size]) : [],
+  );
   if (attachments.length) {
     const values = valuesList(attachments);
     await query(`INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size) VALUES ${values.text}`, values.params);
   }
+  await fanOut(
+    query,
+    rows.flatMap(({ x, guid, sentAt }) => {
+      const id = ids.get(x.item.id)!;
+      if (!written.has(id)) return [];
+      const message: Message = {
+        id,
+        accountId: x.item.accountId,
+        lineId: x.line.id,
+        chatId: x.p.chat_id,
+        guid,
+        sender: x.line.handle,
+        text: x.p.text,
+        isFromMe: true,
+        isAudioMessage: x.p.is_audio_message ? true : null,
+        service: x.line.service === "sms" ? "sms" : "imessage",
+        replyToGuid: x.p.reply_to_guid,
+        outboxId: x.item.id,
+        sentAt,
+        syncedAt,
+      };
+      const data = { ...serializeMessage({ ...message, attachments: attachmentsOf.get(id)! }, url), line_handle: x.line.handle };
+      return [{ accountId: x.item.accountId, lineId: x.line.id, event: "message.sent" as const, data }];
+    }),
+  );
   const lastAt = new Map<string, Date>();
   for (const { x, sentAt } of rows) {
     if (!written.has(ids.get(x.item.id)!)) continue;
@@ -286,8 +352,9 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
   }
   if (!sent.length) return;
   const accounts = sent.map((s) => s.x.item.accountId);
+  const url = await fileUrlSigner(); // before the transaction: PGlite has one connection
   await sqlTransaction(async (query) => {
-    await recordMessages(query, sent);
+    await recordMessages(query, sent, url);
     for (const s of sent) await recordAction(query, s);
     const ids = valuesList([sent.map((s) => s.x.item.id)]);
     await query(
@@ -297,6 +364,7 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
     await notifyChangeAtCommit(query, accounts);
   });
   changedLocally(accounts);
+  wakeWebhooks();
 }
 
 /** Sends a batch of claimed items through their lines' platforms and records the outcomes. */

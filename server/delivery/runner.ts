@@ -46,7 +46,7 @@ export function wakeRunner(): void {
   if (state.wakes === 1 || state.wakes >= BATCH) state.primary?.();
 }
 
-function wait(ms: number, register: (w: Waiter) => void, unregister: (w: Waiter) => void): Promise<void> {
+export function wait(ms: number, register: (w: Waiter) => void, unregister: (w: Waiter) => void): Promise<void> {
   return new Promise<void>((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {

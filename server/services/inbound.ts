@@ -1,11 +1,15 @@
 import { createHash, randomUUID } from "node:crypto";
-import { getDb, type Prisma } from "../db";
+import { getDb, type Prisma, prismaQuery } from "../db";
 import { ApiError, invalidParam } from "../errors";
-import type { Chat, Line, Message, Reaction, ReadReceipt, TypingIndicator } from "../generated/prisma/client";
+import type { Attachment, Chat, Line, Message, Reaction, ReadReceipt, TypingIndicator } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { newId } from "../ids";
 import { type InboundEvent, InboundEventSchema, type InboundMessage } from "../platform/events";
+import { serializeMessage, serializeReaction } from "../serializers";
 import { storeBlob } from "../storage/blobs";
+import { fileUrlSigner } from "../storage/signed-urls";
+import { fanOut } from "../webhooks/fanout";
+import { wakeWebhooks } from "../webhooks/runner";
 import { normalizeActivationCode } from "./sandbox";
 import { notifyChange } from "../cache/changes";
 
@@ -115,6 +119,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
   const sentAt = new Date(event.sentAt ?? now.getTime());
   const service = event.service ?? lineService(line);
   const unpaired: string[] = [];
+  const url = await fileUrlSigner(); // not inside the transaction: PGlite has one connection
   const message = await db.$transaction(async (tx) => {
     const accountId = await routeAccount(tx, line, sender, text, now, unpaired);
     let chat: Chat;
@@ -128,6 +133,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
       chat = await directChat(tx, line, accountId, sender);
     }
     const id = newId("message");
+    let attachment: Attachment | null = null;
     const created = await tx.message.create({
       data: {
         id,
@@ -156,7 +162,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
           storageKey: file.storageKey,
         },
       });
-      await tx.attachment.create({
+      attachment = await tx.attachment.create({
         data: {
           id: newId("attachment"),
           messageId: id,
@@ -170,9 +176,13 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
     }
     const later = chat.lastMessageAt && chat.lastMessageAt > sentAt ? chat.lastMessageAt : sentAt;
     await tx.chat.update({ where: { id: chat.id }, data: { hasReceivedInbound: true, lastMessageAt: later } });
+    const attachments = attachment ? [attachment] : [];
+    const data = { ...serializeMessage({ ...created, attachments }, url), line_handle: line.handle };
+    await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: "message.received", data }]);
     return created;
   });
   for (const accountId of new Set([message.accountId, ...unpaired])) await notifyChange(accountId);
+  wakeWebhooks();
   return { message, created: true };
 }
 
@@ -187,7 +197,7 @@ export async function ingestReaction(line: Line, event: WithoutLine<Extract<Inbo
       where: { lineId: line.id, accountId, ...(target.startsWith("msg_") ? { id: target } : { guid: target }) },
     });
     if (!message) throw new ApiError("message_not_found", `No message with ID or GUID '${target}' on this line.`, { param: "message_id" });
-    return tx.reaction.upsert({
+    const reaction = await tx.reaction.upsert({
       where: { messageId_sender_type: { messageId: message.id, sender, type: event.reaction } },
       create: {
         id: newId("reaction"),
@@ -202,8 +212,12 @@ export async function ingestReaction(line: Line, event: WithoutLine<Extract<Inbo
       },
       update: { added: event.added, sentAt, syncedAt: new Date() },
     });
+    const data = { ...serializeReaction(reaction), line_handle: line.handle };
+    await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: reaction.added ? "reaction.added" : "reaction.removed", data }]);
+    return reaction;
   });
   await notifyChange(result.accountId);
+  wakeWebhooks();
   return result;
 }
 

@@ -1,0 +1,128 @@
+import http from "node:http";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { verifyWebhook } from "@/server/webhooks/signing";
+import { startWebhookRunner, stopWebhookRunner, wakeWebhooks } from "@/server/webhooks/runner";
+import { db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+
+// Events reach a real receiver on loopback: signed, once per delivery ID, retried on failure
+// with every attempt logged.
+
+interface Received {
+  path: string;
+  rawBody: string;
+  headers: http.IncomingHttpHeaders;
+}
+const received: Received[] = [];
+/** Status codes to answer, per path, in order; 200 once they run out. */
+const script = new Map<string, number[]>();
+const receiver = http.createServer((req, res) => {
+  let rawBody = "";
+  req.on("data", (c) => (rawBody += c));
+  req.on("end", () => {
+    received.push({ path: req.url!, rawBody, headers: req.headers });
+    const status = script.get(req.url!)?.shift() ?? 200;
+    res.writeHead(status, { "content-type": "text/plain" }).end(status === 200 ? "ok" : `status ${status}`);
+  });
+});
+let base = "";
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+  await startRunner();
+  startWebhookRunner();
+});
+afterAll(async () => {
+  await stopWebhookRunner();
+  await stopRunner();
+  await new Promise<void>((resolve) => receiver.close(() => resolve()));
+});
+
+let hookNo = 0;
+async function subscribe(f: Fixture, events: string[]) {
+  const path = `/hook-${++hookNo}`;
+  const res = await post("/v1/webhooks", f.key, { from: f.line.handle, url: `${base}${path}`, events });
+  expect(res.status).toBe(200);
+  return { path, id: res.body.id as string, secret: res.body.secret as string };
+}
+
+const at = (path: string) => received.filter((r) => r.path === path);
+const parsed = (r: Received, secret: string) => verifyWebhook(r.rawBody, r.headers as Record<string, string>, secret);
+
+describe("webhook delivery", () => {
+  it("delivers message.received and message.sent, signed, once each, only to subscribers", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received", "message.sent"]);
+    const reactionsOnly = await subscribe(f, ["reaction.added"]);
+    const other = await makeAccount();
+    const otherHook = await subscribe(other, ["message.received"]);
+    const alice = phone();
+    const m = await inbound(f, alice, "hello webhook");
+    const sent = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "hello back" });
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(2), { timeout: 10_000, interval: 20 });
+
+    const events = at(hook.path).map((r) => parsed(r, hook.secret));
+    const byEvent = Object.fromEntries(events.map((e) => [e.event, e]));
+    expect(byEvent["message.received"]!.data).toMatchObject({ id: m.id, text: "hello webhook", is_from_me: false, line_handle: f.line.handle });
+    expect(byEvent["message.sent"]!.data).toMatchObject({ text: "hello back", is_from_me: true, outbox_id: sent.body.id, line_handle: f.line.handle });
+    for (const r of at(hook.path)) {
+      const body = JSON.parse(r.rawBody);
+      expect(r.headers["x-webhook-delivery-id"]).toBe(body.delivery_id);
+      expect(body.delivery_id).toMatch(/^dlv_/);
+      expect(r.headers["x-webhook-timestamp"]).toBe(String(body.timestamp));
+      expect(r.headers["webhook-id"]).toBe(body.delivery_id);
+      expect(r.headers["content-type"]).toBe("application/json");
+    }
+    expect(() => parsed(at(hook.path)[0]!, "whsec_d3Jvbmc=")).toThrow();
+    expect(at(reactionsOnly.path)).toEqual([]);
+    expect(at(otherHook.path)).toEqual([]);
+  });
+
+  it("a receiver answering 500 twice then 200 gets the event once as a success, after two logged failures", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    script.set(hook.path, [500, 500]);
+    await inbound(f, phone(), "try again");
+    const prisma = await db();
+    for (const n of [1, 2, 3]) {
+      await vi.waitFor(() => expect(at(hook.path)).toHaveLength(n), { timeout: 10_000, interval: 20 });
+      // The next attempt is scheduled 5 s, then 5 min later: bring it forward instead of waiting.
+      await vi.waitFor(async () => expect((await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id } })).status).not.toBe("delivering"));
+      await prisma.webhookDelivery.updateMany({ where: { webhookId: hook.id, status: "pending" }, data: { nextAttemptAt: new Date() } });
+      wakeWebhooks();
+    }
+    const delivery = await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id }, include: { attemptLog: { orderBy: { startedAt: "asc" } } } });
+    expect(delivery).toMatchObject({ status: "succeeded", attempts: 3, lastStatusCode: 200 });
+    expect(delivery.attemptLog.map((a) => [a.statusCode, a.responseBody])).toEqual([
+      [500, "status 500"],
+      [500, "status 500"],
+      [200, "ok"],
+    ]);
+    const ids = at(hook.path).map((r) => JSON.parse(r.rawBody).delivery_id);
+    expect(new Set(ids)).toEqual(new Set([delivery.id]));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(at(hook.path)).toHaveLength(3);
+  });
+
+  it("410 Gone disables the webhook; message.failed reaches only webhooks that opted in", async () => {
+    const f = await makeAccount();
+    const gone = await subscribe(f, ["message.received"]);
+    script.set(gone.path, [410]);
+    const failures = await subscribe(f, ["message.failed"]);
+    await inbound(f, "+15005550001", "unreachable contact");
+    await vi.waitFor(async () => expect((await get("/v1/webhooks", f.key)).body.data.find((w: { id: string }) => w.id === gone.id)).toMatchObject({
+      is_active: false,
+      disabled_reason: "the endpoint answered 410 Gone",
+    }), { timeout: 10_000, interval: 50 });
+
+    const doomed = await post("/v1/messages", f.key, { from: f.line.handle, to: "+15005550001", text: "never arrives" });
+    await vi.waitFor(() => expect(at(failures.path)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    const event = parsed(at(failures.path)[0]!, failures.secret);
+    expect(event).toMatchObject({
+      event: "message.failed",
+      data: { outbox_id: doomed.body.id, error: "recipient is not reachable on this service", line_handle: f.line.handle, to: "+15005550001" },
+    });
+    expect(at(gone.path)).toHaveLength(1);
+  });
+});
