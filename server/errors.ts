@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   message_not_found: { type: "not_found_error", status: 404 },
   outbox_item_not_found: { type: "not_found_error", status: 404 },
   webhook_not_found: { type: "not_found_error", status: 404 },
+  /** Extension: GET /v1/webhooks/deliveries?id= and resend for an unknown or foreign dlv_ ID. */
+  delivery_not_found: { type: "not_found_error", status: 404 },
   file_not_found: { type: "not_found_error", status: 404 },
   route_not_found: { type: "not_found_error", status: 404 },
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },

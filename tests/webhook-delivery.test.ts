@@ -126,3 +126,70 @@ describe("webhook delivery", () => {
     expect(at(gone.path)).toHaveLength(1);
   });
 });
+
+describe("delivery log, resend, rotation, enable and disable", () => {
+  it("lists deliveries with their attempts, resends failed ones and single ones with the same ID", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    script.set(hook.path, [503]);
+    await inbound(f, phone(), "log me");
+    await vi.waitFor(async () => {
+      const list = await get(`/v1/webhooks/deliveries?webhook_id=${hook.id}`, f.key);
+      expect(list.body.data).toEqual([
+        expect.objectContaining({ webhook_id: hook.id, event: "message.received", status: "pending", attempts: 1, last_status_code: 503 }),
+      ]);
+    }, { timeout: 10_000, interval: 50 });
+    const [summary] = (await get(`/v1/webhooks/deliveries?webhook_id=${hook.id}`, f.key)).body.data;
+    expect(summary.next_attempt_at).toBeGreaterThan(Date.now());
+    const detail = await get(`/v1/webhooks/deliveries?id=${summary.id}`, f.key);
+    expect(detail.body).toMatchObject({ id: summary.id, data: { text: "log me" } });
+    expect(detail.body.attempt_log).toEqual([
+      { started_at: expect.any(Number), duration_ms: expect.any(Number), status_code: 503, response_excerpt: "status 503", error: null },
+    ]);
+
+    // Its retries ran out: resend every failed delivery since a time.
+    const prisma = await db();
+    await prisma.webhookDelivery.update({ where: { id: summary.id }, data: { status: "failed", completedAt: new Date() } });
+    const resent = await post("/v1/webhooks/deliveries/resend", f.key, { webhook_id: hook.id, since: 0 });
+    expect(resent.body).toMatchObject({ object: "resend", resent: 1 });
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(2), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(async () => expect((await get(`/v1/webhooks/deliveries?id=${summary.id}`, f.key)).body.status).toBe("succeeded"));
+    expect((await post("/v1/webhooks/deliveries/resend", f.key, { id: summary.id })).body.resent).toBe(1);
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(3), { timeout: 10_000, interval: 20 });
+    expect(new Set(at(hook.path).map((r) => JSON.parse(r.rawBody).delivery_id))).toEqual(new Set([summary.id]));
+
+    const other = await makeAccount();
+    expect((await get(`/v1/webhooks/deliveries?id=${summary.id}`, other.key)).body.error.code).toBe("delivery_not_found");
+    expect((await post("/v1/webhooks/deliveries/resend", other.key, { id: summary.id })).body.error.code).toBe("delivery_not_found");
+    expect((await get(`/v1/webhooks/deliveries?webhook_id=${hook.id}`, other.key)).body.error.code).toBe("webhook_not_found");
+    expect((await get("/v1/webhooks/deliveries", f.key)).body.error).toMatchObject({ code: "missing_required_parameter", param: "webhook_id" });
+  });
+
+  it("rotating the secret signs with the new one and, for 24 hours, the old one too", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    const rotated = await post("/v1/webhooks/rotate-secret", f.key, { id: hook.id });
+    expect(rotated.body).toMatchObject({ id: hook.id, secret: expect.stringMatching(/^whsec_/) });
+    expect(rotated.body.secret).not.toBe(hook.secret);
+    await inbound(f, phone(), "after rotation");
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    const r = at(hook.path)[0]!;
+    expect(parsed(r, rotated.body.secret).event).toBe("message.received");
+    expect(String(r.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+    expect(r.headers["x-webhook-signature-previous"]).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("a disabled webhook records nothing; enabling it resumes deliveries", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    expect((await post("/v1/webhooks/disable", f.key, { id: hook.id })).body).toMatchObject({ is_active: false, disabled_reason: "disabled by the owner" });
+    await inbound(f, phone(), "while disabled");
+    expect((await get(`/v1/webhooks/deliveries?webhook_id=${hook.id}`, f.key)).body.data).toEqual([]);
+    expect((await post("/v1/webhooks/enable", f.key, { id: hook.id })).body).toMatchObject({ is_active: true, disabled_reason: null });
+    await inbound(f, phone(), "enabled again");
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    expect(JSON.parse(at(hook.path)[0]!.rawBody).data.text).toBe("enabled again");
+    const other = await makeAccount();
+    expect((await post("/v1/webhooks/enable", other.key, { id: hook.id })).body.error.code).toBe("webhook_not_found");
+  });
+});
