@@ -5,3 +5,6 @@ import { z } from "zod";
 export const outboxItemCreated = eventType("relay/outbox.item.created", {
   schema: z.object({ id: z.string().startsWith("obx_"), line_id: z.string() }),
 });
+
+/** Sent when a change with webhook deliveries commits: due deliveries should be sent. */
+export const webhooksDue = eventType("relay/webhooks.due", { schema: z.object({}) });

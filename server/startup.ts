@@ -18,8 +18,10 @@ export async function startServer(): Promise<void> {
     const released = await releaseAllClaims();
     if (released) console.log(`[outbox] ${released} item(s) claimed before a crash are pending again.`);
   }
-  if (c.deliveryEngine === "embedded") await startRunner();
-  startWebhookRunner();
+  if (c.deliveryEngine === "embedded") {
+    await startRunner();
+    startWebhookRunner();
+  }
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
   const engine = c.deliveryEngine === "inngest" ? `Inngest (functions served at ${c.PUBLIC_URL}/api/inngest)` : "embedded runner";

@@ -13,13 +13,15 @@ const eventApiPort = vi.hoisted(() => {
 });
 
 import { createDeliverOutboxItem } from "@/inngest/functions/deliver-outbox-item";
+import { createDeliverWebhooks } from "@/inngest/functions/deliver-webhooks";
 import { createSweepOutbox, OVERDUE_MS } from "@/inngest/functions/sweep-outbox";
+import { verifyWebhook } from "@/server/webhooks/signing";
 import { inngest } from "@/inngest/client";
 import { config } from "@/server/config";
 import { db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 const q = encodeURIComponent;
-const received: { name: string; data: { id: string; line_id: string } }[] = [];
+const received: { name: string; data: { id?: string; line_id?: string } }[] = [];
 let eventApiUp = true;
 const eventApi = http.createServer((req, res) => {
   let body = "";
@@ -121,5 +123,38 @@ describe("Inngest engine", () => {
 
     for (const item of [lost, stuck]) expect((await run(item)).result).toMatchObject({ status: "sent" });
     expect(await prisma.message.count({ where: { outboxId: { in: [lost.id, stuck.id] } } })).toBe(2);
+  });
+
+  it("webhook deliveries: a change announces relay/webhooks.due and deliver-webhooks sends them, signed", async () => {
+    const hits: { rawBody: string; headers: http.IncomingHttpHeaders }[] = [];
+    const hookReceiver = http.createServer((req, res) => {
+      let rawBody = "";
+      req.on("data", (c) => (rawBody += c));
+      req.on("end", () => {
+        hits.push({ rawBody, headers: req.headers });
+        res.writeHead(200).end("ok");
+      });
+    });
+    await new Promise<void>((resolve) => hookReceiver.listen(0, "127.0.0.1", resolve));
+    try {
+      const f = await makeAccount();
+      const url = `http://127.0.0.1:${(hookReceiver.address() as { port: number }).port}/in`;
+      const hook = await post("/v1/webhooks", f.key, { from: f.line.handle, url, events: ["message.received"] });
+      const before = received.length;
+      const m = await inbound(f, phone(), "through inngest");
+      await vi.waitFor(() => expect(received.slice(before).map((e) => e.name)).toContain("relay/webhooks.due"));
+      expect(hits).toEqual([]); // no embedded sender under this engine
+
+      const { result } = await new InngestTestEngine({
+        function: createDeliverWebhooks(inngest),
+        events: [{ name: "relay/webhooks.due", data: {} }],
+      }).execute();
+      expect(result).toMatchObject({ sent: 1 });
+      expect(hits).toHaveLength(1);
+      const event = verifyWebhook(hits[0]!.rawBody, hits[0]!.headers as Record<string, string>, hook.body.secret);
+      expect(event).toMatchObject({ event: "message.received", data: { id: m.id, text: "through inngest" } });
+    } finally {
+      await new Promise<void>((resolve) => hookReceiver.close(() => resolve()));
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { deliverOutboxItem } from "./deliver-outbox-item";
+import { deliverWebhooksFn } from "./deliver-webhooks";
 import { sweepOutbox } from "./sweep-outbox";
 
 /** Every function this app serves at /api/inngest. */
-export const functions = [deliverOutboxItem, sweepOutbox];
+export const functions = [deliverOutboxItem, sweepOutbox, deliverWebhooksFn];

@@ -30,3 +30,20 @@ export function announce(item: StoredItem): void {
   if (config().deliveryEngine === "inngest") void sendEvents(item);
   else wakeRunner();
 }
+
+const sendWebhooksDue = processSingleton("inngest-webhooks-due", () =>
+  batcher<null, void>(async (calls) => {
+    const [{ inngest }, { webhooksDue }] = await Promise.all([import("@/inngest/client"), import("@/inngest/events")]);
+    try {
+      await inngest.send(webhooksDue.create({}));
+    } catch (err) {
+      console.error("[webhooks] could not notify Inngest; the minute schedule will send the deliveries:", (err as Error).message);
+    }
+    return calls.map(() => undefined);
+  }),
+);
+
+/** After a change with webhook deliveries commits (Inngest engine): one event per turn. */
+export function announceWebhooks(): void {
+  void sendWebhooksDue(null);
+}

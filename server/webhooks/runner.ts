@@ -1,9 +1,11 @@
+import { config } from "../config";
+import { announceWebhooks } from "../delivery/engine";
 import { wait } from "../delivery/runner";
 import { processSingleton } from "../singleton";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "./delivery";
 
-// The embedded webhook sender: started with the server (whichever engine delivers the outbox),
-// wakes when a change with deliveries commits, sleeps until the next retry is due otherwise.
+// The embedded webhook sender (with the embedded engine; under Inngest the deliver-webhooks
+// function runs the same steps): wakes when a change with deliveries commits, sleeps until the next retry is due otherwise.
 // Claims use FOR UPDATE SKIP LOCKED, so several instances share the work.
 
 const BATCH = 100;
@@ -19,6 +21,10 @@ const state = processSingleton("webhook-runner", () => ({
 
 /** Called after a transaction that may have written deliveries commits. */
 export function wakeWebhooks(): void {
+  if (config().deliveryEngine === "inngest") {
+    announceWebhooks();
+    return;
+  }
   state.woken = true;
   state.waiter?.();
 }
