@@ -9,15 +9,22 @@ import { getDb } from "../db";
 const SECRET_KEY = "url_signing_secret";
 export const FILE_URL_TTL_SECONDS = 3600;
 
-let secret: Buffer | undefined;
+let secret: Promise<Buffer> | undefined;
 
-export async function loadSigningSecret(): Promise<Buffer> {
-  if (secret) return secret;
-  const db = await getDb();
-  const fresh = randomBytes(32).toString("base64url");
-  await db.setting.upsert({ where: { key: SECRET_KEY }, create: { key: SECRET_KEY, value: fresh }, update: {} });
-  const row = await db.setting.findUniqueOrThrow({ where: { key: SECRET_KEY } });
-  secret = Buffer.from(row.value);
+/**
+ * The instance-wide key, created on first use. Concurrent first callers share one load, and
+ * the insert is ON CONFLICT DO NOTHING, so instances starting together agree on one key.
+ */
+export function loadSigningSecret(): Promise<Buffer> {
+  secret ??= (async () => {
+    const db = await getDb();
+    await db.setting.createMany({ data: [{ key: SECRET_KEY, value: randomBytes(32).toString("base64url") }], skipDuplicates: true });
+    const row = await db.setting.findUniqueOrThrow({ where: { key: SECRET_KEY } });
+    return Buffer.from(row.value);
+  })().catch((err: unknown) => {
+    secret = undefined;
+    throw err;
+  });
   return secret;
 }
 
