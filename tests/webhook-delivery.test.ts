@@ -12,16 +12,19 @@ interface Received {
   path: string;
   rawBody: string;
   headers: http.IncomingHttpHeaders;
+  status: number;
 }
 const received: Received[] = [];
 /** Status codes to answer, per path, in order; 200 once they run out. */
 const script = new Map<string, number[]>();
+/** Paths whose receiver is down: 503 until removed. */
+const down = new Set<string>();
 const receiver = http.createServer((req, res) => {
   let rawBody = "";
   req.on("data", (c) => (rawBody += c));
   req.on("end", () => {
-    received.push({ path: req.url!, rawBody, headers: req.headers });
-    const status = script.get(req.url!)?.shift() ?? 200;
+    const status = down.has(req.url!) ? 503 : (script.get(req.url!)?.shift() ?? 200);
+    received.push({ path: req.url!, rawBody, headers: req.headers, status });
     res.writeHead(status, { "content-type": "text/plain" }).end(status === 200 ? "ok" : `status ${status}`);
   });
 });
@@ -192,4 +195,32 @@ describe("delivery log, resend, rotation, enable and disable", () => {
     const other = await makeAccount();
     expect((await post("/v1/webhooks/enable", other.key, { id: hook.id })).body.error.code).toBe("webhook_not_found");
   });
+
+  it("a receiver that is down while 1,000 events happen receives all 1,000 once it is back, each once as a success", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    down.add(hook.path);
+    const senders = Array.from({ length: 20 }, () => phone());
+    for (let i = 0; i < 1_000; i += 20) {
+      await Promise.all(senders.map((who, j) => inbound(f, who, `event ${i + j}`)));
+    }
+    const prisma = await db();
+    await vi.waitFor(
+      async () => expect(await prisma.webhookDelivery.count({ where: { webhookId: hook.id, status: "pending", attempts: { gte: 1 } } })).toBe(1_000),
+      { timeout: 60_000, interval: 200 },
+    );
+    // Back up: the owner's resend of everything failing brings the retries forward to now.
+    down.delete(hook.path);
+    // (A scheduled retry running at this moment is not counted: it is already under way.)
+    const { resent } = (await post("/v1/webhooks/deliveries/resend", f.key, { webhook_id: hook.id, since: 0 })).body;
+    expect(resent).toBeGreaterThan(900);
+    await vi.waitFor(
+      async () => expect(await prisma.webhookDelivery.count({ where: { webhookId: hook.id, status: "succeeded" } })).toBe(1_000),
+      { timeout: 60_000, interval: 200 },
+    );
+    const successes = at(hook.path).filter((r) => r.status === 200);
+    expect(successes).toHaveLength(1_000);
+    expect(new Set(successes.map((r) => r.headers["x-webhook-delivery-id"])).size).toBe(1_000);
+    expect(new Set(successes.map((r) => JSON.parse(r.rawBody).data.text)).size).toBe(1_000);
+  }, 180_000);
 });

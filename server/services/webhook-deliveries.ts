@@ -84,7 +84,10 @@ export async function listDeliveries(actor: Actor, input: z.output<typeof ListDe
 export const ResendBody = z.object({
   /** One delivery to send again, whatever its status. */
   id: z.string().trim().max(100).optional(),
-  /** Or every failed delivery of this webhook created at or after `since` (Unix ms). */
+  /**
+   * Or every failing delivery of this webhook created at or after `since` (Unix ms): those whose
+   * retries ran out and those waiting for their next retry, which is brought forward to now.
+   */
   webhook_id: z.string().trim().max(100).optional(),
   since: z.number().int().min(0).optional(),
 });
@@ -96,15 +99,19 @@ export async function resendDeliveries(actor: Actor, input: z.output<typeof Rese
   let count: number;
   if (input.id) {
     const delivery = await findDelivery(actor, input.id);
-    if (delivery.status === "delivering" || delivery.status === "pending") {
+    if (delivery.status === "delivering" || (delivery.status === "pending" && delivery.attempts === 0)) {
       throw invalidParam("id", `Delivery ${delivery.id} is ${delivery.status}: it is being sent already.`);
     }
-    ({ count } = await db.webhookDelivery.updateMany({ where: { id: delivery.id, status: { in: ["succeeded", "failed"] } }, data: again }));
+    ({ count } = await db.webhookDelivery.updateMany({ where: { id: delivery.id, status: { not: "delivering" } }, data: again }));
   } else if (input.webhook_id) {
     const webhook = await findWebhook(actor, input.webhook_id, "webhook_id");
     if (input.since === undefined) throw new ApiError("missing_required_parameter", "Pass since (Unix ms) with webhook_id.", { param: "since" });
     ({ count } = await db.webhookDelivery.updateMany({
-      where: { webhookId: webhook.id, status: "failed", createdAt: { gte: new Date(input.since) } },
+      where: {
+        webhookId: webhook.id,
+        createdAt: { gte: new Date(input.since) },
+        OR: [{ status: "failed" }, { status: "pending", attempts: { gte: 1 } }],
+      },
       data: again,
     }));
   } else {
