@@ -9,7 +9,8 @@ interface Pending<I, O> {
   reject: (error: unknown) => void;
 }
 
-export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, max = 500): (input: I) => Promise<O> {
+/** `lingerMs` > 0 waits that long for more calls (a throughput path where a few ms do not matter). */
+export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, max = 500, lingerMs = 0): (input: I) => Promise<O> {
   let queue: Pending<I, O>[] = [];
   let scheduled = false;
 
@@ -33,7 +34,8 @@ export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, max = 500): (i
       queue.push({ input, resolve, reject });
       if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        if (lingerMs > 0) setTimeout(flush, lingerMs);
+        else setImmediate(flush);
       }
     });
 }

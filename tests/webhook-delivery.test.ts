@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { verifyWebhook } from "@/server/webhooks/signing";
 import { startWebhookRunner, stopWebhookRunner, wakeWebhooks } from "@/server/webhooks/runner";
-import { db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+import { call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 // Events reach a real receiver on loopback: signed, once per delivery ID, retried on failure
 // with every attempt logged.
@@ -15,37 +15,50 @@ interface Received {
   status: number;
 }
 const received: Received[] = [];
-/** Status codes to answer, per path, in order; 200 once they run out. */
-const script = new Map<string, number[]>();
+/** Status codes (and extra headers) to answer, per path, in order; 200 once they run out. */
+const script = new Map<string, (number | { status: number; headers: Record<string, string> })[]>();
+/** Paths whose receiver hangs: no answer until the delivery times out. */
+const stalled = new Set<string>();
 /** Paths whose receiver is down: 503 until removed. */
 const down = new Set<string>();
-const receiver = http.createServer((req, res) => {
+const handler: http.RequestListener = (req, res) => {
   let rawBody = "";
   req.on("data", (c) => (rawBody += c));
   req.on("end", () => {
-    const status = down.has(req.url!) ? 503 : (script.get(req.url!)?.shift() ?? 200);
+    if (stalled.has(req.url!)) return; // never answers
+    const next = down.has(req.url!) ? 503 : (script.get(req.url!)?.shift() ?? 200);
+    const { status, headers } = typeof next === "number" ? { status: next, headers: {} } : next;
     received.push({ path: req.url!, rawBody, headers: req.headers, status });
-    res.writeHead(status, { "content-type": "text/plain" }).end(status === 200 ? "ok" : `status ${status}`);
+    res.writeHead(status, { "content-type": "text/plain", ...headers }).end(status === 200 ? "ok" : `status ${status}`);
   });
-});
+};
+const receiver = http.createServer(handler);
+/** Another receiving host (its own connections), for tests where two receivers must not share a pool. */
+const otherReceiver = http.createServer(handler);
 let base = "";
+let otherBase = "";
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+  await new Promise<void>((resolve) => otherReceiver.listen(0, "127.0.0.1", resolve));
+  otherBase = `http://127.0.0.1:${(otherReceiver.address() as { port: number }).port}`;
   await startRunner();
   startWebhookRunner();
 });
 afterAll(async () => {
   await stopWebhookRunner();
   await stopRunner();
-  await new Promise<void>((resolve) => receiver.close(() => resolve()));
+  for (const server of [receiver, otherReceiver]) {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });
 
 let hookNo = 0;
-async function subscribe(f: Fixture, events: string[]) {
+async function subscribe(f: Fixture, events: string[], host = base) {
   const path = `/hook-${++hookNo}`;
-  const res = await post("/v1/webhooks", f.key, { from: f.line.handle, url: `${base}${path}`, events });
+  const res = await post("/v1/webhooks", f.key, { from: f.line.handle, url: `${host}${path}`, events });
   expect(res.status).toBe(200);
   return { path, id: res.body.id as string, secret: res.body.secret as string };
 }
@@ -127,6 +140,74 @@ describe("webhook delivery", () => {
       data: { outbox_id: doomed.body.id, error: "recipient is not reachable on this service", line_handle: f.line.handle, to: "+15005550001" },
     });
     expect(at(gone.path)).toHaveLength(1);
+  });
+});
+
+describe("retry schedule and disabling", () => {
+  it("honours Retry-After on 503, ends the failing streak on success, and disables after 5 days of failure", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    script.set(hook.path, [{ status: 503, headers: { "retry-after": "120" } }]);
+    const before = Date.now();
+    await inbound(f, phone(), "busy receiver");
+    const prisma = await db();
+    const settledDelivery = async () => {
+      let d = await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id } });
+      await vi.waitFor(async () => {
+        d = await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id } });
+        expect(["pending", "succeeded", "failed"]).toContain(d.status);
+        expect(d.attempts).toBeGreaterThan(0);
+      }, { timeout: 10_000, interval: 20 });
+      return d;
+    };
+    const first = await settledDelivery();
+    // Retry-After (120 s) wins over the schedule's first wait (5 s ± 20%).
+    expect(first).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: 503 });
+    expect(first.nextAttemptAt.getTime()).toBeGreaterThanOrEqual(before + 120_000);
+    const failing = await prisma.webhook.findUniqueOrThrow({ where: { id: hook.id } });
+    expect(failing.failingSince).not.toBeNull();
+    expect(failing.isActive).toBe(true);
+
+    // A success ends the streak.
+    await post("/v1/webhooks/deliveries/resend", f.key, { id: first.id });
+    await vi.waitFor(async () => expect((await prisma.webhookDelivery.findUniqueOrThrow({ where: { id: first.id } })).status).toBe("succeeded"), { timeout: 10_000, interval: 20 });
+    expect((await prisma.webhook.findUniqueOrThrow({ where: { id: hook.id } })).failingSince).toBeNull();
+
+    // Failing since more than 5 days: the next failure disables the webhook; it can be re-enabled.
+    await prisma.webhook.update({ where: { id: hook.id }, data: { failingSince: new Date(Date.now() - 5 * 24 * 3_600_000 - 60_000) } });
+    script.set(hook.path, [500]);
+    await inbound(f, phone(), "still failing");
+    const hookView = async () => (await get("/v1/webhooks", f.key)).body.data.find((w: { id: string }) => w.id === hook.id);
+    await vi.waitFor(async () => expect(await hookView()).toMatchObject({ is_active: false, disabled_reason: "deliveries failed continuously for 5 days" }), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    const enabled = await post("/v1/webhooks/enable", f.key, { id: hook.id });
+    expect(enabled.body).toMatchObject({ id: hook.id, is_active: true });
+    expect((await prisma.webhook.findUniqueOrThrow({ where: { id: hook.id } })).failingSince).toBeNull();
+  });
+
+  it("a stalled receiver holds at most its own share of the sender: other webhooks keep receiving", async () => {
+    const slow = await makeAccount();
+    const slowHook = await subscribe(slow, ["message.received"]);
+    stalled.add(slowHook.path);
+    const senders = Array.from({ length: 10 }, () => phone());
+    for (let i = 0; i < 100; i += 10) await Promise.all(senders.map((who, j) => inbound(slow, who, `slow ${i + j}`)));
+    const prisma = await db();
+    // The stalled webhook has its maximum in flight; the rest wait for a slot.
+    await vi.waitFor(async () => expect(await prisma.webhookDelivery.count({ where: { webhookId: slowHook.id, status: "delivering" } })).toBe(64), {
+      timeout: 10_000,
+      interval: 50,
+    });
+    const fast = await makeAccount();
+    const fastHook = await subscribe(fast, ["message.received"], otherBase);
+    await inbound(fast, phone(), "not held up");
+    await vi.waitFor(() => expect(at(fastHook.path)).toHaveLength(1), { timeout: 5_000, interval: 20 });
+    expect(await prisma.webhookDelivery.count({ where: { webhookId: slowHook.id, status: "delivering" } })).toBe(64);
+    // Done with it: delete the webhook (its deliveries go with it) and release the connections.
+    expect((await call("DELETE", "/v1/webhooks", { key: slow.key, body: { id: slowHook.id } })).body).toMatchObject({ deleted: true });
+    stalled.delete(slowHook.path);
+    receiver.closeAllConnections();
   });
 });
 

@@ -1,9 +1,10 @@
 import { config } from "../config";
-import { getDb, sql, valuesList } from "../db";
+import { batcher } from "../batcher";
+import { sql, sqlTransaction, valuesList } from "../db";
 import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
 import { newId } from "../ids";
 import { fileUrlSigner } from "../storage/signed-urls";
-import { postWebhook, type PostResult } from "./http-post";
+import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
 import { signWebhook } from "./signing";
 
 // Delivering webhook rows, Svix-style: claim due deliveries with a lease, POST each signed
@@ -13,7 +14,8 @@ import { signWebhook } from "./signing";
 /** Waits after failed attempt n (1-based), before ±20% jitter: the schedule README publishes. */
 export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
-const LEASE_MS = 60_000;
+/** Longer than the 15 s response deadline plus recording; a worker that dies mid-attempt delays a retry by at most this. */
+const LEASE_MS = 30_000;
 const RESPONSE_TIMEOUT_MS = 15_000;
 
 export function retryDelayMs(attempt: number, retryAfterMs: number | null = null): number | null {
@@ -23,16 +25,30 @@ export function retryDelayMs(attempt: number, retryAfterMs: number | null = null
   return retryAfterMs !== null ? Math.max(jittered, retryAfterMs) : jittered;
 }
 
-/** Atomically claims up to `limit` due deliveries of active webhooks. */
+/**
+ * Atomically claims up to `limit` due deliveries of active webhooks, oldest due first, keeping
+ * each webhook under MAX_IN_FLIGHT_PER_WEBHOOK deliveries in flight (claimed and not recorded).
+ */
 export async function claimDeliveries(limit: number, now = new Date()): Promise<WebhookDelivery[]> {
   return sql<WebhookDelivery>(
-    `UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $1, attempts = attempts + 1
+    `WITH busy AS (
+       SELECT "webhookId", count(*) AS n FROM "WebhookDelivery" WHERE status = 'delivering' GROUP BY "webhookId"
+     ), due AS (
+       SELECT id, "webhookId", "nextAttemptAt" FROM "WebhookDelivery"
+       WHERE status = 'pending' AND "nextAttemptAt" <= $2 AND "webhookId" NOT IN (SELECT "webhookId" FROM busy WHERE n >= $4)
+       ORDER BY "nextAttemptAt", id LIMIT $3 * 4
+     ), eligible AS (
+       SELECT d.id FROM (
+         SELECT due.id, row_number() OVER (PARTITION BY due."webhookId" ORDER BY due."nextAttemptAt", due.id) + coalesce(b.n, 0) AS slot
+         FROM due JOIN "Webhook" w ON w.id = due."webhookId" AND w."isActive" LEFT JOIN busy b ON b."webhookId" = due."webhookId"
+       ) d WHERE d.slot <= $4
+     )
+     UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $1, attempts = attempts + 1
      WHERE id IN (
-       SELECT d.id FROM "WebhookDelivery" d JOIN "Webhook" w ON w.id = d."webhookId"
-       WHERE d.status = 'pending' AND d."nextAttemptAt" <= $2 AND w."isActive"
-       ORDER BY d."nextAttemptAt", d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED)
+       SELECT id FROM "WebhookDelivery" WHERE id IN (SELECT id FROM eligible) AND status = 'pending'
+       ORDER BY "nextAttemptAt", id LIMIT $3 FOR UPDATE SKIP LOCKED)
      RETURNING *`,
-    [new Date(now.getTime() + LEASE_MS), now, limit],
+    [new Date(now.getTime() + LEASE_MS), now, limit, MAX_IN_FLIGHT_PER_WEBHOOK],
   );
 }
 
@@ -66,74 +82,143 @@ function secretsOf(webhook: Webhook, now: number): string[] {
   return previousValid ? [webhook.previousSecret!] : [];
 }
 
-async function record(delivery: WebhookDelivery, webhook: Webhook, startedAt: Date, result: PostResult): Promise<void> {
-  const db = await getDb();
-  const now = new Date();
-  const excerpt = result.responseExcerpt;
-  const retryIn = result.ok || result.gone ? null : retryDelayMs(delivery.attempts, result.retryAfterMs);
-  const status = result.ok ? "succeeded" : retryIn === null ? "failed" : "pending";
-  const failingSince = result.ok ? null : (webhook.failingSince ?? startedAt);
-  const disable = result.gone
-    ? "the endpoint answered 410 Gone"
-    : !result.ok && now.getTime() - failingSince!.getTime() > DISABLE_AFTER_MS
-      ? "deliveries failed continuously for 5 days"
-      : null;
-  await db.$transaction([
-    db.webhookAttempt.create({
-      data: {
-        id: newId("attempt"),
-        deliveryId: delivery.id,
-        startedAt,
-        durationMs: result.durationMs,
-        statusCode: result.statusCode,
-        responseBody: excerpt,
-        error: result.error,
-      },
-    }),
-    db.webhookDelivery.update({
-      where: { id: delivery.id },
-      data: {
-        status,
-        leaseExpiresAt: null,
-        lastStatusCode: result.statusCode,
-        lastError: result.ok ? null : (result.error ?? `HTTP ${result.statusCode}`),
-        ...(retryIn !== null ? { nextAttemptAt: new Date(now.getTime() + retryIn) } : {}),
-        ...(status !== "pending" ? { completedAt: now } : {}),
-      },
-    }),
-    db.webhook.updateMany({
-      where: { id: webhook.id },
-      data: { failingSince, ...(disable ? { isActive: false, disabledReason: disable } : {}) },
-    }),
-  ]);
+/** One finished attempt, as recorded. */
+interface Outcome {
+  delivery: WebhookDelivery;
+  startedAt: Date;
+  result: PostResult;
 }
 
-/** POSTs each claimed delivery to its webhook and records the attempt. */
-export async function deliverWebhooks(deliveries: WebhookDelivery[]): Promise<void> {
-  if (!deliveries.length) return;
-  const db = await getDb();
-  const ids = valuesList([[...new Set(deliveries.map((d) => d.webhookId))]]);
-  const webhooks = new Map(
-    (await sql<Webhook>(`SELECT * FROM "Webhook" WHERE id IN ${ids.text}`, ids.params)).map((w) => [w.id, w]),
+/**
+ * Records attempts in one transaction: the attempt rows, each delivery's new status (succeeded,
+ * pending with its next retry, or failed when the schedule has run out) and each webhook's
+ * failing streak, disabling it on 410 Gone or after 5 days of continuous failure.
+ */
+async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
+  const now = new Date();
+  const attempts = valuesList(
+    outcomes.map(({ delivery, startedAt, result }) => [
+      newId("attempt"),
+      delivery.id,
+      startedAt,
+      result.durationMs,
+      result.statusCode,
+      result.responseExcerpt,
+      result.error,
+    ]),
+    ["", "", "::timestamptz", "::int", "::int", "", ""],
   );
-  const url = await fileUrlSigner();
+  const deliveries = valuesList(
+    outcomes.map(({ delivery, result }) => {
+      const retryIn = result.ok || result.gone ? null : retryDelayMs(delivery.attempts, result.retryAfterMs);
+      const status = result.ok ? "succeeded" : retryIn === null ? "failed" : "pending";
+      return [
+        delivery.id,
+        status,
+        result.statusCode,
+        result.ok ? null : (result.error ?? `HTTP ${result.statusCode}`),
+        retryIn === null ? null : new Date(now.getTime() + retryIn),
+        status === "pending" ? null : now,
+      ];
+    }),
+    ["", "", "::int", "", "::timestamptz", "::timestamptz"],
+  );
+  // Per webhook: did its latest attempt succeed, when did its failures in this batch start, and
+  // did it answer 410.
+  const streaks = new Map<string, { ok: boolean; last: number; failStart: Date | null; gone: boolean }>();
+  for (const { delivery, startedAt, result } of outcomes) {
+    const s = streaks.get(delivery.webhookId) ?? { ok: true, last: -1, failStart: null, gone: false };
+    const end = startedAt.getTime() + result.durationMs;
+    if (end >= s.last) [s.ok, s.last] = [result.ok, end];
+    if (!result.ok && (!s.failStart || startedAt < s.failStart)) s.failStart = startedAt;
+    s.gone ||= result.gone;
+    streaks.set(delivery.webhookId, s);
+  }
+  const webhooks = valuesList(
+    [...streaks].map(([id, s]) => [id, s.ok && !s.gone, s.failStart ?? now, s.gone]),
+    ["", "::boolean", "::timestamptz", "::boolean"],
+  );
+  const cutoff = valuesList([[new Date(now.getTime() - DISABLE_AFTER_MS)]], ["::timestamptz"]);
+  const cutoffParam = `$${webhooks.params.length + 1}`;
+  await sqlTransaction(async (query) => {
+    await query(
+      // A delivery deleted meanwhile (its webhook was deleted) has nothing left to log to.
+      `INSERT INTO "WebhookAttempt" (id, "deliveryId", "startedAt", "durationMs", "statusCode", "responseBody", error)
+       SELECT v.* FROM (VALUES ${attempts.text}) AS v(id, delivery_id, started_at, duration_ms, status_code, body, error)
+       WHERE EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d.id = v.delivery_id)`,
+      attempts.params,
+    );
+    await query(
+      `UPDATE "WebhookDelivery" d SET status = v.status, "leaseExpiresAt" = NULL, "lastStatusCode" = v.code, "lastError" = v.error,
+         "nextAttemptAt" = coalesce(v.next, d."nextAttemptAt"), "completedAt" = v.completed
+       FROM (VALUES ${deliveries.text}) AS v(id, status, code, error, next, completed) WHERE d.id = v.id`,
+      deliveries.params,
+    );
+    // Rows change only when the streak starts or ends or the webhook is disabled, so a healthy
+    // webhook's row is not rewritten on every batch.
+    await query(
+      `UPDATE "Webhook" w SET
+         "failingSince" = CASE WHEN v.ok THEN NULL ELSE coalesce(w."failingSince", v.fail_start) END,
+         "isActive" = w."isActive" AND NOT v.gone AND (v.ok OR coalesce(w."failingSince", v.fail_start) >= ${cutoffParam}),
+         "disabledReason" = CASE
+           WHEN NOT w."isActive" THEN w."disabledReason"
+           WHEN v.gone THEN 'the endpoint answered 410 Gone'
+           WHEN NOT v.ok AND coalesce(w."failingSince", v.fail_start) < ${cutoffParam} THEN 'deliveries failed continuously for 5 days'
+           ELSE w."disabledReason" END
+       FROM (VALUES ${webhooks.text}) AS v(id, ok, fail_start, gone)
+       WHERE w.id = v.id AND (v.ok <> (w."failingSince" IS NULL) OR v.gone OR (NOT v.ok AND w."failingSince" < ${cutoffParam}))`,
+      [...webhooks.params, ...cutoff.params],
+    );
+  });
+}
+
+/** Attempts finishing close together are recorded together (a few ms later, in one transaction). */
+const recordOutcome = batcher<Outcome, void>(async (outcomes) => {
+  await recordOutcomes(outcomes);
+  return outcomes.map(() => undefined);
+}, 500, 5);
+
+/**
+ * POSTs each claimed delivery to its webhook and records the attempt; `onSettled` is called as
+ * each delivery finishes (the embedded sender frees its slot then).
+ */
+export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?: () => void): Promise<void> {
+  if (!deliveries.length) return;
+  let webhooks: Map<string, Webhook>;
+  let url: (fileId: string) => string;
+  try {
+    const ids = valuesList([[...new Set(deliveries.map((d) => d.webhookId))]]);
+    webhooks = new Map((await sql<Webhook>(`SELECT * FROM "Webhook" WHERE id IN ${ids.text}`, ids.params)).map((w) => [w.id, w]));
+    url = await fileUrlSigner();
+  } catch (err) {
+    // Nothing was sent: the claims' leases run out and the deliveries are tried again.
+    if (onSettled) deliveries.forEach(() => onSettled());
+    throw err;
+  }
   const allowInsecure = config().webhookAllowInsecure;
   await Promise.all(
     deliveries.map(async (delivery) => {
-      const webhook = webhooks.get(delivery.webhookId);
-      if (!webhook) return; // deleted meanwhile: its deliveries went with it
-      const startedAt = new Date();
       try {
-        const timestamp = startedAt.getTime();
-        const rawBody = renderBody(delivery, url, timestamp);
-        const headers = signWebhook({ secret: webhook.secret, secrets: secretsOf(webhook, timestamp), rawBody, timestamp, deliveryId: delivery.id });
-        const result = await postWebhook(webhook.url, rawBody, headers, { timeoutMs: RESPONSE_TIMEOUT_MS, allowInsecure });
-        await record(delivery, webhook, startedAt, result);
-      } catch (err) {
-        console.error(`[webhooks] delivery ${delivery.id} failed unexpectedly`, err);
-        await db.webhookDelivery
-          .update({ where: { id: delivery.id }, data: { status: "pending", leaseExpiresAt: null, nextAttemptAt: new Date(Date.now() + 5_000) } })
-          .catch(() => undefined);
+        const webhook = webhooks.get(delivery.webhookId);
+        if (!webhook) return; // deleted meanwhile: its deliveries went with it
+        const startedAt = new Date();
+        try {
+          const timestamp = startedAt.getTime();
+          const rawBody = renderBody(delivery, url, timestamp);
+          const headers = signWebhook({ secret: webhook.secret, secrets: secretsOf(webhook, timestamp), rawBody, timestamp, deliveryId: delivery.id });
+          const result = await postWebhook(webhook.url, rawBody, headers, { timeoutMs: RESPONSE_TIMEOUT_MS, allowInsecure });
+          await recordOutcome({ delivery, startedAt, result });
+        } catch (err) {
+          // Not recorded (the database was unreachable, say): try again shortly. Should even
+          // this fail, the lease expires and the delivery is retried, with the same ID.
+          console.error(`[webhooks] delivery ${delivery.id} failed unexpectedly`, err);
+          await sql(`UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL, "nextAttemptAt" = $2 WHERE id = $1`, [
+            delivery.id,
+            new Date(Date.now() + 5_000),
+          ]).catch(() => undefined);
+        }
+      } finally {
+        onSettled?.();
       }
     }),
   );

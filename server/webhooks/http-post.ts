@@ -3,6 +3,13 @@ import https from "node:https";
 import { performance } from "node:perf_hooks";
 import { checkWebhookUrl, guardedLookup } from "./url-guard";
 
+/**
+ * How many deliveries of one webhook may be in flight at once (also the keep-alive pool's
+ * sockets per receiving host): a slow or stalled receiver holds at most this many of the
+ * sender's slots, so it cannot delay other webhooks' deliveries.
+ */
+export const MAX_IN_FLIGHT_PER_WEBHOOK = 64;
+
 export interface PostResult {
   /** A 2xx response. */
   ok: boolean;
@@ -29,10 +36,11 @@ const USER_AGENT = "Relay-Webhooks/1.0";
 
 // One keep-alive pool per protocol, shared by all deliveries: most webhooks point at a few
 // receivers, and reusing their connections saves a TCP + TLS handshake per delivery. A pooled
-// socket was checked by guardedLookup when it was opened.
+// socket was checked by guardedLookup when it was opened. Sockets per receiving host match the
+// sender's in-flight limit per webhook.
 const agents = {
-  "http:": new http.Agent({ keepAlive: true, maxSockets: 50 }),
-  "https:": new https.Agent({ keepAlive: true, maxSockets: 50 }),
+  "http:": new http.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK }),
+  "https:": new https.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK }),
 };
 
 function parseRetryAfter(value: string | undefined, now: number): number | null {

@@ -9,12 +9,21 @@ import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeli
 // Claims use FOR UPDATE SKIP LOCKED, so several instances share the work.
 
 const BATCH = 100;
+/**
+ * Deliveries in flight at once (POSTed or being recorded). Claims continue while a batch's
+ * slowest receiver is still answering, so one slow webhook (itself capped at
+ * MAX_IN_FLIGHT_PER_WEBHOOK) does not hold back the rest.
+ */
+const MAX_IN_FLIGHT = 400;
 const IDLE_POLL_MS = 1_000;
+/** Pause while every due delivery's webhook is at its in-flight limit. */
+const CAPPED_WAIT_MS = 10;
 const SWEEP_EVERY_MS = 5_000;
 
 const state = processSingleton("webhook-runner", () => ({
   running: false,
   woken: false,
+  inFlight: 0,
   waiter: null as (() => void) | null,
   loop: null as Promise<void> | null,
 }));
@@ -36,6 +45,12 @@ const sleep = (ms: number) =>
     () => (state.waiter = null),
   );
 
+function settled(): void {
+  state.inFlight--;
+  // Wake the loop once there is room for a full batch again (not on every delivery).
+  if (state.inFlight === MAX_IN_FLIGHT - BATCH) state.waiter?.();
+}
+
 async function loop(): Promise<void> {
   let lastSweep = 0;
   while (state.running) {
@@ -44,16 +59,23 @@ async function loop(): Promise<void> {
         lastSweep = Date.now();
         await releaseExpiredDeliveries();
       }
+      if (state.inFlight > MAX_IN_FLIGHT - BATCH) {
+        await sleep(IDLE_POLL_MS);
+        continue;
+      }
       state.woken = false;
       const due = await claimDeliveries(BATCH);
       if (due.length) {
-        await deliverWebhooks(due);
-        continue;
+        state.inFlight += due.length;
+        deliverWebhooks(due, settled).catch((err: unknown) => console.error("[webhooks] delivery round failed", err));
+        if (due.length === BATCH) continue;
       }
       if (state.woken) continue;
       const next = await nextDeliveryDueAt();
       if (state.woken || !state.running) continue;
-      await sleep(next ? Math.max(0, Math.min(IDLE_POLL_MS, next.getTime() - Date.now())) : IDLE_POLL_MS);
+      const untilDue = next ? next.getTime() - Date.now() : IDLE_POLL_MS;
+      // Due but not claimed: their webhooks are at their in-flight limit. Let slots free up.
+      await sleep(untilDue <= 0 ? CAPPED_WAIT_MS : Math.min(IDLE_POLL_MS, untilDue));
     } catch (err) {
       console.error("[webhooks] runner error", err);
       await sleep(IDLE_POLL_MS);
@@ -67,9 +89,12 @@ export function startWebhookRunner(): void {
   state.loop = loop();
 }
 
-export async function stopWebhookRunner(): Promise<void> {
+/** Stops claiming and waits (at most `graceMs`) for deliveries in flight to be recorded. */
+export async function stopWebhookRunner(graceMs = 20_000): Promise<void> {
   state.running = false;
   state.waiter?.();
   await state.loop;
   state.loop = null;
+  const deadline = Date.now() + graceMs;
+  while (state.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
 }
