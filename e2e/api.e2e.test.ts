@@ -1,9 +1,11 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import http from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifyWebhook } from "../server/webhooks/signing";
 
 // The production server as a user runs it: `next start` on embedded PGlite in a fresh
 // DATA_DIR, set up with the operator CLI while it runs, driven only over HTTP.
@@ -50,7 +52,16 @@ const admin = (...args: string[]) => execFileSync(TSX, ["scripts/admin.ts", ...a
 beforeAll(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
-  env = { ...process.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1", DATA_DIR: dataDir, PUBLIC_URL: base, PORT: String(port) };
+  env = {
+    ...process.env,
+    NODE_ENV: "production",
+    NEXT_TELEMETRY_DISABLED: "1",
+    DATA_DIR: dataDir,
+    PUBLIC_URL: base,
+    PORT: String(port),
+    // The test's webhook receiver is plain HTTP on loopback.
+    WEBHOOK_ALLOW_INSECURE: "true",
+  };
   delete env.DATABASE_URL;
   await start();
 });
@@ -189,6 +200,82 @@ describe("/v1 against next start", () => {
     const failed = await (await fetch(`${base}/v1/outbox?status=failed&limit=1`, { headers: auth })).json();
     expect(failed.data).toEqual([]);
   });
+
+  it("loses no webhook delivery when the server is killed mid-delivery; a repeat carries the same delivery ID", async () => {
+    const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    let secret = "";
+    /** Every delivery that arrived: its ID and the message it reports. */
+    const arrived: { deliveryId: string; messageId: string }[] = [];
+    // Answers after 30 ms, so deliveries are in flight when the server dies.
+    const receiver = http.createServer((req, res) => {
+      let rawBody = "";
+      req.on("data", (c) => (rawBody += c));
+      req.on("end", () => {
+        const event = verifyWebhook(rawBody, req.headers as Record<string, string>, secret);
+        arrived.push({ deliveryId: event.delivery_id, messageId: String(event.data.id) });
+        setTimeout(() => res.writeHead(200).end("ok"), 30);
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hook`;
+      const created = await (await fetch(`${base}/v1/webhooks`, { method: "POST", headers: auth, body: JSON.stringify({ from: line, url, events: ["message.received"] }) })).json();
+      secret = created.secret;
+      expect(secret).toMatch(/^whsec_/);
+
+      const KILL_AFTER = 150;
+      const accepted: string[] = [];
+      let killed = false;
+      const died = new Promise((r) => server!.once("exit", r));
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, lane) => {
+          for (let i = lane; !killed; i += 10) {
+            try {
+              const res = await fetch(`${base}/api/simulator/messages`, {
+                method: "POST",
+                headers: auth,
+                body: JSON.stringify({ line, from: `+1555000${String(2000 + lane)}`, text: `event ${i}` }),
+              });
+              if (res.status === 201) accepted.push((await res.json()).id);
+            } catch {
+              return; // the server is gone
+            }
+            if (accepted.length >= KILL_AFTER && !killed) {
+              killed = true;
+              server!.kill("SIGKILL");
+            }
+          }
+        }),
+      );
+      await died;
+      await start();
+
+      // Claims the dead server held are returned when their 30 s lease runs out.
+      const deadline = Date.now() + 90_000;
+      for (;;) {
+        const open = await Promise.all(
+          ["pending", "delivering"].map(async (status) =>
+            (await (await fetch(`${base}/v1/webhooks/deliveries?webhook_id=${created.id}&status=${status}&limit=1`, { headers: auth })).json()).data,
+          ),
+        );
+        if (open.every((d) => d.length === 0)) break;
+        expect(Date.now()).toBeLessThan(deadline);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      // Every accepted event arrived, each under exactly one delivery ID (a repeat after the
+      // restart reuses it, so a receiver can deduplicate).
+      const idsByMessage = new Map<string, Set<string>>();
+      for (const a of arrived) idsByMessage.set(a.messageId, (idsByMessage.get(a.messageId) ?? new Set()).add(a.deliveryId));
+      for (const id of accepted) expect(idsByMessage.get(id)?.size, `event for ${id}`).toBe(1);
+      const failed = await (await fetch(`${base}/v1/webhooks/deliveries?webhook_id=${created.id}&status=failed&limit=1`, { headers: auth })).json();
+      expect(failed.data).toEqual([]);
+      const repeats = arrived.length - new Set(arrived.map((a) => a.deliveryId)).size;
+      console.log(`webhook restart: ${accepted.length} events accepted, ${arrived.length} POSTs received, ${repeats} repeated after the kill`);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  }, 150_000);
 
   it("keeps everything across a restart, and revocation through the CLI takes effect", async () => {
     await stop();
