@@ -4,6 +4,7 @@ import { releaseAllClaims } from "./delivery/outbox";
 import { checkFfmpeg } from "./audio/ffmpeg";
 import { bootstrap } from "./bootstrap";
 import { startRunner } from "./delivery/runner";
+import { releaseExpiredDeliveries } from "./webhooks/delivery";
 import { startWebhookRunner } from "./webhooks/runner";
 import { seedDevAccount } from "./dev-seed";
 
@@ -17,6 +18,8 @@ export async function startServer(): Promise<void> {
   if (kind === "pglite") {
     const released = await releaseAllClaims();
     if (released) console.log(`[outbox] ${released} item(s) claimed before a crash are pending again.`);
+    const deliveries = await releaseExpiredDeliveries(new Date(), { all: true });
+    if (deliveries) console.log(`[webhooks] ${deliveries} delivery(ies) under way before a crash will be sent again (same delivery IDs).`);
   }
   if (c.deliveryEngine === "embedded") {
     await startRunner();

@@ -187,6 +187,23 @@ describe("retry schedule and disabling", () => {
     expect((await prisma.webhook.findUniqueOrThrow({ where: { id: hook.id } })).failingSince).toBeNull();
   });
 
+  it("a delivery whose sender died mid-attempt is sent again with the same ID once its lease runs out", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    await inbound(f, phone(), "sent twice, same ID");
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    const prisma = await db();
+    const delivery = await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id } });
+    await vi.waitFor(async () => expect((await prisma.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } })).status).toBe("succeeded"));
+    // As a process that claimed it and died would leave it (its outcome never recorded).
+    await prisma.webhookDelivery.update({ where: { id: delivery.id }, data: { status: "delivering", leaseExpiresAt: new Date(Date.now() - 1_000) } });
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(2), { timeout: 15_000, interval: 50 });
+    expect(at(hook.path).map((r) => r.headers["x-webhook-delivery-id"])).toEqual([delivery.id, delivery.id]);
+    await vi.waitFor(async () =>
+      expect(await prisma.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } })).toMatchObject({ status: "succeeded", attempts: 2 }),
+    );
+  }, 30_000);
+
   it("a stalled receiver holds at most its own share of the sender: other webhooks keep receiving", async () => {
     const slow = await makeAccount();
     const slowHook = await subscribe(slow, ["message.received"]);

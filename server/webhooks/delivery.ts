@@ -52,11 +52,15 @@ export async function claimDeliveries(limit: number, now = new Date()): Promise<
   );
 }
 
-/** Deliveries whose worker died mid-attempt go back to pending (the receiver may see the ID twice). */
-export async function releaseExpiredDeliveries(now = new Date()): Promise<number> {
+/**
+ * Deliveries whose worker died mid-attempt go back to pending (the receiver may see the ID
+ * twice). `all`: every claim, for a process that owns the database alone (embedded PGlite) at
+ * start, when whatever is claimed was claimed by a process that died.
+ */
+export async function releaseExpiredDeliveries(now = new Date(), { all = false } = {}): Promise<number> {
   const rows = await sql<{ id: string }>(
-    `UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL WHERE status = 'delivering' AND "leaseExpiresAt" < $1 RETURNING id`,
-    [now],
+    `UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL WHERE status = 'delivering' AND ($2 OR "leaseExpiresAt" < $1) RETURNING id`,
+    [now, all],
   );
   return rows.length;
 }
