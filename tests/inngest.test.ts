@@ -127,12 +127,13 @@ describe("Inngest engine", () => {
 
   it("webhook deliveries: a change announces relay/webhooks.due and deliver-webhooks sends them, signed", async () => {
     const hits: { rawBody: string; headers: http.IncomingHttpHeaders }[] = [];
+    let status = 200;
     const hookReceiver = http.createServer((req, res) => {
       let rawBody = "";
       req.on("data", (c) => (rawBody += c));
       req.on("end", () => {
         hits.push({ rawBody, headers: req.headers });
-        res.writeHead(200).end("ok");
+        res.writeHead(status).end("ok");
       });
     });
     await new Promise<void>((resolve) => hookReceiver.listen(0, "127.0.0.1", resolve));
@@ -153,6 +154,27 @@ describe("Inngest engine", () => {
       expect(hits).toHaveLength(1);
       const event = verifyWebhook(hits[0]!.rawBody, hits[0]!.headers as Record<string, string>, hook.body.secret);
       expect(event).toMatchObject({ event: "message.received", data: { id: m.id, text: "through inngest" } });
+
+      // A failed attempt's 5 s retry is not left to the every-minute cron: the run sleeps until
+      // it is due and announces it.
+      status = 500;
+      const before500 = Date.now();
+      await inbound(f, phone(), "retry soon");
+      const slept = vi.fn();
+      const announced = vi.fn(() => ({ ids: ["evt"] }));
+      const second = await new InngestTestEngine({
+        function: createDeliverWebhooks(inngest),
+        events: [{ name: "relay/webhooks.due", data: {} }],
+        steps: [
+          { id: "wait-for-retry", handler: slept },
+          { id: "retry-due", handler: announced },
+        ],
+      }).execute();
+      const retryAt = (second.result as { retryAt: number }).retryAt;
+      expect(retryAt).toBeGreaterThanOrEqual(before500 + 4_000);
+      expect(retryAt).toBeLessThan(Date.now() + 6_000 + 1_000);
+      expect(slept).toHaveBeenCalledTimes(1);
+      expect(announced).toHaveBeenCalledTimes(1);
     } finally {
       await new Promise<void>((resolve) => hookReceiver.close(() => resolve()));
     }

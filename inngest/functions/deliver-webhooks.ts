@@ -1,16 +1,19 @@
 import { cron, type Inngest } from "inngest";
-import { claimDeliveries, deliverWebhooks, releaseExpiredDeliveries } from "@/server/webhooks/delivery";
+import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "@/server/webhooks/delivery";
 import { inngest } from "../client";
 import { webhooksDue } from "../events";
 
 // Sends due webhook deliveries with the embedded sender's steps (claim with a lease, signed
 // POST, attempt log, retry schedule kept on the delivery rows). Runs when a change with
-// deliveries commits (relay/webhooks.due) and every minute for scheduled retries, so in this
-// engine a retry is sent within a minute of its due time.
+// deliveries commits (relay/webhooks.due) and every minute. A retry due before the next
+// minute (the schedule's first, 5 s) is not left to the cron: the run sleeps until it is due
+// and announces it, so retries keep their published timing under this engine too.
 
 const BATCH = 100;
-/** Batches per run; a longer backlog continues in the next run. */
+/** Batches per run; a longer backlog continues in a run started by this one. */
 const MAX_ROUNDS = 50;
+/** Retries due sooner than this are waited for by a sleeping run; later ones by the cron. */
+const CRON_INTERVAL_MS = 60_000;
 
 export function createDeliverWebhooks(client: Inngest.Any) {
   return client.createFunction(
@@ -19,12 +22,14 @@ export function createDeliverWebhooks(client: Inngest.Any) {
       name: "Send due webhook deliveries",
       triggers: [webhooksDue, cron("* * * * *")],
       // Claims skip locked rows, so two runs share a backlog without sending anything twice.
+      // A sleeping run holds no slot.
       concurrency: [{ limit: 2 }],
       retries: 4,
     },
     async ({ step }) => {
       const released = await step.run("release-expired-leases", () => releaseExpiredDeliveries());
       let sent = 0;
+      let backlog = false;
       for (let round = 1; round <= MAX_ROUNDS; round++) {
         const n = await step.run(`deliver-${round}`, async () => {
           const due = await claimDeliveries(BATCH);
@@ -32,9 +37,27 @@ export function createDeliverWebhooks(client: Inngest.Any) {
           return due.length;
         });
         sent += n;
-        if (n < BATCH) break;
+        backlog = n === BATCH;
+        if (!backlog) break;
       }
-      return { released, sent };
+      if (backlog) {
+        await step.sendEvent("continue-backlog", webhooksDue.create({}));
+        return { released, sent, continued: true };
+      }
+      // Decided inside a step, so a replay of this run takes the same path.
+      const retryAt = await step.run("next-retry", async () => {
+        const next = await nextDeliveryDueAt();
+        if (!next) return null;
+        // Due now but not claimed (its webhook is at its in-flight limit): look again in a second.
+        const at = Math.max(next.getTime(), Date.now() + 1_000);
+        return at - Date.now() < CRON_INTERVAL_MS ? at : null;
+      });
+      if (retryAt !== null) {
+        await step.sleepUntil("wait-for-retry", new Date(retryAt));
+        // Every run that waited for the same moment sends the same event ID: Inngest keeps one.
+        await step.sendEvent("retry-due", webhooksDue.create({}, { id: `webhooks-due-${retryAt}` }));
+      }
+      return { released, sent, retryAt };
     },
   );
 }
