@@ -49,6 +49,36 @@ async function stop(): Promise<void> {
 
 const admin = (...args: string[]) => execFileSync(TSX, ["scripts/admin.ts", ...args], { env, encoding: "utf8" }).trim();
 
+/**
+ * Ten concurrent lanes each call `send(i, lane)` (i counting up per lane) until `killAfter`
+ * requests were accepted, then the server is killed (SIGKILL) while the others are still in
+ * flight; resolves with the accepted IDs once it has exited. `send` returns the accepted ID or
+ * null.
+ */
+async function sendUntilKilled(killAfter: number, send: (i: number, lane: number) => Promise<string | null>): Promise<string[]> {
+  const accepted: string[] = [];
+  let killed = false;
+  const died = new Promise((r) => server!.once("exit", r));
+  await Promise.all(
+    Array.from({ length: 10 }, async (_, lane) => {
+      for (let i = lane; !killed; i += 10) {
+        try {
+          const id = await send(i, lane);
+          if (id) accepted.push(id);
+        } catch {
+          return; // the server is gone
+        }
+        if (accepted.length >= killAfter && !killed) {
+          killed = true;
+          server!.kill("SIGKILL");
+        }
+      }
+    }),
+  );
+  await died;
+  return accepted;
+}
+
 beforeAll(async () => {
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
@@ -147,34 +177,16 @@ describe("/v1 against next start", () => {
 
   it("loses nothing and sends nothing twice when the server is killed mid-delivery", async () => {
     const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-    const KILL_AFTER = 100;
-    const accepted: string[] = [];
-    let killed = false;
-    const died = new Promise((r) => server!.once("exit", r));
-    // Ten concurrent senders; the server is killed (SIGKILL) while they are still sending, so
-    // items are pending or claimed, and some requests are cut off mid-flight.
-    await Promise.all(
-      Array.from({ length: 10 }, async (_, lane) => {
-        for (let i = lane; !killed; i += 10) {
-          try {
-            const res = await fetch(`${base}/v1/messages`, {
-              method: "POST",
-              headers: auth,
-              body: JSON.stringify({ from: line, to: "+15550001111", text: `bulk ${i}` }),
-            });
-            if (res.status !== 200) continue;
-            accepted.push((await res.json()).id);
-          } catch {
-            return; // the server is gone
-          }
-          if (accepted.length >= KILL_AFTER && !killed) {
-            killed = true;
-            server!.kill("SIGKILL");
-          }
-        }
-      }),
-    );
-    await died;
+    // Ten concurrent senders; the server is killed while they are still sending, so items are
+    // pending or claimed, and some requests are cut off mid-flight.
+    const accepted = await sendUntilKilled(100, async (i) => {
+      const res = await fetch(`${base}/v1/messages`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ from: line, to: "+15550001111", text: `bulk ${i}` }),
+      });
+      return res.status === 200 ? (await res.json()).id : null;
+    });
 
     await start();
     const deadline = Date.now() + 60_000;
@@ -223,31 +235,14 @@ describe("/v1 against next start", () => {
       secret = created.secret;
       expect(secret).toMatch(/^whsec_/);
 
-      const KILL_AFTER = 150;
-      const accepted: string[] = [];
-      let killed = false;
-      const died = new Promise((r) => server!.once("exit", r));
-      await Promise.all(
-        Array.from({ length: 10 }, async (_, lane) => {
-          for (let i = lane; !killed; i += 10) {
-            try {
-              const res = await fetch(`${base}/api/simulator/messages`, {
-                method: "POST",
-                headers: auth,
-                body: JSON.stringify({ line, from: `+1555000${String(2000 + lane)}`, text: `event ${i}` }),
-              });
-              if (res.status === 201) accepted.push((await res.json()).id);
-            } catch {
-              return; // the server is gone
-            }
-            if (accepted.length >= KILL_AFTER && !killed) {
-              killed = true;
-              server!.kill("SIGKILL");
-            }
-          }
-        }),
-      );
-      await died;
+      const accepted = await sendUntilKilled(150, async (i, lane) => {
+        const res = await fetch(`${base}/api/simulator/messages`, {
+          method: "POST",
+          headers: auth,
+          body: JSON.stringify({ line, from: `+1555000${String(2000 + lane)}`, text: `event ${i}` }),
+        });
+        return res.status === 201 ? (await res.json()).id : null;
+      });
       await start();
 
       // On PGlite the restarted server returns the dead one's claims at once (on PostgreSQL,
