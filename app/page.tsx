@@ -1,12 +1,23 @@
+import Link from "next/link";
+
 export default function Home() {
   return (
-    <main style={{ maxWidth: 720, margin: "4rem auto", padding: "0 1rem", lineHeight: 1.5 }}>
-      <h1>Relay</h1>
-      <p>A self-hostable messaging delivery service. The JSON API lives under <code>/v1</code>.</p>
-      <p>
-        Try <code>curl -H &quot;Authorization: Bearer sk_live_…&quot; /v1/lines</code>. The first development key is printed
-        in the server log on first start; more come from <code>npm run -s admin -- key create</code>.
-      </p>
+    <main className="auth-card" style={{ maxWidth: 640 }}>
+      <div className="panel stack">
+        <h1>Relay</h1>
+        <p>A self-hostable messaging delivery service: send and receive iMessage and SMS through a JSON API under <code>/v1</code>, GraphQL and signed webhooks.</p>
+        <div className="row">
+          <Link className="button primary" href="/dashboard">
+            Open the dashboard
+          </Link>
+          <Link className="button" href="/sign-up">
+            Sign up
+          </Link>
+        </div>
+        <p className="small muted">
+          API: <code>curl -H &quot;Authorization: Bearer sk_live_…&quot; /v1/lines</code>. Keys come from the dashboard or <code>npm run -s admin -- key create</code>.
+        </p>
+      </div>
     </main>
   );
 }

@@ -1,53 +1,18 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import http from "node:http";
-import { mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import type net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhook } from "../server/webhooks/signing";
+import { type TestServer, testServer } from "./harness";
 
 // The production server as a user runs it: `next start` on embedded PGlite in a fresh
 // DATA_DIR, set up with the operator CLI while it runs, driven only over HTTP.
 
-const NEXT = path.resolve("node_modules/.bin/next");
-const TSX = path.resolve("node_modules/.bin/tsx");
-const dataDir = mkdtempSync(path.join(tmpdir(), "relay-e2e-"));
-let server: ChildProcess | undefined;
+let app: TestServer;
 let base = "";
-let env: NodeJS.ProcessEnv = { ...process.env };
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function start(): Promise<void> {
-  server = spawn(NEXT, ["start", "-p", String(new URL(base).port), "-H", "127.0.0.1"], { env, stdio: ["ignore", "ignore", "inherit"] });
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${base}/api/health`)).ok) return;
-    } catch {
-      // starting
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error("next start did not come up");
-}
-
-async function stop(): Promise<void> {
-  if (!server || server.exitCode !== null) return;
-  const exited = new Promise((r) => server!.once("exit", r));
-  server.kill("SIGTERM");
-  await exited;
-}
-
-const admin = (...args: string[]) => execFileSync(TSX, ["scripts/admin.ts", ...args], { env, encoding: "utf8" }).trim();
+const server = () => app.process();
+const start = () => app.start();
+const stop = () => app.stop();
+const admin = (...args: string[]) => app.admin(...args);
 
 /**
  * Ten concurrent lanes each call `send(i, lane)` (i counting up per lane) until `killAfter`
@@ -58,7 +23,7 @@ const admin = (...args: string[]) => execFileSync(TSX, ["scripts/admin.ts", ...a
 async function sendUntilKilled(killAfter: number, send: (i: number, lane: number) => Promise<string | null>): Promise<string[]> {
   const accepted: string[] = [];
   let killed = false;
-  const died = new Promise((r) => server!.once("exit", r));
+  const died = new Promise((r) => server().once("exit", r));
   await Promise.all(
     Array.from({ length: 10 }, async (_, lane) => {
       for (let i = lane; !killed; i += 10) {
@@ -70,7 +35,7 @@ async function sendUntilKilled(killAfter: number, send: (i: number, lane: number
         }
         if (accepted.length >= killAfter && !killed) {
           killed = true;
-          server!.kill("SIGKILL");
+          server().kill("SIGKILL");
         }
       }
     }),
@@ -80,26 +45,12 @@ async function sendUntilKilled(killAfter: number, send: (i: number, lane: number
 }
 
 beforeAll(async () => {
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  env = {
-    ...process.env,
-    NODE_ENV: "production",
-    NEXT_TELEMETRY_DISABLED: "1",
-    DATA_DIR: dataDir,
-    PUBLIC_URL: base,
-    PORT: String(port),
-    // The test's webhook receiver is plain HTTP on loopback.
-    WEBHOOK_ALLOW_INSECURE: "true",
-  };
-  delete env.DATABASE_URL;
-  await start();
+  // The test's webhook receiver is plain HTTP on loopback.
+  app = await testServer({ WEBHOOK_ALLOW_INSECURE: "true" });
+  base = app.base;
 });
 
-afterAll(async () => {
-  await stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+afterAll(() => app.dispose());
 
 describe("/v1 against next start", () => {
   let key = "";

@@ -4,6 +4,8 @@
 export const ERROR_CODES = {
   missing_api_key: { type: "authentication_error", status: 401 },
   invalid_api_key: { type: "authentication_error", status: 401 },
+  /** Extension (dashboard, GraphQL): no signed-in session. */
+  session_required: { type: "authentication_error", status: 401 },
   insufficient_scope: { type: "authorization_error", status: 403 },
   line_not_accessible: { type: "authorization_error", status: 403 },
   sandbox_not_activated: { type: "authorization_error", status: 403 },
@@ -26,6 +28,8 @@ export const ERROR_CODES = {
   /** Extension: GET /v1/webhooks/deliveries?id= and resend for an unknown or foreign dlv_ ID. */
   delivery_not_found: { type: "not_found_error", status: 404 },
   file_not_found: { type: "not_found_error", status: 404 },
+  /** Extension (dashboard): an unknown or foreign API key ID. */
+  api_key_not_found: { type: "not_found_error", status: 404 },
   route_not_found: { type: "not_found_error", status: 404 },
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
   sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },

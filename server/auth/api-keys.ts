@@ -77,6 +77,11 @@ interface CachedKey {
 const cache = processSingleton("api-key-cache", () => new Map<string, CachedKey>());
 const lastUsedWritten = processSingleton("api-key-last-used", () => new Map<string, number>());
 
+/** Forgets a key in this process's cache (after a revocation here). */
+export function forgetKey(hash: string): void {
+  cache.delete(hash);
+}
+
 export function clearKeyCache(): void {
   cache.clear();
 }

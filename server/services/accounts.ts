@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { hashPassword } from "../auth/passwords";
+import { hashPassword, verifyPassword } from "../auth/passwords";
 import { getDb } from "../db";
 import { ApiError } from "../errors";
 import type { Account } from "../generated/prisma/client";
@@ -41,4 +41,51 @@ export async function findAccountByEmail(email: string): Promise<Account> {
   const account = await db.account.findUnique({ where: { email: EmailSchema.parse(email) } });
   if (!account) throw new ApiError("invalid_parameter_value", `No account with email ${email}.`, { param: "account" });
   return account;
+}
+
+export const SignUpBody = z.object({
+  email: EmailSchema,
+  password: PasswordSchema,
+  name: z.string().trim().max(100).optional(),
+});
+
+/** Dashboard sign-up: a user and the account they own. */
+export async function signUp(input: z.output<typeof SignUpBody>): Promise<Account> {
+  return createAccount({ email: input.email, password: input.password, name: input.name });
+}
+
+// Compared against when the email is unknown, so a wrong email costs the same time as a wrong
+// password and sign-in does not reveal which addresses have accounts.
+let decoyHash: Promise<string> | undefined;
+
+/** The user's account for an email and password, or null; accounts made by the CLI work too. */
+export async function verifyCredentials(email: string, password: string): Promise<{ userId: string; accountId: string; email: string } | null> {
+  const parsed = EmailSchema.safeParse(email);
+  const db = await getDb();
+  const user = parsed.success
+    ? await db.user.findUnique({ where: { email: parsed.data }, include: { accounts: { orderBy: { createdAt: "asc" }, take: 1 } } })
+    : null;
+  if (!user?.passwordHash) {
+    decoyHash ??= hashPassword("decoy password for unknown users");
+    await verifyPassword(password, await decoyHash);
+    return null;
+  }
+  if (!(await verifyPassword(password, user.passwordHash))) return null;
+  const account = user.accounts[0];
+  return account ? { userId: user.id, accountId: account.id, email: user.email } : null;
+}
+
+/** Counts for the dashboard's overview. */
+export async function accountOverview(accountId: string) {
+  const db = await getDb();
+  const [account, lines, chats, keys, webhooks, pending, failed] = await Promise.all([
+    db.account.findUniqueOrThrow({ where: { id: accountId }, select: { email: true, name: true } }),
+    db.line.count({ where: { accountId } }),
+    db.chat.count({ where: { accountId } }),
+    db.apiKey.count({ where: { accountId, revokedAt: null } }),
+    db.webhook.count({ where: { accountId } }),
+    db.outboxItem.count({ where: { accountId, status: { in: ["pending", "claimed"] } } }),
+    db.outboxItem.count({ where: { accountId, status: "failed" } }),
+  ]);
+  return { ...account, counts: { lines, chats, keys, webhooks, pending, failed } };
 }

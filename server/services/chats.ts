@@ -6,7 +6,7 @@ import { normalizeHandle } from "../handles";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
 import { ID_PREFIXES, isId } from "../ids";
 import { serializeChat } from "../serializers";
-import { resolveLine } from "./lines";
+import { assertLineAccess, resolveLine } from "./lines";
 
 const FOREIGN_PREFIX = new RegExp(`^(${Object.values(ID_PREFIXES).join("|")})_`);
 
@@ -37,15 +37,38 @@ export async function resolveChat(actor: Actor, line: Line, to: string, param = 
 
 export async function listChats(
   actor: Actor,
-  input: { from: string; limit: number; cursor?: string },
+  input: { from: string; limit: number; cursor?: string; search?: string },
 ): Promise<Page<ReturnType<typeof serializeChat>>> {
   const line = await resolveLine(actor, input.from);
   const db = await getDb();
   const page = keysetDesc("lastMessageAt", input.cursor, { nullable: true });
+  const search = input.search?.trim();
   const rows = await db.chat.findMany({
-    where: { lineId: line.id, accountId: actor.accountId, ...page.where },
+    where: {
+      lineId: line.id,
+      accountId: actor.accountId,
+      ...(search
+        ? {
+            OR: [
+              { identifier: { contains: search, mode: "insensitive" as const } },
+              { name: { contains: search, mode: "insensitive" as const } },
+              { participants: { has: search } },
+            ],
+          }
+        : {}),
+      ...page.where,
+    },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
   return toPage(rows, input.limit, serializeChat, (c) => [c.lastMessageAt?.getTime() ?? null, c.id]);
+}
+
+/** One chat by cht_ ID (the dashboard's conversation view). */
+export async function getChat(actor: Actor, id: string) {
+  const db = await getDb();
+  const chat = await db.chat.findFirst({ where: { id, accountId: actor.accountId }, include: { line: true } });
+  if (!chat) throw new ApiError("chat_not_found", `No chat with ID '${id}'.`, { param: "id" });
+  await assertLineAccess(actor, chat.line);
+  return { ...serializeChat(chat), line_handle: chat.line.handle };
 }

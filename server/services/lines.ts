@@ -1,3 +1,5 @@
+import { randomInt } from "node:crypto";
+import { z } from "zod";
 import type { Actor } from "../auth/actor";
 import { config } from "../config";
 import { getDb } from "../db";
@@ -144,4 +146,57 @@ export async function createLine(input: CreateLineInput): Promise<Line> {
   });
   await notifyChange(input.accountId);
   return line;
+}
+
+// The owner's line management (dashboard): simulated lines get a free +1555 01xx xxxx handle.
+
+export const CreateSimulatedLineBody = z.object({
+  label: z.string().trim().max(100).nullable().optional(),
+  service: z.enum(["imessage", "sms", "auto"]).default("imessage"),
+  advanced_features: z.boolean().default(false),
+  /** A specific handle; a free simulated number when absent. */
+  handle: z.string().trim().min(4).max(320).optional(),
+});
+
+export const UpdateLineBody = z.object({
+  id: z.string().trim().min(1).max(100),
+  label: z.string().trim().max(100).nullable().optional(),
+  is_active: z.boolean().optional(),
+});
+
+async function freeSimulatedHandle(): Promise<string> {
+  const db = await getDb();
+  for (let i = 0; i < 20; i++) {
+    const handle = `+155501${String(randomInt(0, 100_000)).padStart(5, "0")}`;
+    if (!(await db.line.findUnique({ where: { handle }, select: { id: true } }))) return handle;
+  }
+  throw new ApiError("internal_error", "No free simulated handle was found; pass one.");
+}
+
+export async function createSimulatedLine(actor: Actor, input: z.output<typeof CreateSimulatedLineBody>) {
+  const line = await createLine({
+    accountId: actor.accountId,
+    handle: input.handle ?? (await freeSimulatedHandle()),
+    label: input.label || null,
+    service: input.service,
+    advancedFeatures: input.advanced_features,
+  });
+  return serializeLine(line);
+}
+
+/** Renames, deactivates (writes then answer `invalid_parameter_value` on `from`) or reactivates a line. */
+export async function updateLine(actor: Actor, input: z.output<typeof UpdateLineBody>) {
+  const db = await getDb();
+  const line = await db.line.findFirst({ where: { id: input.id, accountId: actor.accountId } });
+  if (!line) throw new ApiError("line_not_found", `No line with ID '${input.id}'.`, { param: "id" });
+  const updated = await db.line.update({
+    where: { id: line.id },
+    data: {
+      ...(input.label !== undefined ? { label: input.label || null } : {}),
+      ...(input.is_active !== undefined ? { isActive: input.is_active } : {}),
+    },
+  });
+  forgetCachedLines();
+  await notifyChange(actor.accountId);
+  return serializeLine(updated);
 }

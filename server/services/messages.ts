@@ -3,9 +3,9 @@ import { getDb } from "../db";
 import { ApiError } from "../errors";
 import type { Message } from "../generated/prisma/client";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
-import { serializeMessage } from "../serializers";
+import { serializeMessage, serializeReaction } from "../serializers";
 import { fileUrlSigner } from "../storage/signed-urls";
-import { rejectForeignId, resolveChat } from "./chats";
+import { getChat, rejectForeignId, resolveChat } from "./chats";
 import { assertLineIdAccess, resolveLine } from "./lines";
 
 export type MessageJson = ReturnType<typeof serializeMessage>;
@@ -52,4 +52,34 @@ export async function listMessages(
   });
   const url = await fileUrlSigner();
   return toPage(rows, input.limit, (m) => serializeMessage(m, url), (m) => [m.sentAt.getTime(), m.id]);
+}
+
+/**
+ * A page of a chat's messages, newest first, with each message's current reactions and the
+ * message it replies to (dashboard conversation view): three queries whatever the page size.
+ */
+export async function listConversation(actor: Actor, input: { chat_id: string; limit: number; cursor?: string }) {
+  const chat = await getChat(actor, input.chat_id);
+  const db = await getDb();
+  const page = keysetDesc("sentAt", input.cursor);
+  const rows = await db.message.findMany({
+    where: { chatId: chat.id, accountId: actor.accountId, ...page.where },
+    orderBy: page.orderBy,
+    include: { attachments: true },
+    take: input.limit + 1,
+  });
+  const shown = rows.slice(0, input.limit);
+  const guids = [...new Set(shown.map((m) => m.replyToGuid).filter((g): g is string => g !== null))];
+  const [reactions, parents] = await Promise.all([
+    db.reaction.findMany({ where: { messageId: { in: shown.map((m) => m.id) }, added: true }, orderBy: { sentAt: "asc" } }),
+    db.message.findMany({ where: { chatId: chat.id, guid: { in: guids } }, select: { guid: true, id: true, text: true } }),
+  ]);
+  const url = await fileUrlSigner();
+  const parentByGuid = new Map(parents.map((p) => [p.guid, p]));
+  const result = toPage(rows, input.limit, (m) => ({
+    ...serializeMessage(m, url),
+    reactions: reactions.filter((r) => r.messageId === m.id).map(serializeReaction),
+    reply_to: m.replyToGuid ? (parentByGuid.get(m.replyToGuid) ?? null) : null,
+  }), (m) => [m.sentAt.getTime(), m.id]);
+  return { chat, ...result };
 }

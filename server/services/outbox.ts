@@ -6,8 +6,9 @@ import { isId } from "../ids";
 import { serializeOutboxItem } from "../serializers";
 import { assertLineIdAccess, resolveLine, sandboxLine } from "./lines";
 
-export const OUTBOX_STATUSES = ["pending", "claimed", "sent", "failed"] as const;
-export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
+import { OUTBOX_STATUSES, type OutboxStatus } from "./outbox-statuses";
+
+export { OUTBOX_STATUSES, type OutboxStatus };
 
 export async function getOutboxItem(actor: Actor, id: string) {
   if (!isId("outbox", id)) throw invalidParam("id", `'${id}' is not a valid obx_ ID.`);

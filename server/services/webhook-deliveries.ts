@@ -63,15 +63,18 @@ async function findDelivery(actor: Actor, id: string) {
   return delivery;
 }
 
-export async function listDeliveries(actor: Actor, input: z.output<typeof ListDeliveriesQuery>) {
+/** One delivery with its data and every attempt. */
+export async function getDelivery(actor: Actor, id: string) {
+  const delivery = await findDelivery(actor, id);
   const db = await getDb();
-  if (input.id) {
-    const delivery = await findDelivery(actor, input.id);
-    const attempts = await db.webhookAttempt.findMany({ where: { deliveryId: delivery.id }, orderBy: { startedAt: "asc" } });
-    return serializeDelivery(delivery, attempts);
-  }
-  if (!input.webhook_id) throw new ApiError("missing_required_parameter", "Pass webhook_id (or id for one delivery).", { param: "webhook_id" });
+  const attempts = await db.webhookAttempt.findMany({ where: { deliveryId: delivery.id }, orderBy: { startedAt: "asc" } });
+  return serializeDelivery(delivery, attempts) as ReturnType<typeof serializeDelivery> & { data: unknown; attempt_log: ReturnType<typeof serializeAttempt>[] };
+}
+
+/** A webhook's deliveries, newest first. */
+export async function listWebhookDeliveries(actor: Actor, input: z.output<typeof ListDeliveriesQuery> & { webhook_id: string }) {
   const webhook = await findWebhook(actor, input.webhook_id, "webhook_id");
+  const db = await getDb();
   const page = keysetDesc(null, input.cursor);
   const rows = await db.webhookDelivery.findMany({
     where: { webhookId: webhook.id, ...(input.status ? { status: input.status } : {}), ...page.where },
@@ -79,6 +82,13 @@ export async function listDeliveries(actor: Actor, input: z.output<typeof ListDe
     take: input.limit + 1,
   });
   return toPage(rows, input.limit, (d) => serializeDelivery(d), (d) => [d.id]) as Page<ReturnType<typeof serializeDelivery>>;
+}
+
+/** GET /v1/webhooks/deliveries: one delivery by ?id=, or a webhook's list. */
+export async function listDeliveries(actor: Actor, input: z.output<typeof ListDeliveriesQuery>) {
+  if (input.id) return getDelivery(actor, input.id);
+  if (!input.webhook_id) throw new ApiError("missing_required_parameter", "Pass webhook_id (or id for one delivery).", { param: "webhook_id" });
+  return listWebhookDeliveries(actor, { ...input, webhook_id: input.webhook_id });
 }
 
 export const ResendBody = z.object({

@@ -7,14 +7,14 @@ import { keysetDesc, type Page, PageQuery, toPage } from "../http/pagination";
 import { isId, newId } from "../ids";
 import { serializeWebhook } from "../serializers";
 import { newWebhookSecret } from "../webhooks/signing";
+import { WEBHOOK_EVENTS, type WebhookEvent } from "../webhooks/event-names";
 import { checkWebhookUrl } from "../webhooks/url-guard";
 import { resolveLine, sandboxLine } from "./lines";
 
 // Webhook subscriptions: one line each, HTTPS URLs that are not private addresses, and only
 // the events SPEC.md delivers (plus the opt-in message.failed extension).
 
-export const WEBHOOK_EVENTS = ["message.received", "message.sent", "reaction.added", "reaction.removed", "message.failed"] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+export { WEBHOOK_EVENTS, type WebhookEvent };
 /** Names clients may try that are never delivered (SPEC.md "Events"). */
 const NOT_DELIVERED = new Set(["typing.started", "typing.stopped", "receipt.read"]);
 
@@ -93,4 +93,9 @@ export async function deleteWebhook(actor: Actor, input: z.output<typeof DeleteW
   const db = await getDb();
   await db.webhook.delete({ where: { id: webhook.id } });
   return { id: webhook.id, deleted: true as const };
+}
+
+/** One webhook, without its secret. */
+export async function getWebhook(actor: Actor, id: string) {
+  return serializeWebhook(await findWebhook(actor, id));
 }

@@ -1,6 +1,6 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, timingSafeEqual } from "node:crypto";
 import { config } from "../config";
-import { getDb } from "../db";
+import { instanceSecret } from "../secrets";
 
 // File download URLs: /api/files/<file_id>?expires=<unix s>&signature=<hmac>. They expire and
 // cannot be guessed; the HMAC key is an instance-wide secret kept in the database, so every
@@ -9,23 +9,9 @@ import { getDb } from "../db";
 const SECRET_KEY = "url_signing_secret";
 export const FILE_URL_TTL_SECONDS = 3600;
 
-let secret: Promise<Buffer> | undefined;
-
-/**
- * The instance-wide key, created on first use. Concurrent first callers share one load, and
- * the insert is ON CONFLICT DO NOTHING, so instances starting together agree on one key.
- */
-export function loadSigningSecret(): Promise<Buffer> {
-  secret ??= (async () => {
-    const db = await getDb();
-    await db.setting.createMany({ data: [{ key: SECRET_KEY, value: randomBytes(32).toString("base64url") }], skipDuplicates: true });
-    const row = await db.setting.findUniqueOrThrow({ where: { key: SECRET_KEY } });
-    return Buffer.from(row.value);
-  })().catch((err: unknown) => {
-    secret = undefined;
-    throw err;
-  });
-  return secret;
+/** The instance-wide URL signing key. */
+export async function loadSigningSecret(): Promise<Buffer> {
+  return Buffer.from(await instanceSecret(SECRET_KEY));
 }
 
 function sign(key: Buffer, fileId: string, expires: number): string {

@@ -1,0 +1,58 @@
+"use client";
+import { signIn } from "next-auth/react";
+import Link from "next/link";
+import { useRouter, useSearchParams } from "next/navigation";
+import { type FormEvent, Suspense, useState } from "react";
+
+function SignInForm() {
+  const router = useRouter();
+  const next = useSearchParams().get("callbackUrl") ?? "/dashboard";
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    setBusy(true);
+    setError(null);
+    const res = await signIn("credentials", { email: String(form.get("email")), password: String(form.get("password")), redirect: false });
+    setBusy(false);
+    if (res?.ok) router.push(next.startsWith("/") ? next : "/dashboard");
+    else setError("Wrong email or password.");
+  }
+
+  return (
+    <form className="panel stack" onSubmit={submit}>
+      <h1>Sign in to Relay</h1>
+      <label>
+        Email
+        <input name="email" type="email" autoComplete="email" required />
+      </label>
+      <label>
+        Password
+        <input name="password" type="password" autoComplete="current-password" required />
+      </label>
+      {error ? (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <button className="primary" type="submit" disabled={busy}>
+        {busy ? "Signing in…" : "Sign in"}
+      </button>
+      <p className="small muted">
+        No account? <Link href="/sign-up">Sign up</Link>
+      </p>
+    </form>
+  );
+}
+
+export default function SignInPage() {
+  return (
+    <main className="auth-card">
+      <Suspense>
+        <SignInForm />
+      </Suspense>
+    </main>
+  );
+}

@@ -1,0 +1,6 @@
+// /api/trpc/* - the dashboard's tRPC API, authenticated by the next-auth session
+import { handleTrpc } from "@/server/trpc/http";
+
+const handler = (req: Request) => handleTrpc(req);
+
+export { handler as GET, handler as POST };

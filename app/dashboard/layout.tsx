@@ -1,0 +1,16 @@
+import type { ReactNode } from "react";
+import { requireSession } from "./session";
+import { accountOverview } from "@/server/services/accounts";
+import { Nav } from "./nav";
+
+// Every dashboard page needs a session; without one, sign in first.
+export default async function DashboardLayout({ children }: { children: ReactNode }) {
+  const actor = await requireSession();
+  const account = await accountOverview(actor.accountId);
+  return (
+    <div className="shell">
+      <Nav email={account.email} />
+      <main className="content">{children}</main>
+    </div>
+  );
+}

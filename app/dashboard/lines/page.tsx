@@ -1,0 +1,138 @@
+"use client";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import { type FormEvent, useState } from "react";
+import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { useTRPC } from "@/lib/trpc";
+
+function LabelEditor({ id, label, onSave }: { id: string; label: string | null; onSave: (id: string, label: string) => void }) {
+  const [value, setValue] = useState(label ?? "");
+  const dirty = value !== (label ?? "");
+  return (
+    <form
+      className="row"
+      onSubmit={(e) => {
+        e.preventDefault();
+        onSave(id, value);
+      }}
+    >
+      <input aria-label="Label" value={value} onChange={(e) => setValue(e.target.value)} maxLength={100} placeholder="No label" style={{ width: 160 }} />
+      {dirty ? <button type="submit">Save</button> : null}
+    </form>
+  );
+}
+
+export default function LinesPage() {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const lines = useQuery(trpc.lines.list.queryOptions());
+  const refresh = () => qc.invalidateQueries({ queryKey: trpc.lines.list.queryKey() });
+  const create = useMutation(trpc.lines.create.mutationOptions({ onSuccess: refresh }));
+  const update = useMutation(trpc.lines.update.mutationOptions({ onSuccess: refresh }));
+
+  function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    const form = new FormData(e.currentTarget);
+    create.mutate(
+      {
+        label: String(form.get("label") || "") || null,
+        service: form.get("service") as "imessage" | "sms" | "auto",
+        advanced_features: form.get("advanced") === "on",
+      },
+      { onSuccess: () => (e.target as HTMLFormElement).reset() },
+    );
+  }
+
+  return (
+    <>
+      <h1>Lines</h1>
+      <form className="panel stack" onSubmit={submit} aria-label="Create a simulated line">
+        <h2>Create a simulated line</h2>
+        <p className="small muted">A line on the built-in simulated platform, with a free +1 555 01… number. Drive its other side from the simulator.</p>
+        <div className="row">
+          <label>
+            Label
+            <input name="label" maxLength={100} placeholder="e.g. Support" />
+          </label>
+          <label>
+            Service
+            <select name="service" defaultValue="imessage">
+              <option value="imessage">iMessage</option>
+              <option value="sms">SMS</option>
+              <option value="auto">Auto</option>
+            </select>
+          </label>
+          <label className="check" style={{ alignSelf: "end" }}>
+            <input type="checkbox" name="advanced" /> Advanced features (reactions, typing, receipts)
+          </label>
+        </div>
+        <ErrorText error={create.error} />
+        <div>
+          <button className="primary" type="submit" disabled={create.isPending}>
+            Create line
+          </button>
+        </div>
+      </form>
+      <div className="panel">
+        <ErrorText error={lines.error ?? update.error} />
+        {lines.isPending ? (
+          <Loading />
+        ) : !lines.data?.data.length ? (
+          <Empty>No lines yet: create one above.</Empty>
+        ) : (
+          <div className="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th>Handle</th>
+                  <th>Label</th>
+                  <th>Service</th>
+                  <th>Status</th>
+                  <th>Created</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {lines.data.data.map((l) => (
+                  <tr key={l.id}>
+                    <td>
+                      <span className="mono">{l.handle}</span>
+                      {l.is_sandbox ? <div className="small muted">shared sandbox line</div> : null}
+                    </td>
+                    <td>{l.is_sandbox ? l.label : <LabelEditor id={l.id} label={l.label} onSave={(id, label) => update.mutate({ id, label })} />}</td>
+                    <td>
+                      {l.service}
+                      {l.advanced_features ? <div className="small muted">advanced</div> : null}
+                    </td>
+                    <td>
+                      <StatusBadge status={l.is_active ? "active" : "disabled"} />
+                    </td>
+                    <td>
+                      <Time ms={l.created_at} />
+                    </td>
+                    <td>
+                      <div className="row">
+                        <Link className="button" href={`/dashboard/chats?line=${encodeURIComponent(l.handle)}`}>
+                          Chats
+                        </Link>
+                        {l.is_sandbox ? null : l.is_active ? (
+                          <button type="button" className="danger" onClick={() => confirm(`Deactivate ${l.handle}? Sends from it will be refused.`) && update.mutate({ id: l.id, is_active: false })}>
+                            Deactivate
+                          </button>
+                        ) : (
+                          <button type="button" onClick={() => update.mutate({ id: l.id, is_active: true })}>
+                            Reactivate
+                          </button>
+                        )}
+                      </div>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </div>
+    </>
+  );
+}

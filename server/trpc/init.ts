@@ -1,0 +1,67 @@
+import { initTRPC, TRPCError } from "@trpc/server";
+import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
+import { ZodError } from "zod";
+import type { Actor } from "../auth/actor";
+import { ApiError, type ErrorCode } from "../errors";
+
+// tRPC for the dashboard. Procedures are thin: parse with the shared zod schema, call one
+// service with the session's Actor. Errors keep the REST code (data.code) and request ID.
+
+export interface TrpcContext {
+  actor: Actor | null;
+  requestId: string;
+}
+
+const STATUS_TO_TRPC: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  409: "CONFLICT",
+  429: "TOO_MANY_REQUESTS",
+  503: "SERVICE_UNAVAILABLE",
+};
+
+function apiCode(error: TRPCError): { code: ErrorCode; param: string | null } {
+  const cause = error.cause;
+  if (cause instanceof ApiError) return { code: cause.code, param: cause.param ?? null };
+  if (cause instanceof ZodError) return { code: "invalid_parameter_value", param: cause.issues[0]?.path.join(".") || null };
+  if (error.code === "UNAUTHORIZED") return { code: "session_required", param: null };
+  if (error.code === "NOT_FOUND") return { code: "route_not_found", param: null };
+  if (error.code === "BAD_REQUEST" || error.code === "PARSE_ERROR") return { code: "invalid_json", param: null };
+  return { code: "internal_error", param: null };
+}
+
+const t = initTRPC.context<TrpcContext>().create({
+  errorFormatter({ shape, error, ctx }) {
+    const { code, param } = apiCode(error);
+    const masked = code === "internal_error";
+    if (masked) console.error(`[trpc] ${ctx?.requestId ?? ""}`, error.cause ?? error);
+    return {
+      ...shape,
+      // Unexpected errors say nothing of their cause on the wire.
+      message: masked ? "Something went wrong on our side. Try again; if it persists, quote the request ID." : shape.message,
+      data: { code, param, requestId: ctx?.requestId ?? null, httpStatus: shape.data.httpStatus, path: shape.data.path },
+    };
+  },
+});
+
+/** ApiErrors become TRPCErrors with the matching status, the ApiError kept as the cause. */
+const translateErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.cause instanceof ApiError) {
+    const cause = result.error.cause;
+    throw new TRPCError({ code: STATUS_TO_TRPC[cause.status] ?? "INTERNAL_SERVER_ERROR", message: cause.message, cause });
+  }
+  return result;
+});
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+export const publicProcedure = t.procedure.use(translateErrors);
+
+/** Signed in: ctx.actor is the session's account. */
+export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
+  if (!ctx.actor) throw new TRPCError({ code: "UNAUTHORIZED", message: "Sign in to continue." });
+  return next({ ctx: { ...ctx, actor: ctx.actor } });
+});

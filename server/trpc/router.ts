@@ -1,0 +1,20 @@
+import { createCallerFactory, router } from "./init";
+import { accountRouter, keysRouter } from "./routers/account";
+import { chatsRouter, linesRouter, outboxRouter, sandboxRouter } from "./routers/messaging";
+import { simulatorRouter } from "./routers/simulator";
+import { webhooksRouter } from "./routers/webhooks";
+
+// The dashboard's API (served at /api/trpc).
+export const appRouter = router({
+  account: accountRouter,
+  keys: keysRouter,
+  lines: linesRouter,
+  chats: chatsRouter,
+  outbox: outboxRouter,
+  sandbox: sandboxRouter,
+  webhooks: webhooksRouter,
+  simulator: simulatorRouter,
+});
+
+export type AppRouter = typeof appRouter;
+export const createCaller = createCallerFactory(appRouter);

@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { PageQuery } from "../../http/pagination";
+import { ListChatsQuery, OutboxQuery } from "../../schemas/v1";
+import { getChat, listChats } from "../../services/chats";
+import { CreateSimulatedLineBody, createSimulatedLine, listLines, UpdateLineBody, updateLine } from "../../services/lines";
+import { listConversation } from "../../services/messages";
+import { getOutboxItem, listOutbox } from "../../services/outbox";
+import { activateSandbox, getSandbox } from "../../services/sandbox";
+import { SendMessageBody, sendMessage } from "../../services/send";
+import { protectedProcedure, router } from "../init";
+
+export const linesRouter = router({
+  list: protectedProcedure.input(PageQuery.partial().optional()).query(({ ctx, input }) => listLines(ctx.actor, { limit: input?.limit ?? 100, cursor: input?.cursor })),
+  create: protectedProcedure.input(CreateSimulatedLineBody).mutation(({ ctx, input }) => createSimulatedLine(ctx.actor, input)),
+  update: protectedProcedure.input(UpdateLineBody).mutation(({ ctx, input }) => updateLine(ctx.actor, input)),
+});
+
+export const chatsRouter = router({
+  list: protectedProcedure
+    .input(ListChatsQuery.extend({ search: z.string().trim().max(200).optional() }))
+    .query(({ ctx, input }) => listChats(ctx.actor, input)),
+  get: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).query(({ ctx, input }) => getChat(ctx.actor, input.id)),
+  messages: protectedProcedure
+    .input(PageQuery.extend({ chat_id: z.string().trim().min(1).max(100) }))
+    .query(({ ctx, input }) => listConversation(ctx.actor, input)),
+  /** Sends from the page: the same write as POST /v1/messages. */
+  send: protectedProcedure.input(SendMessageBody).mutation(({ ctx, input }) => sendMessage(ctx.actor, input, ctx.requestId)),
+});
+
+export const outboxRouter = router({
+  list: protectedProcedure.input(OutboxQuery.omit({ id: true })).query(({ ctx, input }) => listOutbox(ctx.actor, input)),
+  get: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).query(({ ctx, input }) => getOutboxItem(ctx.actor, input.id)),
+});
+
+export const sandboxRouter = router({
+  get: protectedProcedure.query(({ ctx }) => getSandbox(ctx.actor)),
+  activate: protectedProcedure.mutation(({ ctx }) => activateSandbox(ctx.actor)),
+});
