@@ -1,7 +1,8 @@
 "use client";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { Empty, ErrorText, Loading, SecretOnce, StatusBadge, Time } from "@/components/ui";
+import { ListTable } from "@/components/table";
+import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/ui";
 import { lineName, useLines } from "@/components/lines";
 import { useTRPC } from "@/lib/trpc";
 import { SCOPES, type Scope } from "@/server/auth/scopes";
@@ -104,26 +105,12 @@ export default function KeysPage() {
       <div className="panel">
         <h2>Keys</h2>
         <ErrorText error={keys.error ?? revoke.error ?? replace.error} />
-        {keys.isPending ? (
-          <Loading />
-        ) : !keys.data?.length ? (
-          <Empty>No keys yet.</Empty>
-        ) : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Name</th>
-                  <th>Key</th>
-                  <th>Scopes</th>
-                  <th>Last used</th>
-                  <th>Created</th>
-                  <th>Status</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {keys.data.map((k) => (
+        <ListTable
+          loading={keys.isPending}
+          rows={keys.data ?? []}
+          empty="No keys yet."
+          headers={["Name", "Key", "Scopes", "Last used", "Created", "Status", ""]}
+          row={(k) => (
                   <tr key={k.id}>
                     <td>{k.name}</td>
                     <td className="mono">{k.prefix}</td>
@@ -158,11 +145,8 @@ export default function KeysPage() {
                       ) : null}
                     </td>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+          )}
+        />
       </div>
     </>
   );

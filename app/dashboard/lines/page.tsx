@@ -2,7 +2,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { type FormEvent, useState } from "react";
-import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { ListTable } from "@/components/table";
+import { ErrorText, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 
 function LabelEditor({ id, label, onSave }: { id: string; label: string | null; onSave: (id: string, label: string) => void }) {
@@ -75,63 +76,47 @@ export default function LinesPage() {
       </form>
       <div className="panel">
         <ErrorText error={lines.error ?? update.error} />
-        {lines.isPending ? (
-          <Loading />
-        ) : !lines.data?.data.length ? (
-          <Empty>No lines yet: create one above.</Empty>
-        ) : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Handle</th>
-                  <th>Label</th>
-                  <th>Service</th>
-                  <th>Status</th>
-                  <th>Created</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {lines.data.data.map((l) => (
-                  <tr key={l.id}>
-                    <td>
-                      <span className="mono">{l.handle}</span>
-                      {l.is_sandbox ? <div className="small muted">shared sandbox line</div> : null}
-                    </td>
-                    <td>{l.is_sandbox ? l.label : <LabelEditor id={l.id} label={l.label} onSave={(id, label) => update.mutate({ id, label })} />}</td>
-                    <td>
-                      {l.service}
-                      {l.advanced_features ? <div className="small muted">advanced</div> : null}
-                    </td>
-                    <td>
-                      <StatusBadge status={l.is_active ? "active" : "disabled"} />
-                    </td>
-                    <td>
-                      <Time ms={l.created_at} />
-                    </td>
-                    <td>
-                      <div className="row">
-                        <Link className="button" href={`/dashboard/chats?line=${encodeURIComponent(l.handle)}`}>
-                          Chats
-                        </Link>
-                        {l.is_sandbox ? null : l.is_active ? (
-                          <button type="button" className="danger" onClick={() => confirm(`Deactivate ${l.handle}? Sends from it will be refused.`) && update.mutate({ id: l.id, is_active: false })}>
-                            Deactivate
-                          </button>
-                        ) : (
-                          <button type="button" onClick={() => update.mutate({ id: l.id, is_active: true })}>
-                            Reactivate
-                          </button>
-                        )}
-                      </div>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <ListTable
+          loading={lines.isPending}
+          rows={lines.data?.data ?? []}
+          empty="No lines yet: create one above."
+          headers={["Handle", "Label", "Service", "Status", "Created", ""]}
+          row={(l) => (
+            <tr key={l.id}>
+              <td>
+                <span className="mono">{l.handle}</span>
+                {l.is_sandbox ? <div className="small muted">shared sandbox line</div> : null}
+              </td>
+              <td>{l.is_sandbox ? l.label : <LabelEditor id={l.id} label={l.label} onSave={(id, label) => update.mutate({ id, label })} />}</td>
+              <td>
+                {l.service}
+                {l.advanced_features ? <div className="small muted">advanced</div> : null}
+              </td>
+              <td>
+                <StatusBadge status={l.is_active ? "active" : "disabled"} />
+              </td>
+              <td>
+                <Time ms={l.created_at} />
+              </td>
+              <td>
+                <div className="row">
+                  <Link className="button" href={`/dashboard/chats?line=${encodeURIComponent(l.handle)}`}>
+                    Chats
+                  </Link>
+                  {l.is_sandbox ? null : l.is_active ? (
+                    <button type="button" className="danger" onClick={() => confirm(`Deactivate ${l.handle}? Sends from it will be refused.`) && update.mutate({ id: l.id, is_active: false })}>
+                      Deactivate
+                    </button>
+                  ) : (
+                    <button type="button" onClick={() => update.mutate({ id: l.id, is_active: true })}>
+                      Reactivate
+                    </button>
+                  )}
+                </div>
+              </td>
+            </tr>
+          )}
+        />
       </div>
     </>
   );

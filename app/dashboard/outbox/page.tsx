@@ -2,7 +2,8 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
 import { useRouter, useSearchParams } from "next/navigation";
 import { Suspense } from "react";
-import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { ListTable } from "@/components/table";
+import { ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 import { OUTBOX_STATUSES, type OutboxStatus } from "@/server/services/outbox-statuses";
 
@@ -33,52 +34,32 @@ function Outbox() {
       </div>
       <div className="panel">
         <ErrorText error={items.error} />
-        {items.isPending ? (
-          <Loading />
-        ) : !rows.length ? (
-          <Empty>Nothing in the outbox{status ? ` with status ${status}` : ""}.</Empty>
-        ) : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Item</th>
-                  <th>Kind</th>
-                  <th>Status</th>
-                  <th>Attempts</th>
-                  <th>Created</th>
-                  <th>Completed</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((o) => (
-                  <tr key={o.id} data-testid="outbox-item">
-                    <td className="mono small">{o.id}</td>
-                    <td>{o.kind}</td>
-                    <td>
-                      <StatusBadge status={o.status} />
-                      {o.error ? <div className="small error">{o.error}</div> : null}
-                    </td>
-                    <td>
-                      {o.attempts}/{o.max_attempts}
-                    </td>
-                    <td>
-                      <Time ms={o.created_at} />
-                    </td>
-                    <td>
-                      <Time ms={o.completed_at} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {items.hasNextPage ? (
-          <button type="button" onClick={() => void items.fetchNextPage()} disabled={items.isFetchingNextPage}>
-            Load more
-          </button>
-        ) : null}
+        <ListTable
+          loading={items.isPending}
+          rows={rows}
+          empty={`Nothing in the outbox${status ? ` with status ${status}` : ""}.`}
+          headers={["Item", "Kind", "Status", "Attempts", "Created", "Completed"]}
+          row={(o) => (
+            <tr key={o.id} data-testid="outbox-item">
+              <td className="mono small">{o.id}</td>
+              <td>{o.kind}</td>
+              <td>
+                <StatusBadge status={o.status} />
+                {o.error ? <div className="small error">{o.error}</div> : null}
+              </td>
+              <td>
+                {o.attempts}/{o.max_attempts}
+              </td>
+              <td>
+                <Time ms={o.created_at} />
+              </td>
+              <td>
+                <Time ms={o.completed_at} />
+              </td>
+            </tr>
+          )}
+          more={{ has: items.hasNextPage, loading: items.isFetchingNextPage, load: () => void items.fetchNextPage() }}
+        />
       </div>
     </>
   );

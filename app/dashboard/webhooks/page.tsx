@@ -2,7 +2,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { type FormEvent, useState } from "react";
-import { Empty, ErrorText, Loading, SecretOnce, StatusBadge, Time } from "@/components/ui";
+import { ListTable } from "@/components/table";
+import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/ui";
 import { LineSelect, useLines } from "@/components/lines";
 import { useTRPC } from "@/lib/trpc";
 import { WEBHOOK_EVENTS } from "@/server/webhooks/event-names";
@@ -73,45 +74,30 @@ export default function WebhooksPage() {
       </form>
       <div className="panel">
         <ErrorText error={hooks.error} />
-        {hooks.isPending ? (
-          <Loading />
-        ) : !hooks.data?.data.length ? (
-          <Empty>No webhooks yet.</Empty>
-        ) : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>URL</th>
-                  <th>Line</th>
-                  <th>Events</th>
-                  <th>Status</th>
-                  <th>Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {hooks.data.data.map((w) => (
-                  <tr key={w.id}>
-                    <td>
-                      <Link href={`/dashboard/webhooks/${w.id}`} className="mono">
-                        {w.url}
-                      </Link>
-                    </td>
-                    <td className="mono">{lineOf(w.line_ids[0])}</td>
-                    <td className="small">{w.events.join(", ")}</td>
-                    <td>
-                      <StatusBadge status={w.is_active ? "active" : "disabled"} />
-                      {w.disabled_reason ? <div className="small muted">{w.disabled_reason}</div> : null}
-                    </td>
-                    <td>
-                      <Time ms={w.created_at} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <ListTable
+          loading={hooks.isPending}
+          rows={hooks.data?.data ?? []}
+          empty="No webhooks yet."
+          headers={["URL", "Line", "Events", "Status", "Created"]}
+          row={(w) => (
+            <tr key={w.id}>
+              <td>
+                <Link href={`/dashboard/webhooks/${w.id}`} className="mono">
+                  {w.url}
+                </Link>
+              </td>
+              <td className="mono">{lineOf(w.line_ids[0])}</td>
+              <td className="small">{w.events.join(", ")}</td>
+              <td>
+                <StatusBadge status={w.is_active ? "active" : "disabled"} />
+                {w.disabled_reason ? <div className="small muted">{w.disabled_reason}</div> : null}
+              </td>
+              <td>
+                <Time ms={w.created_at} />
+              </td>
+            </tr>
+          )}
+        />
       </div>
     </>
   );

@@ -3,6 +3,7 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tansta
 import Link from "next/link";
 import { useParams, useRouter } from "next/navigation";
 import { Fragment, useState } from "react";
+import { ListTable } from "@/components/table";
 import { Empty, ErrorText, Loading, SecretOnce, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 
@@ -145,73 +146,53 @@ export default function WebhookPage() {
           </label>
         </div>
         <ErrorText error={deliveries.error} />
-        {deliveries.isPending ? (
-          <Loading />
-        ) : !rows.length ? (
-          <Empty>No deliveries{status ? ` with status ${status}` : ""} yet.</Empty>
-        ) : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th>Event</th>
-                  <th>Delivery</th>
-                  <th>Status</th>
-                  <th>Attempts</th>
-                  <th>Created</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((d) => (
-                  <Fragment key={d.id}>
-                    <tr data-testid="delivery">
-                      <td className="mono">{d.event}</td>
-                      <td className="mono small">{d.id}</td>
-                      <td>
-                        <StatusBadge status={d.status} />
-                        {d.last_error ? <div className="small error">{d.last_error}</div> : null}
-                        {d.next_attempt_at ? (
-                          <div className="small muted">
-                            next <Time ms={d.next_attempt_at} />
-                          </div>
-                        ) : null}
-                      </td>
-                      <td>{d.attempts}</td>
-                      <td>
-                        <Time ms={d.created_at} />
-                      </td>
-                      <td>
-                        <div className="row">
-                          <button type="button" aria-expanded={open === d.id} onClick={() => setOpen(open === d.id ? null : d.id)}>
-                            {open === d.id ? "Hide" : "Attempts"}
-                          </button>
-                          {d.status === "succeeded" || d.status === "failed" || (d.status === "pending" && d.attempts > 0) ? (
-                            <button type="button" onClick={() => resend.mutate({ id: d.id })}>
-                              Resend
-                            </button>
-                          ) : null}
-                        </div>
-                      </td>
-                    </tr>
-                    {open === d.id ? (
-                      <tr>
-                        <td colSpan={6}>
-                          <Attempts id={d.id} />
-                        </td>
-                      </tr>
+        <ListTable
+          loading={deliveries.isPending}
+          rows={rows}
+          empty={`No deliveries${status ? ` with status ${status}` : ""} yet.`}
+          headers={["Event", "Delivery", "Status", "Attempts", "Created", ""]}
+          row={(d) => (
+            <Fragment key={d.id}>
+              <tr data-testid="delivery">
+                <td className="mono">{d.event}</td>
+                <td className="mono small">{d.id}</td>
+                <td>
+                  <StatusBadge status={d.status} />
+                  {d.last_error ? <div className="small error">{d.last_error}</div> : null}
+                  {d.next_attempt_at ? (
+                    <div className="small muted">
+                      next <Time ms={d.next_attempt_at} />
+                    </div>
+                  ) : null}
+                </td>
+                <td>{d.attempts}</td>
+                <td>
+                  <Time ms={d.created_at} />
+                </td>
+                <td>
+                  <div className="row">
+                    <button type="button" aria-expanded={open === d.id} onClick={() => setOpen(open === d.id ? null : d.id)}>
+                      {open === d.id ? "Hide" : "Attempts"}
+                    </button>
+                    {d.status === "succeeded" || d.status === "failed" || (d.status === "pending" && d.attempts > 0) ? (
+                      <button type="button" onClick={() => resend.mutate({ id: d.id })}>
+                        Resend
+                      </button>
                     ) : null}
-                  </Fragment>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {deliveries.hasNextPage ? (
-          <button type="button" onClick={() => void deliveries.fetchNextPage()} disabled={deliveries.isFetchingNextPage}>
-            Load more
-          </button>
-        ) : null}
+                  </div>
+                </td>
+              </tr>
+              {open === d.id ? (
+                <tr>
+                  <td colSpan={6}>
+                    <Attempts id={d.id} />
+                  </td>
+                </tr>
+              ) : null}
+            </Fragment>
+          )}
+          more={{ has: deliveries.hasNextPage, loading: deliveries.isFetchingNextPage, load: () => void deliveries.fetchNextPage() }}
+        />
       </div>
     </>
   );
