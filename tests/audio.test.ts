@@ -47,6 +47,10 @@ beforeAll(async () => {
   await ffmpeg("-f", "lavfi", "-i", "color=c=red:s=16x16", "-frames:v", "1", path.join(dir, "red.png"));
   await ffmpeg("-f", "lavfi", "-i", "color=c=red:s=16x16:d=1", "-c:v", "mpeg4", path.join(dir, "silent-video.mp4"));
   for (const name of await readdir(dir)) fixtures[name] = await readFile(path.join(dir, name));
+  // A temporary directory of this file's own: the checks that conversions leave nothing
+  // behind must not see other processes' work in the shared one.
+  await mkdir(path.join(dir, "tmp"));
+  process.env.TMPDIR = path.join(dir, "tmp");
 }, 60_000);
 
 afterAll(async () => {
