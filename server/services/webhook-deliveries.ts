@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../auth/actor";
-import { getDb } from "../db";
+import { getDb, sql } from "../db";
 import { ApiError, invalidParam } from "../errors";
 import type { WebhookAttempt, WebhookDelivery } from "../generated/prisma/client";
 import { keysetDesc, type Page, PageQuery, toPage } from "../http/pagination";
@@ -116,14 +116,18 @@ export async function resendDeliveries(actor: Actor, input: z.output<typeof Rese
   } else if (input.webhook_id) {
     const webhook = await findWebhook(actor, input.webhook_id, "webhook_id");
     if (input.since === undefined) throw new ApiError("missing_required_parameter", "Pass since (Unix ms) with webhook_id.", { param: "since" });
-    ({ count } = await db.webhookDelivery.updateMany({
-      where: {
-        webhookId: webhook.id,
-        createdAt: { gte: new Date(input.since) },
-        OR: [{ status: "failed" }, { status: "pending", attempts: { gte: 1 } }],
-      },
-      data: again,
-    }));
+    // Rows the sender holds at this moment (being claimed or recorded) are skipped, not waited
+    // for: they are being sent already, and waiting on them while holding others could deadlock.
+    const rows = await sql<{ id: string }>(
+      `UPDATE "WebhookDelivery" SET status = 'pending', "nextAttemptAt" = $3, "completedAt" = NULL, "leaseExpiresAt" = NULL
+       WHERE id IN (
+         SELECT id FROM "WebhookDelivery"
+         WHERE "webhookId" = $1 AND "createdAt" >= $2 AND (status = 'failed' OR (status = 'pending' AND attempts >= 1))
+         ORDER BY id FOR UPDATE SKIP LOCKED)
+       RETURNING id`,
+      [webhook.id, new Date(input.since), new Date()],
+    );
+    count = rows.length;
   } else {
     throw new ApiError("missing_required_parameter", "Pass id (one delivery) or webhook_id and since (failed deliveries).", { param: "id" });
   }
