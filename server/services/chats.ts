@@ -7,6 +7,7 @@ import { keysetDesc, type Page, toPage } from "../http/pagination";
 import { ID_PREFIXES, isId } from "../ids";
 import { serializeChat } from "../serializers";
 import { resolveLine } from "./lines";
+import { whereOnLine } from "./tenancy";
 
 const FOREIGN_PREFIX = new RegExp(`^(${Object.values(ID_PREFIXES).join("|")})_`);
 
@@ -43,7 +44,7 @@ export async function listChats(
   const db = await getDb();
   const page = keysetDesc("lastMessageAt", input.cursor, { nullable: true });
   const rows = await db.chat.findMany({
-    where: { lineId: line.id, accountId: actor.accountId, ...page.where },
+    where: { ...whereOnLine(actor, line), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
