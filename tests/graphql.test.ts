@@ -75,6 +75,10 @@ describe("GraphQL: authentication, scopes and rate limit, as /v1", () => {
     expect(res.body.data.sandbox).toEqual({ status: "missing", sandboxLineHandle: "+15555550100" });
     const preflight = await call("OPTIONS", "/api/graphql");
     expect(preflight.status).toBe(204);
+    const byGet = await get(`/api/graphql?query=${q("{ sandbox { status } }")}`, f.key);
+    expect(byGet.body).toEqual({ data: { sandbox: { status: "missing" } } });
+    const mutationByGet = await get(`/api/graphql?query=${q("mutation { activateSandbox { status } }")}`, f.key);
+    expect(mutationByGet.status).toBe(405);
   });
 });
 
