@@ -4,7 +4,14 @@ import { defineConfig } from "vitest/config";
 // Every test file gets its own database: an in-memory PGlite, or (when DATABASE_URL is set)
 // its own schema on that PostgreSQL server, dropped afterwards (tests/setup.ts).
 export default defineConfig({
-  resolve: { alias: { "@": path.resolve(import.meta.dirname) } },
+  resolve: {
+    alias: [
+      { find: "@", replacement: path.resolve(import.meta.dirname) },
+      // One graphql module for everything: Node loads it as CommonJS for the packages it imports
+      // (yoga, Pothos), so source files must not get the ESM build (its classes differ).
+      { find: /^graphql$/, replacement: path.resolve(import.meta.dirname, "node_modules/graphql/index.js") },
+    ],
+  },
   test: {
     environment: "node",
     include: ["server/**/*.test.ts", "tests/**/*.test.ts"],

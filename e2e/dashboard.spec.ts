@@ -161,6 +161,31 @@ test.describe("dashboard in Chromium", () => {
     await shot("sandbox");
   });
 
+  test("the signed-in session also reaches GraphQL; signed out it does not", async () => {
+    const query = async () =>
+      page.evaluate(async () => {
+        const res = await fetch("/api/graphql", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ query: "{ lines(first: 10) { edges { node { handle label } } } }" }),
+        });
+        return { status: res.status, body: await res.json() };
+      });
+    const signedIn = await query();
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body.data.lines.edges.map((e: { node: { handle: string } }) => e.node.handle)).toContain(lineHandle);
+    await page.context().clearCookies();
+    const signedOut = await query();
+    expect(signedOut.status).toBe(401);
+    expect(signedOut.body.errors[0].extensions.code).toBe("missing_api_key");
+    // Sign in again for the next step.
+    await page.goto("/sign-in");
+    await page.getByLabel("Email").fill(email);
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect(page.getByRole("heading", { name: "Welcome, Ada" })).toBeVisible();
+  });
+
   test("signs out, and an account made with the operator CLI can sign in", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await expect(page).toHaveURL(/\/sign-in/);

@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   /** Extension (dashboard): an unknown or foreign API key ID. */
   api_key_not_found: { type: "not_found_error", status: 404 },
   route_not_found: { type: "not_found_error", status: 404 },
+  /** Extension: a GraphQL operation over the depth, breadth or cost limit (README "GraphQL"). */
+  query_too_complex: { type: "invalid_request_error", status: 400 },
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
   sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },
   internal_error: { type: "api_error", status: 500 },

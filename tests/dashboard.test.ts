@@ -103,6 +103,11 @@ describe("lines, chats and sending", () => {
     const alice = phone();
     const first = await inbound(f, alice, "first message");
     await inbound(f, phone(), "someone else");
+    // A second page of a search stays within the search (the cursor has conditions of its own).
+    for (let i = 0; i < 3; i++) await inbound(f, `+1555777000${i}`, "searchable");
+    const page1 = await as(f).chats.list({ from: f.line.handle, limit: 2, search: "5557770" });
+    const page2 = await as(f).chats.list({ from: f.line.handle, limit: 2, search: "5557770", cursor: page1.next_cursor! });
+    expect([...page1.data, ...page2.data].map((c) => c.identifier).sort()).toEqual(["+15557770000", "+15557770001", "+15557770002"]);
     const found = await as(f).chats.list({ from: f.line.handle, limit: 50, search: alice.slice(-6) });
     expect(found.data.map((c) => c.identifier)).toEqual([alice]);
     const chatId = found.data[0]!.id;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createApiKey } from "@/server/auth/api-keys";
 import { SCOPES, type Scope } from "@/server/auth/scopes";
-import { getDb } from "@/server/db";
+import { database, getDb } from "@/server/db";
 import { createAccount } from "@/server/services/accounts";
 import { createLine } from "@/server/services/lines";
 
@@ -30,6 +30,7 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/api/simulator/reactions": () => import("@/app/api/simulator/reactions/route"),
   "/api/simulator/typing": () => import("@/app/api/simulator/typing/route"),
   "/api/simulator/receipts": () => import("@/app/api/simulator/receipts/route"),
+  "/api/graphql": () => import("@/app/api/graphql/route"),
 };
 
 export interface ApiResult<T = any> {
@@ -68,6 +69,49 @@ export async function call(method: string, pathAndQuery: string, options: CallOp
   }
   const text = response.headers.get("content-type")?.includes("json") ? await response.text() : null;
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+}
+
+/** A GraphQL operation through the real /api/graphql route; the body is { data, errors }. */
+export const gql = (key: string | null, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>) =>
+  call("POST", "/api/graphql", { key, body: { query, variables }, headers });
+
+export interface SseEvent {
+  event: string;
+  data: { data?: Record<string, any>; errors?: { message: string; extensions: Record<string, unknown> }[] } | null;
+}
+
+/** A GraphQL subscription over server-sent events through the real route: read its events one by one. */
+export async function subscribe(key: string, query: string, variables: Record<string, unknown> = {}) {
+  const { POST } = await import("@/app/api/graphql/route");
+  const response = await POST(
+    new Request("http://localhost:3000/api/graphql", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({ query, variables }),
+    }),
+  );
+  const reader = response.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  /** The next event (keep-alive comments skipped). */
+  async function next(): Promise<SseEvent> {
+    for (;;) {
+      const end = buffer.indexOf("\n\n");
+      if (end >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const lines = block.split("\n").filter((l) => !l.startsWith(":"));
+        if (!lines.length) continue;
+        const event = lines.find((l) => l.startsWith("event:"))?.slice(6).trim() ?? "message";
+        const data = lines.filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+        return { event, data: data ? JSON.parse(data) : null };
+      }
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the event stream ended");
+      buffer += decoder.decode(value, { stream: true });
+    }
+  }
+  return { response, next, close: () => reader.cancel() };
 }
 
 export const get = (path: string, key?: string | null, headers?: Record<string, string>) => call("GET", path, { key, headers });
@@ -127,6 +171,67 @@ export async function inbound(f: Fixture, from: string, text = "hi", extra: Reco
 
 export async function db() {
   return getDb();
+}
+
+type QueryFn = (...args: unknown[]) => Promise<unknown>;
+
+/**
+ * The SQL statements sent to the database while `fn` runs, counted at the driver (the pg pool
+ * and the clients it lends, or PGlite and its transactions), so whatever Prisma makes of an
+ * operation is seen.
+ */
+export async function recordQueries<T>(fn: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  const statements: string[] = [];
+  const record = (target: { query: QueryFn }) => {
+    const original = target.query;
+    target.query = function (this: unknown, ...args: unknown[]) {
+      const first = args[0];
+      statements.push(typeof first === "string" ? first : String((first as { text?: string }).text));
+      return original.apply(this, args);
+    };
+    return () => (target.query = original);
+  };
+  const d = await database();
+  const restore: (() => void)[] = [];
+  if (d.pool) {
+    const pool = d.pool as unknown as { query: QueryFn; connect: QueryFn };
+    restore.push(record(pool));
+    const connect = pool.connect;
+    pool.connect = function (this: unknown, ...args: unknown[]) {
+      // pool.query borrows a client through the callback form: those statements are counted above.
+      if (typeof args[0] === "function") return connect.apply(this, args);
+      return connect.apply(this, args).then(lend);
+    };
+    const lend = (borrowed: unknown) => {
+      const client = borrowed as { query: QueryFn; release: QueryFn };
+      const unrecord = record(client);
+      const release = client.release;
+      client.release = function (this: unknown, ...rest: unknown[]) {
+        unrecord();
+        client.release = release;
+        return release.apply(this, rest);
+      };
+      return client;
+    };
+    restore.push(() => (pool.connect = connect));
+  }
+  if (d.pglite) {
+    const pglite = d.pglite as unknown as { query: QueryFn; transaction: QueryFn };
+    restore.push(record(pglite));
+    const transaction = pglite.transaction;
+    pglite.transaction = function (this: unknown, callback: unknown) {
+      return transaction.call(this, (tx: { query: QueryFn }) => {
+        record(tx);
+        return (callback as (tx: unknown) => unknown)(tx);
+      });
+    };
+    restore.push(() => (pglite.transaction = transaction));
+  }
+  try {
+    return { result: await fn(), statements };
+  } finally {
+    for (const undo of restore.reverse()) undo();
+  }
 }
 
 export function expectRequestId(res: ApiResult): void {

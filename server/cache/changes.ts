@@ -1,6 +1,6 @@
-import pg from "pg";
 import { config } from "../config";
 import { database, type Query } from "../db";
+import { listen } from "../db/listen";
 import { processSingleton } from "../singleton";
 
 // Change versions per account. Every service that writes bumps the account's version after
@@ -57,31 +57,15 @@ export async function startChangeListener(): Promise<void> {
   const c = config();
   if (!c.DATABASE_URL || state.listenerStarted) return;
   state.listenerStarted = true;
-  const connect = async (): Promise<void> => {
-    const client = new pg.Client({ connectionString: c.DATABASE_URL });
-    let failed = false;
-    const fail = () => {
-      if (failed) return;
-      failed = true;
-      state.listenerHealthy = false;
-      state.generation++; // anything cached meanwhile may have missed a change
-      client.removeAllListeners();
-      void client.end().catch(() => undefined);
-      setTimeout(() => void connect(), 1000).unref();
-    };
-    try {
-      client.on("error", fail);
-      client.on("end", fail);
-      client.on("notification", (n) => {
-        if (n.channel === CHANNEL && n.payload) bumpLocal(n.payload);
-      });
-      await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
+  await listen(c.DATABASE_URL, CHANNEL, {
+    onPayload: bumpLocal,
+    onUp: () => {
       state.generation++;
       state.listenerHealthy = true;
-    } catch {
-      fail();
-    }
-  };
-  await connect();
+    },
+    onDown: () => {
+      state.listenerHealthy = false;
+      state.generation++; // anything cached meanwhile may have missed a change
+    },
+  });
 }

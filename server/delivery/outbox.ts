@@ -12,7 +12,8 @@ import { platformFor } from "../platform/simulated";
 import { findLine } from "../services/lines";
 import { processSingleton } from "../singleton";
 import type { SendResult } from "../platform/types";
-import { MessagePayload, type OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "./payloads";
+import { type LiveEvent, livePayloads, notifyLiveAtCommit, publishLocal } from "../events/live";
+import { MessagePayload, OutboxTarget, type OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "./payloads";
 
 // The outbox state machine: pending -> claimed (with a lease) -> sent | failed, or back to
 // pending with a later available_at on a transient error. A claim whose lease expires (a
@@ -32,7 +33,9 @@ export function backoffMs(attempt: number): number {
 
 /**
  * Stores a pending item. Concurrent writes share one INSERT and one commit; each caller
- * returns only once its row is committed, so an accepted item is never lost.
+ * returns only once its row is committed, so an accepted item is never lost. Live
+ * subscribers hear of the accepted items; other instances through a NOTIFY in the same
+ * statement (no extra round trip).
  */
 export const addToOutbox = processSingleton("outbox-insert", () =>
   batcher<NewOutboxItem, void>(async (items) => {
@@ -41,7 +44,20 @@ export const addToOutbox = processSingleton("outbox-insert", () =>
       items.map((i) => [i.id, i.accountId, i.lineId, i.apiKeyId, i.kind, JSON.stringify(i.payload), i.requestId]),
       ["", "", "", "", "", "::jsonb", ""],
     );
-    await sql(`INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "requestId") VALUES ${text}`, params);
+    const insert = `INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "requestId") VALUES ${text}`;
+    const events = items.map((i) => outboxEvent(i, i.payload.chat_id, "pending"));
+    const notify = livePayloads(events);
+    if (notify) {
+      const n = params.length;
+      await sql(`WITH inserted AS (${insert} RETURNING 1) SELECT pg_notify($${n + 1}, p)::text FROM unnest($${n + 2}::text[]) AS p`, [
+        ...params,
+        notify.channel,
+        notify.payloads,
+      ]);
+    } else {
+      await sql(insert, params);
+    }
+    publishLocal(events);
     return items.map(() => undefined);
   }),
 );
@@ -52,8 +68,17 @@ export interface NewOutboxItem {
   lineId: string;
   apiKeyId: string | null;
   kind: OutboxKind;
-  payload: object;
+  /** Every kind's payload names its chat. */
+  payload: { chat_id: string };
   requestId: string;
+}
+
+function outboxEvent(
+  item: Pick<OutboxItem, "id" | "accountId" | "lineId">,
+  chatId: string,
+  status: "pending" | "sent" | "failed",
+): LiveEvent {
+  return { type: "outbox.status", accountId: item.accountId, lineId: item.lineId, chatId, outboxId: item.id, status };
 }
 
 /** Atomically claims up to `limit` due pending items for this worker. */
@@ -108,12 +133,17 @@ async function fail(item: OutboxItem, reason: string): Promise<void> {
   const db = await getDb();
   const completedAt = new Date();
   const line = item.kind === "message" ? await findLine(item.lineId) : null; // outside: PGlite has one connection
-  await db.$transaction(async (tx) => {
+  // An unreadable payload (the reason it failed, maybe) still fails; it just has no chat to announce.
+  const target = OutboxTarget.safeParse(item.payload);
+  const events = target.success ? [outboxEvent(item, target.data.chat_id, "failed")] : [];
+  const failed = await db.$transaction(async (tx) => {
     const { count } = await tx.outboxItem.updateMany({
       where: { id: item.id, status: "claimed", claimedBy: item.claimedBy },
       data: { status: "failed", error: reason, completedAt, leaseExpiresAt: null },
     });
-    if (!count || item.kind !== "message") return;
+    if (!count) return false;
+    await notifyLiveAtCommit(prismaQuery(tx), events);
+    if (item.kind !== "message") return true;
     const p = MessagePayload.parse(item.payload);
     const data = {
       object: "outbox_item",
@@ -127,7 +157,9 @@ async function fail(item: OutboxItem, reason: string): Promise<void> {
       failed_at: completedAt.getTime(),
     };
     await fanOut(prismaQuery(tx), [{ accountId: item.accountId, lineId: item.lineId, event: "message.failed", data }]);
+    return true;
   });
+  if (failed) publishLocal(events);
   wakeWebhooks();
 }
 
@@ -352,6 +384,7 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
   }
   if (!sent.length) return;
   const accounts = sent.map((s) => s.x.item.accountId);
+  const events = sent.map(({ x }) => outboxEvent(x.item, x.p.chat_id, "sent"));
   const url = await fileUrlSigner(); // before the transaction: PGlite has one connection
   await sqlTransaction(async (query) => {
     await recordMessages(query, sent, url);
@@ -362,8 +395,10 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
       [...ids.params, new Date()],
     );
     await notifyChangeAtCommit(query, accounts);
+    await notifyLiveAtCommit(query, events);
   });
   changedLocally(accounts);
+  publishLocal(events);
   wakeWebhooks();
 }
 

@@ -3,6 +3,7 @@ import { z } from "zod";
 // What an outbox item carries, per kind, validated when it is delivered (whichever engine
 // runs it). Every kind names its chat and the chat identifier the platform sends to.
 const target = { chat_id: z.string(), to: z.string(), is_group: z.boolean() };
+export const OutboxTarget = z.object(target);
 
 export const MessagePayload = z.object({
   ...target,

@@ -7,6 +7,7 @@ import { keysetDesc, type Page, toPage } from "../http/pagination";
 import { ID_PREFIXES, isId } from "../ids";
 import { serializeChat } from "../serializers";
 import { assertLineAccess, resolveLine } from "./lines";
+import { whereOnLine } from "./tenancy";
 
 const FOREIGN_PREFIX = new RegExp(`^(${Object.values(ID_PREFIXES).join("|")})_`);
 
@@ -45,14 +46,18 @@ export async function listChats(
   const search = input.search?.trim();
   const rows = await db.chat.findMany({
     where: {
-      lineId: line.id,
-      accountId: actor.accountId,
+      ...whereOnLine(actor, line),
+      // Under AND: the page cursor brings an OR of its own.
       ...(search
         ? {
-            OR: [
-              { identifier: { contains: search, mode: "insensitive" as const } },
-              { name: { contains: search, mode: "insensitive" as const } },
-              { participants: { has: search } },
+            AND: [
+              {
+                OR: [
+                  { identifier: { contains: search, mode: "insensitive" as const } },
+                  { name: { contains: search, mode: "insensitive" as const } },
+                  { participants: { has: search } },
+                ],
+              },
             ],
           }
         : {}),

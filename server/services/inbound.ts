@@ -12,6 +12,7 @@ import { fanOut } from "../webhooks/fanout";
 import { wakeWebhooks } from "../webhooks/runner";
 import { normalizeActivationCode } from "./sandbox";
 import { notifyChange } from "../cache/changes";
+import { type LiveEvent, notifyLiveAtCommit, publishLocal } from "../events/live";
 
 // ingestInbound: the one way traffic from the other phones enters the service. It routes the
 // event to the owning account (on the sandbox line: the account the sender's phone is paired
@@ -96,6 +97,14 @@ function directChat(tx: Tx, line: Line, accountId: string, sender: string): Prom
 
 const lineService = (line: Line) => (line.service === "sms" ? "sms" : "imessage");
 
+const receivedEvent = (m: Message): LiveEvent => ({
+  type: "message.received",
+  accountId: m.accountId,
+  lineId: m.lineId,
+  chatId: m.chatId,
+  messageId: m.id,
+});
+
 export async function ingestMessage(line: Line, event: WithoutLine<InboundMessage>): Promise<{ message: Message; created: boolean }> {
   const db = await getDb();
   const sender = normalizeHandle(event.sender);
@@ -179,9 +188,11 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
     const attachments = attachment ? [attachment] : [];
     const data = { ...serializeMessage({ ...created, attachments }, url), line_handle: line.handle };
     await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: "message.received", data }]);
+    await notifyLiveAtCommit(prismaQuery(tx), [receivedEvent(created)]);
     return created;
   });
   for (const accountId of new Set([message.accountId, ...unpaired])) await notifyChange(accountId);
+  publishLocal([receivedEvent(message)]);
   wakeWebhooks();
   return { message, created: true };
 }

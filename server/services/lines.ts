@@ -12,6 +12,7 @@ import { serializeLine } from "../serializers";
 import { notifyChange } from "../cache/changes";
 import { processSingleton } from "../singleton";
 import { requireSandboxOwner, sandboxStatus } from "./sandbox-state";
+import { linesForActor } from "./tenancy";
 
 // Lines and the access rules every line-scoped request goes through.
 
@@ -102,16 +103,9 @@ export async function assertLineIdAccess(actor: Actor, lineId: string): Promise<
 
 export async function listLines(actor: Actor, input: { limit: number; cursor?: string }): Promise<Page<ReturnType<typeof serializeLine>>> {
   const db = await getDb();
-  const sandbox = await sandboxLine();
   const page = keysetAsc(input.cursor);
   const rows = await db.line.findMany({
-    where: {
-      ...page.where,
-      OR: [
-        { accountId: actor.accountId, ...(actor.lineIds ? { id: { in: [...actor.lineIds] } } : {}) },
-        ...(actor.hasOwner ? [{ id: sandbox.id }] : []),
-      ],
-    },
+    where: { ...page.where, ...(await linesForActor(actor)) },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });

@@ -7,6 +7,7 @@ import { serializeMessage, serializeReaction } from "../serializers";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { getChat, rejectForeignId, resolveChat } from "./chats";
 import { assertLineIdAccess, resolveLine } from "./lines";
+import { whereOnLine } from "./tenancy";
 
 export type MessageJson = ReturnType<typeof serializeMessage>;
 
@@ -40,8 +41,7 @@ export async function listMessages(
   const page = keysetDesc("sentAt", input.cursor);
   const rows = await db.message.findMany({
     where: {
-      lineId: line.id,
-      accountId: actor.accountId,
+      ...whereOnLine(actor, line),
       ...(chat ? { chatId: chat.id } : {}),
       ...(input.fromMe !== undefined ? { isFromMe: input.fromMe } : {}),
       ...page.where,

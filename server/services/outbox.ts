@@ -4,19 +4,25 @@ import { ApiError, invalidParam } from "../errors";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
 import { isId } from "../ids";
 import { serializeOutboxItem } from "../serializers";
-import { assertLineIdAccess, resolveLine, sandboxLine } from "./lines";
+import { assertLineIdAccess, resolveLine } from "./lines";
+import { whereForActor, whereOnLine } from "./tenancy";
 
 import { OUTBOX_STATUSES, type OutboxStatus } from "./outbox-statuses";
 
 export { OUTBOX_STATUSES, type OutboxStatus };
 
-export async function getOutboxItem(actor: Actor, id: string) {
+/** An outbox item of the caller's account on a line it may use, or outbox_item_not_found. */
+export async function findOutboxItem(actor: Actor, id: string) {
   if (!isId("outbox", id)) throw invalidParam("id", `'${id}' is not a valid obx_ ID.`);
   const db = await getDb();
   const item = await db.outboxItem.findFirst({ where: { id, accountId: actor.accountId } });
   if (!item) throw new ApiError("outbox_item_not_found", `No outbox item with ID '${id}'.`, { param: "id" });
   await assertLineIdAccess(actor, item.lineId);
-  return serializeOutboxItem(item);
+  return item;
+}
+
+export async function getOutboxItem(actor: Actor, id: string) {
+  return serializeOutboxItem(await findOutboxItem(actor, id));
 }
 
 export async function listOutbox(
@@ -26,14 +32,9 @@ export async function listOutbox(
   const db = await getDb();
   const line = input.from ? await resolveLine(actor, input.from) : null;
   const page = keysetDesc(null, input.cursor);
-  // A restricted key sees its lines and, like every key, the sandbox line.
-  const lineFilter = line
-    ? { lineId: line.id }
-    : actor.lineIds
-      ? { lineId: { in: [...actor.lineIds, (await sandboxLine()).id] } }
-      : {};
+  const scope = line ? whereOnLine(actor, line) : await whereForActor(actor);
   const rows = await db.outboxItem.findMany({
-    where: { accountId: actor.accountId, ...lineFilter, ...(input.status ? { status: input.status } : {}), ...page.where },
+    where: { ...scope, ...(input.status ? { status: input.status } : {}), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });

@@ -122,7 +122,7 @@ export async function prepareWrite(actor: Actor, from: string, to: string, optio
   return { line, chat };
 }
 
-export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: object, requestId: string) {
+export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: { chat_id: string }, requestId: string) {
   const id = newId("outbox");
   await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId });
   announce({ id, lineId: line.id }); // a pending item changes no cached list (lines, chats, messages): no notification

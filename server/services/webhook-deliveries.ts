@@ -29,7 +29,7 @@ function serializeAttempt(a: WebhookAttempt) {
   };
 }
 
-function serializeDelivery(d: WebhookDelivery, attempts?: WebhookAttempt[]) {
+export function serializeDelivery(d: WebhookDelivery, attempts?: WebhookAttempt[]) {
   return {
     object: "webhook_delivery" as const,
     id: d.id,
@@ -53,7 +53,8 @@ export const ListDeliveriesQuery = PageQuery.extend({
   status: z.enum(DELIVERY_STATUSES).optional(),
 });
 
-async function findDelivery(actor: Actor, id: string) {
+/** A delivery of one of the caller's webhooks (see findWebhook), or delivery_not_found. */
+export async function findDelivery(actor: Actor, id: string) {
   const notFound = () => new ApiError("delivery_not_found", `No webhook delivery with ID '${id}'.`, { param: "id" });
   if (!isId("delivery", id)) throw notFound();
   const db = await getDb();

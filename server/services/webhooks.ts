@@ -9,7 +9,8 @@ import { serializeWebhook } from "../serializers";
 import { newWebhookSecret } from "../webhooks/signing";
 import { WEBHOOK_EVENTS, type WebhookEvent } from "../webhooks/event-names";
 import { checkWebhookUrl } from "../webhooks/url-guard";
-import { resolveLine, sandboxLine } from "./lines";
+import { resolveLine } from "./lines";
+import { whereForActor, whereOnLine } from "./tenancy";
 
 // Webhook subscriptions: one line each, HTTPS URLs that are not private addresses, and only
 // the events SPEC.md delivers (plus the opt-in message.failed extension).
@@ -63,14 +64,9 @@ export async function listWebhooks(
 ): Promise<Page<ReturnType<typeof serializeWebhook>>> {
   const db = await getDb();
   const line = input.from ? await resolveLine(actor, input.from) : null;
-  const lineFilter = line
-    ? { lineId: line.id }
-    : actor.lineIds
-      ? { lineId: { in: [...actor.lineIds, (await sandboxLine()).id] } }
-      : {};
   const page = keysetDesc(null, input.cursor);
   const rows = await db.webhook.findMany({
-    where: { accountId: actor.accountId, ...lineFilter, ...page.where },
+    where: { ...(line ? whereOnLine(actor, line) : await whereForActor(actor)), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
@@ -82,9 +78,8 @@ export async function findWebhook(actor: Actor, id: string, param = "id") {
   const notFound = () => new ApiError("webhook_not_found", `No webhook with ID '${id}'.`, { param });
   if (!isId("webhook", id)) throw notFound();
   const db = await getDb();
-  const webhook = await db.webhook.findFirst({ where: { id, accountId: actor.accountId } });
+  const webhook = await db.webhook.findFirst({ where: { id, ...(await whereForActor(actor)) } });
   if (!webhook) throw notFound();
-  if (actor.lineIds && !actor.lineIds.has(webhook.lineId) && webhook.lineId !== (await sandboxLine()).id) throw notFound();
   return webhook;
 }
 

@@ -1,0 +1,171 @@
+import { randomUUID } from "node:crypto";
+import { config } from "../config";
+import type { Query } from "../db";
+import { listen } from "../db/listen";
+import { processSingleton } from "../singleton";
+
+// Live events: what someone following a line sees as it happens (GraphQL subscriptions now, a
+// `listen` CLI command later), independent of any transport. Publishers report a change once
+// it has committed; events carry IDs only, and each subscriber loads what it shows through its
+// own tenancy checks.
+//
+// In this process events go straight to the subscribers. On PostgreSQL they also travel to the
+// other app instances: the publisher NOTIFYs inside the transaction (or statement) that makes
+// the change, so it costs no extra round trip and is heard exactly when the change commits;
+// each instance's LISTEN connection, opened with its first subscriber, hands them on.
+
+export const OUTBOX_LIVE_STATUSES = ["pending", "sent", "failed"] as const;
+
+export type LiveEvent =
+  | { type: "message.received"; accountId: string; lineId: string; chatId: string; messageId: string }
+  | {
+      type: "outbox.status";
+      accountId: string;
+      lineId: string;
+      chatId: string;
+      outboxId: string;
+      status: (typeof OUTBOX_LIVE_STATUSES)[number];
+    };
+
+type Listener = (event: LiveEvent) => void;
+
+/** NOTIFY refuses payloads of 8,000 bytes or more. */
+const MAX_PAYLOAD_BYTES = 7_000;
+/** A subscriber this many events behind is ended rather than buffered without bound. */
+const MAX_BACKLOG = 1_000;
+
+const state = processSingleton("live-events", () => ({
+  instance: randomUUID(),
+  listeners: new Set<Listener>(),
+  /** The LISTEN connection's first attempt (PostgreSQL), once a subscriber started it. */
+  listening: null as Promise<void> | null,
+}));
+
+/** One channel per schema, so deployments sharing a database never hear each other. */
+const channel = () => `relay_live:${config().DATABASE_SCHEMA}`;
+
+/** Delivers committed events to this process's subscribers. */
+export function publishLocal(events: readonly LiveEvent[]): void {
+  for (const event of events) {
+    for (const listener of state.listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        console.error("[live] a subscriber failed", err);
+      }
+    }
+  }
+}
+
+/**
+ * The NOTIFY payloads that carry `events` to other instances, or null when there are none
+ * (embedded PGlite serves one process). For a statement that notifies as well as writes.
+ */
+export function livePayloads(events: readonly LiveEvent[]): { channel: string; payloads: string[] } | null {
+  if (!config().DATABASE_URL || events.length === 0) return null;
+  const payloads: string[] = [];
+  let batch: LiveEvent[] = [];
+  let size = 0;
+  const flush = () => {
+    if (batch.length) payloads.push(JSON.stringify({ from: state.instance, events: batch }));
+    batch = [];
+    size = 0;
+  };
+  for (const event of events) {
+    const bytes = Buffer.byteLength(JSON.stringify(event)) + 1;
+    if (size + bytes > MAX_PAYLOAD_BYTES) flush();
+    batch.push(event);
+    size += bytes;
+  }
+  flush();
+  return { channel: channel(), payloads };
+}
+
+/** Inside the transaction making the change: other instances hear of it at commit (PostgreSQL). */
+export async function notifyLiveAtCommit(query: Query, events: readonly LiveEvent[]): Promise<void> {
+  const notify = livePayloads(events);
+  if (notify) await query(`SELECT pg_notify($1, p)::text FROM unnest($2::text[]) AS p`, [notify.channel, notify.payloads]);
+}
+
+function receive(payload: string): void {
+  try {
+    const message = JSON.parse(payload) as { from: string; events: LiveEvent[] };
+    if (message.from !== state.instance) publishLocal(message.events);
+  } catch (err) {
+    console.error("[live] unreadable notification", err);
+  }
+}
+
+function startListener(): void {
+  const url = config().DATABASE_URL;
+  if (!url || state.listening) return;
+  state.listening = listen(url, channel(), {
+    onPayload: receive,
+    onDown: () => console.error("[live] lost the LISTEN connection; reconnecting (meanwhile only events published here reach this instance's subscribers)"),
+  });
+}
+
+/** Resolves once this instance listens for other instances' events (at once without PostgreSQL). */
+export async function liveListenerReady(): Promise<void> {
+  await state.listening;
+}
+
+export function liveSubscriberCount(): number {
+  return state.listeners.size;
+}
+
+/** Calls `listener` with every event published from now on; returns the unsubscribe function. */
+export function subscribeLive(listener: Listener): () => void {
+  startListener();
+  state.listeners.add(listener);
+  return () => void state.listeners.delete(listener);
+}
+
+/**
+ * The accepted events from now on, as an async iterator for transports. It ends when the
+ * consumer returns or `signal` aborts; a consumer that falls MAX_BACKLOG events behind gets
+ * an error instead of unbounded buffering.
+ */
+export function liveEvents(accept: (event: LiveEvent) => boolean, signal?: AbortSignal): AsyncIterableIterator<LiveEvent> {
+  let queue: LiveEvent[] = [];
+  let wake: (() => void) | null = null;
+  let ended = false;
+  let failure: Error | null = null;
+  const end = () => {
+    ended = true;
+    unsubscribe();
+    signal?.removeEventListener("abort", end);
+    wake?.();
+  };
+  const unsubscribe = subscribeLive((event) => {
+    if (ended || !accept(event)) return;
+    if (queue.length >= MAX_BACKLOG) {
+      queue = [];
+      failure = new Error(`live event subscriber fell ${MAX_BACKLOG} events behind and was ended`);
+      end();
+      return;
+    }
+    queue.push(event);
+    wake?.();
+  });
+  if (signal?.aborted) end();
+  else signal?.addEventListener("abort", end, { once: true });
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      while (queue.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve));
+      wake = null;
+      const value = queue.shift();
+      if (value) return { value, done: false };
+      if (failure) throw failure;
+      return { value: undefined, done: true };
+    },
+    async return() {
+      end();
+      queue = [];
+      return { value: undefined, done: true };
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import type { Actor } from "../auth/actor";
+import { authenticate } from "../auth/api-keys";
+import { sessionActor } from "../auth/session";
+import { getDb } from "../db";
+import type { PrismaClient } from "../generated/prisma/client";
+import { fileUrlSigner, type FileUrlSigner } from "../storage/signed-urls";
+import { createLoaders, type Loaders } from "./loaders";
+
+const SESSION_COOKIE = /(?:^|;\s*)(?:__Secure-)?next-auth\.session-token=/;
+
+/**
+ * The caller of a GraphQL request: the API key in `Authorization`, or else the dashboard's
+ * signed-in session. The session cookie is SameSite=Lax and CORS never allows credentials, so
+ * another site cannot make a signed-in browser call this API.
+ */
+export async function graphqlActor(request: Request): Promise<Actor> {
+  const authorization = request.headers.get("authorization");
+  if (!authorization && SESSION_COOKIE.test(request.headers.get("cookie") ?? "")) {
+    const actor = await sessionActor();
+    if (actor) return actor;
+  }
+  return authenticate(authorization);
+}
+
+/** What one HTTP request carries through yoga: its ID, its caller and the headers to answer with. */
+export interface RequestScope {
+  requestId: string;
+  actor: Actor | null;
+  headers: Record<string, string>;
+}
+
+export interface GraphQLContext {
+  actor: Actor;
+  requestId: string;
+  prisma: PrismaClient;
+  /** One signer per request, so every file URL of a response expires together (as in /v1). */
+  fileUrl: () => Promise<FileUrlSigner>;
+  loaders: Loaders;
+}
+
+export async function createContext(scope: RequestScope): Promise<GraphQLContext> {
+  if (!scope.actor) throw new Error("GraphQL context built before the caller was authenticated");
+  let signer: Promise<FileUrlSigner> | undefined;
+  const prisma = await getDb();
+  return {
+    actor: scope.actor,
+    requestId: scope.requestId,
+    prisma,
+    fileUrl: () => (signer ??= fileUrlSigner()),
+    loaders: createLoaders(scope.actor, prisma),
+  };
+}

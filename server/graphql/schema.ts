@@ -1,0 +1,16 @@
+import { lexicographicSortSchema, printSchema } from "graphql";
+import { builder } from "./builder";
+// The registry of types: each module adds its objects, queries and mutations to the builder.
+import "./types/lines";
+import "./types/chats";
+import "./types/messages";
+import "./types/outbox";
+import "./types/files";
+import "./types/webhooks";
+import "./types/sandbox";
+import "./types/subscriptions";
+
+export const schema = builder.toSchema();
+
+/** The SDL committed as schema.graphql (npm run graphql:schema). */
+export const printedSchema = () => `${printSchema(lexicographicSortSchema(schema))}\n`;

@@ -1,0 +1,75 @@
+import { missingParam } from "../../errors";
+import { type LiveEvent, liveEvents } from "../../events/live";
+import { ListMessagesQuery, OutboxQuery } from "../../schemas/v1";
+import { resolveChat } from "../../services/chats";
+import { resolveLine } from "../../services/lines";
+import { findOutboxItem } from "../../services/outbox";
+import { inScope, whereForActor } from "../../services/tenancy";
+import { builder } from "../builder";
+import type { GraphQLContext } from "../context";
+import { parseArgs } from "../inputs";
+import { OutboxStatus } from "./outbox";
+
+// Live updates over server-sent events (server/events/live.ts): inbound messages and outbox
+// status changes on the caller's lines. Filters are checked like the matching queries when
+// the subscription starts (a foreign line is line_not_found); every event is matched against
+// the caller's account and lines, and its object is loaded through the same filter.
+
+type EventOf<T extends LiveEvent["type"]> = Extract<LiveEvent, { type: T }>;
+
+/** The events of one type this caller may see, narrowed to a line (`from`) and a chat (`to`). */
+async function subscribeTo<T extends LiveEvent["type"]>(
+  type: T,
+  ctx: GraphQLContext,
+  filters: { from?: string; to?: string; outboxId?: string },
+): Promise<AsyncIterable<EventOf<T>>> {
+  const scope = await whereForActor(ctx.actor);
+  if (filters.to && !filters.from) throw missingParam("from");
+  const line = filters.from ? await resolveLine(ctx.actor, filters.from) : null;
+  const chat = line && filters.to ? await resolveChat(ctx.actor, line, filters.to) : null;
+  const outboxId = filters.outboxId ? (await findOutboxItem(ctx.actor, filters.outboxId)).id : null;
+  const wanted = (e: LiveEvent): e is EventOf<T> =>
+    e.type === type &&
+    inScope(scope, e) &&
+    (!line || e.lineId === line.id) &&
+    (!chat || e.chatId === chat.id) &&
+    (!outboxId || (e.type === "outbox.status" && e.outboxId === outboxId));
+  return liveEvents(wanted) as AsyncIterable<EventOf<T>>;
+}
+
+const OutboxItemUpdate = builder.objectRef<EventOf<"outbox.status">>("OutboxItemUpdate").implement({
+  description: "One step of an outbox item. `status` is the step; `item` is the item as it is when the update is sent, which may be further along.",
+  fields: (t) => ({
+    status: t.field({ type: OutboxStatus, resolve: (event) => event.status }),
+    outboxId: t.exposeString("outboxId"),
+    item: t.prismaField({
+      type: "OutboxItem",
+      resolve: async (query, event, _args, ctx) =>
+        ctx.prisma.outboxItem.findFirstOrThrow({ ...query, where: { id: event.outboxId, ...(await whereForActor(ctx.actor)) } }),
+    }),
+  }),
+});
+
+builder.subscriptionFields((t) => ({
+  messageReceived: t.prismaField({
+    type: "Message",
+    description: "Each new inbound message on the caller's lines; `from` narrows to one line, `to` to one chat of it.",
+    authScopes: { scope: "messages:read" },
+    args: { from: t.arg.string(), to: t.arg.string() },
+    subscribe: (_root, args, ctx) => subscribeTo("message.received", ctx, parseArgs(ListMessagesQuery, args)),
+    resolve: async (query, event: EventOf<"message.received">, _args, ctx) =>
+      ctx.prisma.message.findFirstOrThrow({ ...query, where: { id: event.messageId, ...(await whereForActor(ctx.actor)) } }),
+  }),
+  outboxItemUpdated: t.field({
+    type: OutboxItemUpdate,
+    description:
+      "Outbox items of the caller's lines as they are accepted (pending), sent or failed; `from` narrows to one line, `to` to one chat, `id` to one item.",
+    authScopes: { scope: "outbox:read" },
+    args: { from: t.arg.string(), to: t.arg.string(), id: t.arg.string() },
+    subscribe: (_root, args, ctx) => {
+      const { from, to, id } = parseArgs(OutboxQuery.extend({ to: ListMessagesQuery.shape.to }), args);
+      return subscribeTo("outbox.status", ctx, { from, to, outboxId: id });
+    },
+    resolve: (event: EventOf<"outbox.status">) => event,
+  }),
+}));
