@@ -176,11 +176,11 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
   });
 }
 
-/** Attempts finishing close together are recorded together (a few ms later, in one transaction). */
+/** Attempts finishing within 2 ms of each other are recorded together, in one transaction. */
 const recordOutcome = batcher<Outcome, void>(async (outcomes) => {
   await recordOutcomes(outcomes);
   return outcomes.map(() => undefined);
-}, 500, 5);
+}, 500, 2);
 
 /**
  * POSTs each claimed delivery to its webhook and records the attempt; `onSettled` is called as

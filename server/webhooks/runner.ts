@@ -16,14 +16,19 @@ const BATCH = 100;
  */
 const MAX_IN_FLIGHT = 400;
 const IDLE_POLL_MS = 1_000;
-/** Pause while every due delivery's webhook is at its in-flight limit. */
-const CAPPED_WAIT_MS = 10;
+/**
+ * Pause while every due delivery's webhook is at its in-flight limit: short while slots keep
+ * freeing (a fast receiver with a backlog), doubling up to the maximum while none do (a
+ * stalled receiver), so a stall does not keep the database busy.
+ */
+const CAPPED_WAIT_MS = { min: 2, max: 200 };
 const SWEEP_EVERY_MS = 5_000;
 
 const state = processSingleton("webhook-runner", () => ({
   running: false,
   woken: false,
   inFlight: 0,
+  cappedWait: CAPPED_WAIT_MS.min,
   waiter: null as (() => void) | null,
   loop: null as Promise<void> | null,
 }));
@@ -66,6 +71,7 @@ async function loop(): Promise<void> {
       state.woken = false;
       const due = await claimDeliveries(BATCH);
       if (due.length) {
+        state.cappedWait = CAPPED_WAIT_MS.min;
         state.inFlight += due.length;
         deliverWebhooks(due, settled).catch((err: unknown) => console.error("[webhooks] delivery round failed", err));
         if (due.length === BATCH) continue;
@@ -75,7 +81,12 @@ async function loop(): Promise<void> {
       if (state.woken || !state.running) continue;
       const untilDue = next ? next.getTime() - Date.now() : IDLE_POLL_MS;
       // Due but not claimed: their webhooks are at their in-flight limit. Let slots free up.
-      await sleep(untilDue <= 0 ? CAPPED_WAIT_MS : Math.min(IDLE_POLL_MS, untilDue));
+      if (untilDue <= 0) {
+        await sleep(state.cappedWait);
+        if (!due.length) state.cappedWait = Math.min(state.cappedWait * 2, CAPPED_WAIT_MS.max);
+      } else {
+        await sleep(Math.min(IDLE_POLL_MS, untilDue));
+      }
     } catch (err) {
       console.error("[webhooks] runner error", err);
       await sleep(IDLE_POLL_MS);
