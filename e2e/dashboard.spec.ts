@@ -161,6 +161,15 @@ test.describe("dashboard in Chromium", () => {
     await shot("sandbox");
   });
 
+  test("serves the API reference page, generated from the OpenAPI document", async () => {
+    await page.goto("/docs");
+    await expect(page.getByRole("heading", { level: 1, name: "Relay API" })).toBeVisible();
+    await expect(page.locator("#sendMessage")).toContainText("POST /v1/messages");
+    await expect(page.locator("#errors")).toContainText("contact_has_not_messaged");
+    await shot("api-reference");
+    await page.goto("/dashboard");
+  });
+
   test("the signed-in session also reaches GraphQL; signed out it does not", async () => {
     const query = async () =>
       page.evaluate(async () => {

@@ -22,3 +22,6 @@ export const OutboxQuery = PageQuery.extend({
   from: handle.optional(),
   status: z.enum(OUTBOX_STATUSES).optional(),
 });
+
+/** GET /v1/files?id= */
+export const FileQuery = z.object({ id: z.string().trim().min(1).max(100) });

@@ -1,9 +1,8 @@
 // POST /v1/files - upload raw bytes (Content-Type, optional X-Filename); GET /v1/files?id= - 302 to a signed download URL
-import { z } from "zod";
 import { apiRoute, routes } from "@/server/http/api-route";
+import { FileQuery } from "@/server/schemas/v1";
 import { fileDownloadUrl, MAX_FILE_BYTES, uploadFile } from "@/server/services/files";
 
-const FileQuery = z.object({ id: z.string().trim().min(1).max(100) });
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   POST: apiRoute({ scope: "files:write", status: 201, rawBody: MAX_FILE_BYTES }, async ({ actor, raw, request }) =>

@@ -1,0 +1,107 @@
+import { readdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { SCOPES } from "@/server/auth/scopes";
+import { ERROR_CODES } from "@/server/errors";
+import { OPERATIONS, type Operation } from "@/server/api/operations";
+import { call, get, inbound, makeAccount, makeKey, phone, post } from "./helpers";
+
+// The API reference is generated from server/api/operations.ts. These tests keep that list
+// honest: every route that answers is documented (and nothing documented is missing), each
+// documented scope is the one the route enforces, and real responses match their schemas.
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+const ops = Object.values(OPERATIONS) as Operation[];
+const documented = new Set(ops.map((o) => `${o.method} ${o.path}`));
+
+function routeFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) return name.startsWith("[") ? [] : routeFiles(full);
+    return name === "route.ts" ? [full] : [];
+  });
+}
+
+describe("the OpenAPI document", () => {
+  it("documents every /v1 route that answers, and every documented operation answers", async () => {
+    const root = path.resolve("app/v1");
+    const answering: string[] = [];
+    for (const file of routeFiles(root)) {
+      const urlPath = `/v1/${path.relative(root, path.dirname(file)).split(path.sep).join("/")}`;
+      if (urlPath === "/v1/openapi.json") continue; // the document itself
+      const mod = (await import(file)) as Record<string, (r: Request) => Promise<Response>>;
+      for (const method of METHODS) {
+        const handler = mod[method];
+        if (!handler) continue;
+        const res = await handler(new Request(`http://localhost${urlPath}`, { method }));
+        const body = await res.json();
+        if (res.status === 404 && body.error?.code === "route_not_found") continue;
+        answering.push(`${method} ${urlPath}`);
+      }
+    }
+    expect(answering.filter((r) => !documented.has(r)), "routes without an operation in server/api/operations.ts").toEqual([]);
+    expect([...documented].filter((r) => !answering.includes(r)), "documented operations no route serves").toEqual([]);
+  });
+
+  it("names the scope each route enforces", async () => {
+    const f = await makeAccount();
+    for (const op of ops) {
+      if (!op.scope) continue;
+      const key = await makeKey(f.accountId, { scopes: SCOPES.filter((s) => s !== op.scope) });
+      const res = await call(op.method, op.path, { key, ...(op.method === "GET" ? {} : { body: {} }) });
+      expect(res.body.error?.code, `${op.method} ${op.path}`).toBe("insufficient_scope");
+    }
+  });
+
+  it("is served at /v1/openapi.json without a key: OpenAPI 3.1, every reference resolves, every error code listed", async () => {
+    const res = await get("/v1/openapi.json");
+    expect(res.status).toBe(200);
+    const doc = res.body;
+    expect(doc.openapi).toBe("3.1.0");
+    expect(Object.values(doc.paths).flatMap((p) => Object.keys(p as object))).toHaveLength(ops.length);
+    const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(20);
+    for (const ref of refs) expect(doc.components.schemas[ref], ref).toBeDefined();
+    expect(Object.keys(doc["x-error-codes"]).sort()).toEqual(Object.keys(ERROR_CODES).sort());
+    for (const [, methods] of Object.entries(doc.paths)) {
+      for (const op of Object.values(methods as Record<string, { responses: Record<string, unknown>; "x-codeSamples": unknown[] }>)) {
+        expect(Object.keys(op.responses).some((s) => Number(s) < 400)).toBe(true);
+        expect(op.responses["401"]).toBeDefined();
+        expect(op["x-codeSamples"]).toHaveLength(1);
+      }
+    }
+    expect(Object.keys(doc.webhooks)).toContain("message.received");
+  });
+
+  it("describes real responses: each parses with its operation's schema", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    const m = await inbound(f, alice, "schema check");
+    const q = (o: Record<string, string>) => `?${new URLSearchParams(o)}`;
+    const hook = await post("/v1/webhooks", f.key, { from: f.line.handle, url: "https://example.com/hook", events: ["message.received"] });
+    const samples: [Operation, Awaited<ReturnType<typeof call>>][] = [
+      [OPERATIONS.listLines, await get("/v1/lines", f.key)],
+      [OPERATIONS.listChats, await get(`/v1/chats${q({ from: f.line.handle })}`, f.key)],
+      [OPERATIONS.listMessages, await get(`/v1/messages${q({ from: f.line.handle })}`, f.key)],
+      [OPERATIONS.listMessages, await get(`/v1/messages${q({ id: m.id })}`, f.key)],
+      [OPERATIONS.sendMessage, await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "hi" })],
+      [OPERATIONS.listReactions, await get(`/v1/reactions${q({ message_id: m.id })}`, f.key)],
+      [OPERATIONS.listTyping, await get(`/v1/typing${q({ from: f.line.handle, to: alice })}`, f.key)],
+      [OPERATIONS.listReceipts, await get(`/v1/receipts${q({ from: f.line.handle, to: alice })}`, f.key)],
+      [OPERATIONS.getOutbox, await get("/v1/outbox", f.key)],
+      [OPERATIONS.getSandbox, await get("/v1/sandbox", f.key)],
+      [OPERATIONS.createWebhook, hook],
+      [OPERATIONS.listWebhooks, await get("/v1/webhooks", f.key)],
+      [OPERATIONS.listDeliveries, await get(`/v1/webhooks/deliveries${q({ webhook_id: hook.body.id })}`, f.key)],
+      [OPERATIONS.deleteWebhook, await call("DELETE", "/v1/webhooks", { key: f.key, body: { id: hook.body.id } })],
+      [OPERATIONS.uploadFile, await call("POST", "/v1/files", { key: f.key, raw: "hello", headers: { "content-type": "text/plain" } })],
+    ];
+    for (const [op, res] of samples) {
+      expect(res.status, `${op.method} ${op.path}`).toBe(op.status ?? 200);
+      const { request_id, ...body } = res.body;
+      expect(request_id).toMatch(/^req_/);
+      const parsed = op.response!.safeParse(body);
+      expect(parsed.success, `${op.method} ${op.path}: ${parsed.error?.message}`).toBe(true);
+    }
+  });
+});
