@@ -1,0 +1,341 @@
+import { ConnectionError, errorFromResponse, RelayError, TimeoutError } from "./errors.js";
+import {
+  OPERATIONS,
+  type AcceptedWrite,
+  type Chat,
+  type CreateWebhookBody,
+  type Deleted,
+  type File as FileObject,
+  type GetOutboxQuery,
+  type Line,
+  type ListChatsQuery,
+  type ListDeliveriesQuery,
+  type ListLinesQuery,
+  type ListMessagesQuery,
+  type ListReactionsQuery,
+  type ListReceiptsQuery,
+  type ListTypingQuery,
+  type ListWebhooksQuery,
+  type Message,
+  type OperationId,
+  type OutboxItem,
+  type Reaction,
+  type ReadReceipt,
+  type Resend,
+  type ResendDeliveriesBody,
+  type Sandbox,
+  type SendAudioMessageBody,
+  type SendMessageBody,
+  type SendReactionBody,
+  type SendReceiptBody,
+  type SendTypingBody,
+  type TypingIndicator,
+  type Webhook,
+  type WebhookDelivery,
+} from "./generated.js";
+
+// The client: one method per /v1 operation, grouped by resource. Request and response shapes
+// are the API's own (snake_case fields), typed from the server's zod schemas (generated.ts).
+// Only fetch, AbortController and crypto.randomUUID are used, so it runs in Node 20+,
+// browsers and edge runtimes.
+
+export interface RelayOptions {
+  /** sk_live_... */
+  apiKey: string;
+  /** Default http://localhost:3000 (a self-hosted server). */
+  baseUrl?: string;
+  /** Per attempt; default 30 s. */
+  timeoutMs?: number;
+  /** Retries after the first attempt on network errors, timeouts, 429 and 5xx; default 2. */
+  maxRetries?: number;
+  /** First backoff delay, doubled per retry, with jitter; default 500 ms. */
+  retryDelayMs?: number;
+  /** A Retry-After longer than this is not waited for: the error is thrown; default 60 s. */
+  maxRetryAfterMs?: number;
+  /** A fetch implementation; default globalThis.fetch. */
+  fetch?: typeof fetch;
+  /** Sent with every request. */
+  headers?: Record<string, string>;
+}
+
+export interface RequestOptions {
+  /** POST only: the key to send (default: a random UUID per call, reused by its retries). */
+  idempotencyKey?: string;
+  timeoutMs?: number;
+  maxRetries?: number;
+  signal?: AbortSignal;
+}
+
+/** One page of a list, as the API answers it. */
+export interface Page<T> {
+  data: T[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+interface Call {
+  query?: Record<string, unknown>;
+  body?: unknown;
+  raw?: { data: Blob | Uint8Array | ArrayBuffer; contentType: string; filename?: string };
+}
+
+const DEFAULT_BASE_URL = "http://localhost:3000";
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+
+/** Retry-After in ms: delay-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** The URL of an operation: baseUrl + path + query string (undefined and null values left out). */
+export function buildUrl(baseUrl: string, path: string, query?: Record<string, unknown>): string {
+  const url = new URL(baseUrl.replace(/\/+$/, "") + path);
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (value === undefined || value === null) continue;
+    url.searchParams.append(name, String(value));
+  }
+  return url.toString();
+}
+
+export class Relay {
+  readonly baseUrl: string;
+  private readonly apiKey: string;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly retryDelayMs: number;
+  private readonly maxRetryAfterMs: number;
+  private readonly fetchImpl: typeof fetch;
+  private readonly extraHeaders: Record<string, string>;
+
+  constructor(options: RelayOptions) {
+    if (!options.apiKey) throw new TypeError("Relay: apiKey is required");
+    this.apiKey = options.apiKey;
+    this.baseUrl = options.baseUrl ?? DEFAULT_BASE_URL;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.maxRetries = options.maxRetries ?? 2;
+    this.retryDelayMs = options.retryDelayMs ?? 500;
+    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 60_000;
+    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.extraHeaders = options.headers ?? {};
+  }
+
+  /**
+   * One logical call: retried on network errors, timeouts, 429, 5xx and 409
+   * idempotency_key_in_use, with the same Idempotency-Key on every attempt of a POST.
+   */
+  async request<T>(id: OperationId, call: Call = {}, options: RequestOptions = {}): Promise<{ body: T; response: Response }> {
+    const op = OPERATIONS[id];
+    const url = buildUrl(this.baseUrl, op.path, call.query);
+    const headers: Record<string, string> = { ...this.extraHeaders, authorization: `Bearer ${this.apiKey}`, accept: "application/json" };
+    if (op.method === "POST") headers["idempotency-key"] = options.idempotencyKey ?? crypto.randomUUID();
+    let body: BodyInit | undefined;
+    if (call.raw) {
+      headers["content-type"] = call.raw.contentType;
+      if (call.raw.filename !== undefined) headers["x-filename"] = encodeURIComponent(call.raw.filename);
+      body = call.raw.data as BodyInit;
+    } else if (call.body !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(call.body);
+    }
+    const maxRetries = options.maxRetries ?? this.maxRetries;
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+
+    for (let attempt = 0; ; attempt++) {
+      const retriesLeft = attempt < maxRetries;
+      let response: Response;
+      try {
+        response = await this.attempt(url, { method: op.method, headers, body, redirect: "manual" }, timeoutMs, options.signal);
+      } catch (error) {
+        if (options.signal?.aborted) throw options.signal.reason;
+        if (retriesLeft) {
+          await sleep(this.backoff(attempt), options.signal);
+          continue;
+        }
+        throw error;
+      }
+      if (response.ok || (op.redirect && response.status >= 300 && response.status < 400)) {
+        if (op.redirect) return { body: null as T, response };
+        const text = await response.text();
+        return { body: (text ? JSON.parse(text) : null) as T, response };
+      }
+      const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
+      const text = await response.text();
+      let parsed: unknown = null;
+      try {
+        parsed = text ? JSON.parse(text) : null;
+      } catch {
+        // not JSON (a proxy's error page): typed by status alone
+      }
+      const error = errorFromResponse(response.status, parsed, response.headers, retryAfterMs);
+      const retryable = response.status === 429 || response.status >= 500 || error.code === "idempotency_key_in_use";
+      const waitable = retryAfterMs === undefined || retryAfterMs <= this.maxRetryAfterMs;
+      if (retryable && retriesLeft && waitable) {
+        await sleep(retryAfterMs ?? this.backoff(attempt), options.signal);
+        continue;
+      }
+      throw error;
+    }
+  }
+
+  private async attempt(url: string, init: RequestInit, timeoutMs: number, signal?: AbortSignal): Promise<Response> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onAbort = () => controller.abort(signal!.reason);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await this.fetchImpl(url, { ...init, signal: controller.signal });
+    } catch (cause) {
+      if (timedOut) throw new TimeoutError({ type: "connection_error", code: "timeout", message: `No answer within ${timeoutMs} ms`, cause });
+      if (signal?.aborted) throw cause;
+      throw new ConnectionError({ type: "connection_error", code: "connection_error", message: `Request failed: ${(cause as Error)?.message ?? cause}`, cause });
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Exponential backoff with jitter: base * 2^attempt, scaled by a random 0.5-1, at most 8 s. */
+  private backoff(attempt: number): number {
+    return Math.min(8_000, this.retryDelayMs * 2 ** attempt) * (0.5 + Math.random() / 2);
+  }
+
+  private async call<T>(id: OperationId, call?: Call, options?: RequestOptions): Promise<T> {
+    return (await this.request<T>(id, call, options)).body;
+  }
+
+  /** Every item of a list, page after page (following next_cursor). */
+  private async *paginate<T>(id: OperationId, query: Record<string, unknown>, options?: RequestOptions): AsyncGenerator<T, void, undefined> {
+    let cursor = query.cursor as string | undefined;
+    for (;;) {
+      const page = await this.call<Page<T>>(id, { query: { ...query, cursor } }, options);
+      yield* page.data;
+      if (!page.has_more || !page.next_cursor) return;
+      cursor = page.next_cursor;
+    }
+  }
+
+  private lister<Q extends object, T>(id: OperationId) {
+    return {
+      list: (query: Q, options?: RequestOptions) => this.call<Page<T>>(id, { query: query as Record<string, unknown> }, options),
+      iterate: (query: Q, options?: RequestOptions) => this.paginate<T>(id, query as Record<string, unknown>, options),
+    };
+  }
+
+  readonly lines = {
+    list: (query: ListLinesQuery = {}, options?: RequestOptions) => this.lister<ListLinesQuery, Line>("listLines").list(query, options),
+    iterate: (query: ListLinesQuery = {}, options?: RequestOptions) => this.lister<ListLinesQuery, Line>("listLines").iterate(query, options),
+  };
+
+  readonly chats = this.lister<ListChatsQuery, Chat>("listChats");
+
+  readonly messages = {
+    ...this.lister<Omit<ListMessagesQuery, "id">, Message>("listMessages"),
+    /** One message by msg_ ID or platform GUID. */
+    get: (id: string, options?: RequestOptions) => this.call<Message>("listMessages", { query: { id } }, options),
+    send: (body: SendMessageBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendMessage", { body }, options),
+  };
+
+  readonly audioMessages = {
+    send: (body: SendAudioMessageBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendAudioMessage", { body }, options),
+  };
+
+  readonly reactions = {
+    ...this.lister<ListReactionsQuery, Reaction>("listReactions"),
+    send: (body: SendReactionBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendReaction", { body }, options),
+  };
+
+  readonly typing = {
+    ...this.lister<ListTypingQuery, TypingIndicator>("listTyping"),
+    send: (body: SendTypingBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendTyping", { body }, options),
+  };
+
+  readonly receipts = {
+    ...this.lister<ListReceiptsQuery, ReadReceipt>("listReceipts"),
+    send: (body: SendReceiptBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendReceipt", { body }, options),
+  };
+
+  readonly outbox = {
+    list: (query: Omit<GetOutboxQuery, "id"> = {}, options?: RequestOptions) => this.lister<Omit<GetOutboxQuery, "id">, OutboxItem>("getOutbox").list(query, options),
+    iterate: (query: Omit<GetOutboxQuery, "id"> = {}, options?: RequestOptions) =>
+      this.lister<Omit<GetOutboxQuery, "id">, OutboxItem>("getOutbox").iterate(query, options),
+    get: (id: string, options?: RequestOptions) => this.call<OutboxItem>("getOutbox", { query: { id } }, options),
+    /**
+     * Polls an outbox item until it is `sent` or `failed` (returned either way), or throws a
+     * TimeoutError after timeoutMs (default 60 s).
+     */
+    wait: async (id: string, { timeoutMs = 60_000, intervalMs = 500, signal }: { timeoutMs?: number; intervalMs?: number; signal?: AbortSignal } = {}) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const item = await this.call<OutboxItem>("getOutbox", { query: { id } }, { signal });
+        if (item.status === "sent" || item.status === "failed") return item;
+        const left = deadline - Date.now();
+        if (left <= 0) throw new TimeoutError({ type: "connection_error", code: "timeout", message: `Outbox item ${id} still ${item.status} after ${timeoutMs} ms` });
+        await sleep(Math.min(intervalMs, left), signal);
+      }
+    },
+  };
+
+  readonly files = {
+    /** Uploads bytes; `contentType` defaults to the Blob's type, else application/octet-stream. */
+    upload: (data: Blob | Uint8Array | ArrayBuffer, { filename, contentType }: { filename?: string; contentType?: string } = {}, options?: RequestOptions) =>
+      this.call<FileObject>(
+        "uploadFile",
+        { raw: { data, filename, contentType: contentType ?? ((data instanceof Blob && data.type) || "application/octet-stream") } },
+        options,
+      ),
+    /** The signed download URL (valid one hour) the API redirects to. */
+    downloadUrl: async (id: string, options?: RequestOptions) => {
+      const { response } = await this.request("downloadFile", { query: { id } }, options);
+      const location = response.headers.get("location");
+      if (!location) {
+        throw new RelayError({ type: "api_error", code: "missing_location", message: "The download answer had no Location (browsers hide it: use the file's url instead)", status: response.status });
+      }
+      return new URL(location, this.baseUrl).toString();
+    },
+  };
+
+  readonly sandbox = {
+    get: (options?: RequestOptions) => this.call<Sandbox>("getSandbox", {}, options),
+    activate: (options?: RequestOptions) => this.call<Sandbox>("activateSandbox", {}, options),
+  };
+
+  readonly webhooks = {
+    list: (query: ListWebhooksQuery = {}, options?: RequestOptions) => this.lister<ListWebhooksQuery, Webhook>("listWebhooks").list(query, options),
+    iterate: (query: ListWebhooksQuery = {}, options?: RequestOptions) => this.lister<ListWebhooksQuery, Webhook>("listWebhooks").iterate(query, options),
+    /** The response carries the signing secret, only here (and from rotateSecret). */
+    create: (body: CreateWebhookBody, options?: RequestOptions) => this.call<Webhook>("createWebhook", { body }, options),
+    delete: (id: string, options?: RequestOptions) => this.call<Deleted>("deleteWebhook", { body: { id } }, options),
+    /** A page of a webhook's deliveries (`webhook_id`), newest first. */
+    deliveries: (query: Omit<ListDeliveriesQuery, "id"> & { webhook_id: string }, options?: RequestOptions) =>
+      this.call<Page<WebhookDelivery>>("listDeliveries", { query }, options),
+    iterateDeliveries: (query: Omit<ListDeliveriesQuery, "id"> & { webhook_id: string }, options?: RequestOptions) =>
+      this.paginate<WebhookDelivery>("listDeliveries", query, options),
+    /** One delivery with its data and every attempt. */
+    delivery: (id: string, options?: RequestOptions) => this.call<WebhookDelivery>("listDeliveries", { query: { id } }, options),
+    resend: (body: ResendDeliveriesBody, options?: RequestOptions) => this.call<Resend>("resendDeliveries", { body }, options),
+    rotateSecret: (id: string, options?: RequestOptions) => this.call<Webhook>("rotateWebhookSecret", { body: { id } }, options),
+    enable: (id: string, options?: RequestOptions) => this.call<Webhook>("enableWebhook", { body: { id } }, options),
+    disable: (id: string, options?: RequestOptions) => this.call<Webhook>("disableWebhook", { body: { id } }, options),
+  };
+}

@@ -1,0 +1,96 @@
+// Typed errors: one class per error `type` of the API's envelope
+// `{ error: { type, code, message, param? }, request_id }`, plus the two a request can end with
+// before any answer (connection failure, timeout).
+
+export interface RelayErrorInit {
+  type: string;
+  code: string;
+  message: string;
+  status?: number;
+  param?: string;
+  requestId?: string;
+  retryAfterMs?: number;
+  cause?: unknown;
+}
+
+export class RelayError extends Error {
+  /** authentication_error | authorization_error | invalid_request_error | not_found_error | rate_limit_error | api_error | connection_error */
+  readonly type: string;
+  /** The API's stable code (e.g. `contact_has_not_messaged`), or `connection_error` / `timeout`. */
+  readonly code: string;
+  /** HTTP status; undefined when no answer arrived. */
+  readonly status: number | undefined;
+  /** The parameter at fault, when the API names one. */
+  readonly param: string | undefined;
+  /** `request_id` of the answer (quote it in bug reports). */
+  readonly requestId: string | undefined;
+  /** From Retry-After, when the API sent one. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: RelayErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = new.target.name;
+    this.type = init.type;
+    this.code = init.code;
+    this.status = init.status;
+    this.param = init.param;
+    this.requestId = init.requestId;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+}
+
+/** 401: missing or invalid API key. */
+export class AuthenticationError extends RelayError {}
+/** 403: the key lacks a scope, or may not use that line. */
+export class AuthorizationError extends RelayError {}
+/** 400 (and 403 contact_has_not_messaged, 409 idempotency_key_in_use): the request is wrong. */
+export class InvalidRequestError extends RelayError {}
+/** 404. */
+export class NotFoundError extends RelayError {}
+/** 429: rate limit or sandbox quota; see retryAfterMs. */
+export class RateLimitError extends RelayError {}
+/** 5xx. */
+export class ApiError extends RelayError {}
+/** No answer: the network failed. */
+export class ConnectionError extends RelayError {}
+/** No answer within timeoutMs. */
+export class TimeoutError extends ConnectionError {}
+
+const BY_TYPE: Record<string, typeof RelayError> = {
+  authentication_error: AuthenticationError,
+  authorization_error: AuthorizationError,
+  invalid_request_error: InvalidRequestError,
+  not_found_error: NotFoundError,
+  rate_limit_error: RateLimitError,
+  api_error: ApiError,
+};
+
+function typeForStatus(status: number): string {
+  if (status === 401) return "authentication_error";
+  if (status === 403) return "authorization_error";
+  if (status === 404) return "not_found_error";
+  if (status === 429) return "rate_limit_error";
+  if (status >= 500) return "api_error";
+  return "invalid_request_error";
+}
+
+/** The typed error for a non-2xx answer (its JSON envelope if it has one). */
+export function errorFromResponse(status: number, body: unknown, headers: Headers, retryAfterMs: number | undefined): RelayError {
+  const envelope = (typeof body === "object" && body !== null ? body : {}) as {
+    error?: { type?: unknown; code?: unknown; message?: unknown; param?: unknown };
+    request_id?: unknown;
+  };
+  const e = envelope.error ?? {};
+  const type = typeof e.type === "string" ? e.type : typeForStatus(status);
+  const Class = BY_TYPE[type] ?? BY_TYPE[typeForStatus(status)]!;
+  const requestId = typeof envelope.request_id === "string" ? envelope.request_id : (headers.get("request-id") ?? undefined);
+  return new Class({
+    type,
+    code: typeof e.code === "string" ? e.code : `http_${status}`,
+    message: typeof e.message === "string" ? e.message : `HTTP ${status}`,
+    status,
+    param: typeof e.param === "string" ? e.param : undefined,
+    requestId,
+    retryAfterMs,
+  });
+}

@@ -1,0 +1,6 @@
+// @relay/client: a typed client for the Relay /v1 API and webhook verification.
+export { Relay, buildUrl, parseRetryAfter, type Page, type RelayOptions, type RequestOptions } from "./client.js";
+export * from "./errors.js";
+export * from "./generated.js";
+export type { File as FileObject } from "./generated.js";
+export * from "./webhooks.js";

@@ -1,0 +1,238 @@
+import { describe, expect, it } from "vitest";
+import {
+  ApiError,
+  AuthenticationError,
+  ConnectionError,
+  InvalidRequestError,
+  NotFoundError,
+  RateLimitError,
+  Relay,
+  TimeoutError,
+  buildUrl,
+  parseRetryAfter,
+  type Chat,
+} from "@/packages/client/src/index";
+
+// The client library against a scripted fetch: retries, idempotency keys, typed errors,
+// pagination and URL building, without a server.
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: Headers;
+  body: string | null;
+}
+
+type Answer = Response | Error | ((init: RequestInit) => Promise<Response>);
+
+/** A fetch answering from a script, in order, recording every request. */
+function scripted(...answers: Answer[]) {
+  const seen: Seen[] = [];
+  const fetch = async (input: RequestInfo | URL, init: RequestInit = {}) => {
+    seen.push({
+      method: init.method ?? "GET",
+      url: String(input),
+      headers: new Headers(init.headers),
+      body: typeof init.body === "string" ? init.body : null,
+    });
+    const next = answers.shift();
+    if (!next) throw new Error("no scripted answer left");
+    if (next instanceof Error) throw next;
+    if (typeof next === "function") return next(init);
+    return next;
+  };
+  return { fetch: fetch as typeof globalThis.fetch, seen };
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+const apiError = (status: number, type: string, code: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) =>
+  json(status, { error: { type, code, message: `${code}!`, ...extra }, request_id: "req_test1" }, headers);
+const accepted = () => json(200, { object: "outbox_item", id: "obx_1", status: "pending" });
+const send = { from: "+15550001000", to: "+15551230001", text: "hi" };
+
+function client(fetch: typeof globalThis.fetch, extra: Partial<ConstructorParameters<typeof Relay>[0]> = {}) {
+  return new Relay({ apiKey: "sk_live_test", baseUrl: "https://relay.test", fetch, retryDelayMs: 1, ...extra });
+}
+
+describe("client retries", () => {
+  it("waits Retry-After on 429 and retries with the same Idempotency-Key: one logical send", async () => {
+    const { fetch, seen } = scripted(apiError(429, "rate_limit_error", "rate_limit_exceeded", {}, { "retry-after": "1" }), accepted());
+    const started = Date.now();
+    const result = await client(fetch).messages.send(send);
+    expect(result).toEqual({ object: "outbox_item", id: "obx_1", status: "pending" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(seen).toHaveLength(2);
+    const keys = seen.map((s) => s.headers.get("idempotency-key"));
+    expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(keys[1]).toBe(keys[0]);
+    expect(seen[1]!.body).toBe(seen[0]!.body);
+    expect(seen[0]!.headers.get("authorization")).toBe("Bearer sk_live_test");
+    expect(seen[0]!.headers.get("content-type")).toBe("application/json");
+  });
+
+  it("uses a new key per logical call, or the caller's own", async () => {
+    const { fetch, seen } = scripted(accepted(), accepted(), accepted());
+    const relay = client(fetch);
+    await relay.messages.send(send);
+    await relay.messages.send(send);
+    await relay.messages.send(send, { idempotencyKey: "order-42" });
+    const keys = seen.map((s) => s.headers.get("idempotency-key"));
+    expect(keys[0]).not.toBe(keys[1]);
+    expect(keys[2]).toBe("order-42");
+  });
+
+  it("retries 500 twice then succeeds; GETs carry no Idempotency-Key", async () => {
+    const { fetch, seen } = scripted(
+      apiError(500, "api_error", "internal_error"),
+      apiError(503, "api_error", "audio_conversion_unavailable"),
+      json(200, { data: [], has_more: false, next_cursor: null }),
+    );
+    const page = await client(fetch).lines.list();
+    expect(page.data).toEqual([]);
+    expect(seen).toHaveLength(3);
+    expect(seen.every((s) => s.headers.get("idempotency-key") === null)).toBe(true);
+  });
+
+  it("gives up after maxRetries with the last typed error", async () => {
+    const { fetch, seen } = scripted(...[1, 2, 3].map(() => apiError(500, "api_error", "internal_error")));
+    const error = await client(fetch, { maxRetries: 1 }).lines.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApiError);
+    expect(seen).toHaveLength(2);
+  });
+
+  it("does not retry other 4xx", async () => {
+    const { fetch, seen } = scripted(apiError(400, "invalid_request_error", "invalid_parameter_value", { param: "to" }));
+    const error = (await client(fetch).messages.send(send).catch((e: unknown) => e)) as InvalidRequestError;
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(error).toMatchObject({ code: "invalid_parameter_value", param: "to", status: 400, requestId: "req_test1", type: "invalid_request_error" });
+    expect(seen).toHaveLength(1);
+  });
+
+  it("retries 409 idempotency_key_in_use (an earlier attempt still running) with the same key", async () => {
+    const { fetch, seen } = scripted(apiError(409, "invalid_request_error", "idempotency_key_in_use"), accepted());
+    await client(fetch).messages.send(send);
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.headers.get("idempotency-key")).toBe(seen[0]!.headers.get("idempotency-key"));
+  });
+
+  it("does not wait a Retry-After longer than maxRetryAfterMs: throws RateLimitError with retryAfterMs", async () => {
+    const { fetch, seen } = scripted(apiError(429, "rate_limit_error", "rate_limit_exceeded", {}, { "retry-after": "3600" }));
+    const error = (await client(fetch).lines.list().catch((e: unknown) => e)) as RateLimitError;
+    expect(error).toBeInstanceOf(RateLimitError);
+    expect(error.retryAfterMs).toBe(3_600_000);
+    expect(seen).toHaveLength(1);
+  });
+
+  it("times out each attempt (TimeoutError) and retries it", async () => {
+    const hang = (init: RequestInit) =>
+      new Promise<Response>((_, reject) => init.signal!.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
+    const { fetch, seen } = scripted(hang, hang);
+    const error = await client(fetch, { timeoutMs: 30, maxRetries: 1 }).messages.send(send).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TimeoutError);
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect((error as TimeoutError).code).toBe("timeout");
+    expect(seen).toHaveLength(2);
+    expect(seen[1]!.headers.get("idempotency-key")).toBe(seen[0]!.headers.get("idempotency-key"));
+  });
+
+  it("retries network errors, then throws ConnectionError", async () => {
+    const { fetch, seen } = scripted(new TypeError("fetch failed"), accepted());
+    await expect(client(fetch).messages.send(send)).resolves.toMatchObject({ id: "obx_1" });
+    const failing = scripted(new TypeError("fetch failed"));
+    const error = await client(failing.fetch, { maxRetries: 0 }).messages.send(send).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect(error).not.toBeInstanceOf(TimeoutError);
+    expect(seen).toHaveLength(2);
+  });
+
+  it("stops when the caller's signal aborts, without retrying", async () => {
+    const hang = (init: RequestInit) => new Promise<Response>((_, reject) => init.signal!.addEventListener("abort", () => reject(init.signal!.reason)));
+    const { fetch, seen } = scripted(hang, hang);
+    const controller = new AbortController();
+    const pending = client(fetch).lines.list({}, { signal: controller.signal }).catch((e: unknown) => e);
+    controller.abort(new Error("user cancelled"));
+    expect(((await pending) as Error).message).toBe("user cancelled");
+    expect(seen).toHaveLength(1);
+  });
+});
+
+describe("client errors", () => {
+  it.each([
+    [401, "authentication_error", "invalid_api_key", AuthenticationError],
+    [404, "not_found_error", "chat_not_found", NotFoundError],
+    [403, "invalid_request_error", "contact_has_not_messaged", InvalidRequestError],
+  ] as const)("%i %s → %s", async (status, type, code, Class) => {
+    const { fetch } = scripted(apiError(status, type, code));
+    const error = await client(fetch).messages.send(send).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Class);
+    expect(error).toMatchObject({ status, type, code, requestId: "req_test1", message: `${code}!` });
+  });
+
+  it("types a non-JSON error by its status, with the Request-Id header", async () => {
+    const { fetch } = scripted(new Response("<html>bad gateway</html>", { status: 404, headers: { "request-id": "req_hdr" } }));
+    const error = await client(fetch).lines.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error).toMatchObject({ code: "http_404", requestId: "req_hdr" });
+  });
+});
+
+describe("client pagination and URLs", () => {
+  it("iterates every item across pages, following next_cursor", async () => {
+    const chat = (id: string) => ({ object: "chat", id }) as Chat;
+    const { fetch, seen } = scripted(
+      json(200, { data: [chat("c1"), chat("c2")], has_more: true, next_cursor: "cur1" }),
+      json(200, { data: [chat("c3")], has_more: true, next_cursor: "cur2" }),
+      json(200, { data: [chat("c4")], has_more: false, next_cursor: null }),
+    );
+    const ids: string[] = [];
+    for await (const c of client(fetch).chats.iterate({ from: "+15550001000", limit: 2 })) ids.push(c.id);
+    expect(ids).toEqual(["c1", "c2", "c3", "c4"]);
+    expect(seen.map((s) => new URL(s.url).search)).toEqual([
+      "?from=%2B15550001000&limit=2",
+      "?from=%2B15550001000&limit=2&cursor=cur1",
+      "?from=%2B15550001000&limit=2&cursor=cur2",
+    ]);
+  });
+
+  it("builds URLs from the base URL, path and defined query values", () => {
+    expect(buildUrl("https://relay.test/", "/v1/messages", { from: "+1 555", to: undefined, limit: 5, cursor: null })).toBe(
+      "https://relay.test/v1/messages?from=%2B1+555&limit=5",
+    );
+    expect(buildUrl("https://host.test/relay", "/v1/lines")).toBe("https://host.test/relay/v1/lines");
+  });
+
+  it("parses Retry-After as seconds or an HTTP date", () => {
+    expect(parseRetryAfter("2")).toBe(2000);
+    expect(parseRetryAfter(null)).toBeUndefined();
+    expect(parseRetryAfter(new Date(10_000).toUTCString(), 4_000)).toBe(6_000);
+    expect(parseRetryAfter("soon")).toBeUndefined();
+  });
+
+  it("sends each operation with its method, path and body", async () => {
+    const { fetch, seen } = scripted(
+      json(200, { id: "wh_1", deleted: true }),
+      json(200, { object: "webhook", id: "wh_1" }),
+      json(201, { object: "file", id: "file_1" }),
+      new Response(null, { status: 302, headers: { location: "/api/files/file_1?sig=abc" } }),
+      json(200, { object: "message", id: "msg_1" }),
+    );
+    const relay = client(fetch);
+    await relay.webhooks.delete("wh_1");
+    await relay.webhooks.rotateSecret("wh_1");
+    await relay.files.upload(new Uint8Array([1, 2, 3]), { filename: "a photo.png", contentType: "image/png" });
+    expect(await relay.files.downloadUrl("file_1")).toBe("https://relay.test/api/files/file_1?sig=abc");
+    await relay.messages.get("msg_1");
+    expect(seen.map((s) => `${s.method} ${new URL(s.url).pathname}${new URL(s.url).search}`)).toEqual([
+      "DELETE /v1/webhooks",
+      "POST /v1/webhooks/rotate-secret",
+      "POST /v1/files",
+      "GET /v1/files?id=file_1",
+      "GET /v1/messages?id=msg_1",
+    ]);
+    expect(seen[0]!.body).toBe('{"id":"wh_1"}');
+    expect(seen[0]!.headers.get("idempotency-key")).toBeNull();
+    expect(seen[2]!.headers.get("content-type")).toBe("image/png");
+    expect(seen[2]!.headers.get("x-filename")).toBe("a%20photo.png");
+  });
+});
