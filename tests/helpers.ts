@@ -48,6 +48,19 @@ export interface CallOptions {
   headers?: Record<string, string>;
 }
 
+/** The real route module's answer to a request, in-process (also a `fetch` for the client library). */
+export async function dispatch(request: Request): Promise<Response> {
+  const url = new URL(request.url);
+  if (url.pathname.startsWith("/api/files/")) {
+    const { GET } = await import("@/app/api/files/[id]/route");
+    return GET(request, { params: Promise.resolve({ id: url.pathname.split("/").pop()! }) });
+  }
+  const loader = ROUTES[url.pathname] ?? (() => import("@/app/v1/[...path]/route") as Promise<RouteModule>);
+  const mod = await loader();
+  const handler = mod[request.method] as (r: Request) => Promise<Response>;
+  return handler(request);
+}
+
 export async function call(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<ApiResult> {
   const url = new URL(pathAndQuery, "http://localhost:3000");
   const headers: Record<string, string> = { ...options.headers };
@@ -57,17 +70,7 @@ export async function call(method: string, pathAndQuery: string, options: CallOp
     body = JSON.stringify(options.body);
     headers["content-type"] = "application/json";
   }
-  const request = new Request(url, { method, headers, body: body as BodyInit | undefined });
-  let response: Response;
-  if (url.pathname.startsWith("/api/files/")) {
-    const { GET } = await import("@/app/api/files/[id]/route");
-    response = await GET(request, { params: Promise.resolve({ id: url.pathname.split("/").pop()! }) });
-  } else {
-    const loader = ROUTES[url.pathname] ?? (() => import("@/app/v1/[...path]/route") as Promise<RouteModule>);
-    const mod = await loader();
-    const handler = mod[method] as (r: Request) => Promise<Response>;
-    response = await handler(request);
-  }
+  const response = await dispatch(new Request(url, { method, headers, body: body as BodyInit | undefined }));
   const text = response.headers.get("content-type")?.includes("json") ? await response.text() : null;
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
 }
