@@ -1,4 +1,7 @@
 import type { Message, Reaction, WebhookEventName } from "./generated.js";
+import { checkSignatures, parsePayload, readSignedHeaders, type HeaderSource, type SignInput, type VerifyOptions } from "./webhook-checks.js";
+
+export { DEFAULT_TOLERANCE_MS, WebhookVerificationError, type HeaderSource, type SignInput, type VerifyOptions, type WebhookVerificationReason } from "./webhook-checks.js";
 
 // Webhook verification for receivers, with Web Crypto only (crypto.subtle), so it runs in
 // Node 20+, browsers and edge runtimes. The same two schemes as the server's
@@ -11,7 +14,6 @@ import type { Message, Reaction, WebhookEventName } from "./generated.js";
 //    (space-separated, one per valid secret), keyed with the base64-decoded part after whsec_.
 
 const SECRET_PREFIX = "whsec_";
-export const DEFAULT_TOLERANCE_MS = 300_000;
 
 /** data of message.failed: an outbox message that ended `failed`. */
 export interface MessageFailedData {
@@ -45,21 +47,6 @@ export type WebhookEvent =
   | Envelope<"reaction.added" | "reaction.removed", WithLine<Reaction>>
   | Envelope<"message.failed", MessageFailedData>;
 
-export type WebhookVerificationReason = "missing_header" | "invalid_header" | "timestamp_out_of_tolerance" | "bad_signature" | "invalid_body";
-
-export class WebhookVerificationError extends Error {
-  constructor(
-    readonly reason: WebhookVerificationReason,
-    message: string,
-  ) {
-    super(message);
-    this.name = "WebhookVerificationError";
-  }
-}
-
-/** Headers as a Headers object (fetch, edge) or a plain record (Node's req.headers). */
-export type HeaderSource = Headers | Record<string, string | string[] | undefined>;
-
 const encoder = new TextEncoder();
 
 function base64ToBytes(text: string): Uint8Array {
@@ -92,124 +79,21 @@ const hexSignature = async (secret: string, timestampMs: string, rawBody: string
 const standardSignature = async (secret: string, id: string, seconds: string, rawBody: string) =>
   bytesToBase64(await hmac(standardKey(secret), `${id}.${seconds}.${rawBody}`));
 
-// Constant time in the candidate's content: every character is compared, and a candidate of
-// the wrong length (signature lengths are public) is compared against the expected value itself.
-function safeEqual(expected: string, candidate: string): boolean {
-  const sameLength = expected.length === candidate.length;
-  const other = sameLength ? candidate : expected;
-  let diff = 0;
-  for (let i = 0; i < expected.length; i++) diff |= expected.charCodeAt(i) ^ other.charCodeAt(i);
-  return diff === 0 && sameLength;
-}
-
-function anyMatch(expected: readonly string[], candidates: readonly string[]): boolean {
-  let found = false;
-  // No early exit: the time does not tell which pair matched.
-  for (const e of expected) for (const c of candidates) found = safeEqual(e, c) || found;
-  return found;
-}
-
-function headerReader(headers: HeaderSource): (name: string) => string | undefined {
-  if (typeof Headers !== "undefined" && headers instanceof Headers) return (name) => headers.get(name) ?? undefined;
-  const lower = new Map<string, string>();
-  for (const [key, value] of Object.entries(headers as Record<string, string | string[] | undefined>)) {
-    if (value !== undefined) lower.set(key.toLowerCase(), Array.isArray(value) ? value.join(" ") : value);
-  }
-  return (name) => lower.get(name);
-}
-
-function parseTimestamp(value: string, name: string): number {
-  if (!/^\d{1,16}$/.test(value)) throw new WebhookVerificationError("invalid_header", `${name} is not a number`);
-  return Number(value);
-}
-
-function checkTolerance(timestampMs: number, now: number, toleranceMs: number): void {
-  if (Math.abs(now - timestampMs) > toleranceMs) {
-    throw new WebhookVerificationError(
-      "timestamp_out_of_tolerance",
-      `timestamp is ${Math.round((now - timestampMs) / 1000)} s away from now (tolerance ${toleranceMs / 1000} s)`,
-    );
-  }
-}
-
-function parsePayload(rawBody: string): WebhookEvent {
-  let body: unknown;
-  try {
-    body = JSON.parse(rawBody);
-  } catch {
-    throw new WebhookVerificationError("invalid_body", "body is not valid JSON");
-  }
-  const b = body as Partial<WebhookEvent> | null;
-  if (
-    typeof b !== "object" || b === null ||
-    typeof b.event !== "string" ||
-    typeof b.data !== "object" || b.data === null || Array.isArray(b.data) ||
-    typeof b.timestamp !== "number" ||
-    typeof b.delivery_id !== "string"
-  ) {
-    throw new WebhookVerificationError("invalid_body", "body is not a webhook payload { event, data, timestamp, delivery_id }");
-  }
-  return b as WebhookEvent;
-}
-
-export interface VerifyOptions {
-  /** How far the signed timestamp may be from now; default 5 minutes. */
-  toleranceMs?: number;
-  /** Unix ms; default Date.now(). */
-  now?: number;
-}
-
 /**
- * Verifies a delivery against its RAW body (the exact bytes received, as text) and returns the
- * typed event, or throws WebhookVerificationError. Checks X-Webhook-Signature (or
+ * Verifies a delivery against its RAW body (the exact text received) and returns the typed
+ * event, or throws WebhookVerificationError. Checks X-Webhook-Signature (or
  * X-Webhook-Signature-Previous) when the X-Webhook-* headers are present, otherwise the Standard
  * Webhooks headers. Pass several secrets while rotating.
  */
-export async function verifyWebhook(
-  rawBody: string,
-  headers: HeaderSource,
-  secret: string | readonly string[],
-  { toleranceMs = DEFAULT_TOLERANCE_MS, now = Date.now() }: VerifyOptions = {},
-): Promise<WebhookEvent> {
+export async function verifyWebhook(rawBody: string, headers: HeaderSource, secret: string | readonly string[], options: VerifyOptions = {}): Promise<WebhookEvent> {
   const secrets = typeof secret === "string" ? [secret] : secret;
   if (secrets.length === 0) throw new TypeError("verifyWebhook needs at least one secret");
-  const get = headerReader(headers);
-  const signature = get("x-webhook-signature");
-  const timestamp = get("x-webhook-timestamp");
-
-  if (signature !== undefined || timestamp !== undefined) {
-    if (signature === undefined || timestamp === undefined) {
-      throw new WebhookVerificationError("missing_header", "X-Webhook-Signature and X-Webhook-Timestamp are both required");
-    }
-    checkTolerance(parseTimestamp(timestamp, "X-Webhook-Timestamp"), now, toleranceMs);
-    const candidates = [signature.trim().toLowerCase(), ...(get("x-webhook-signature-previous") ?? "").toLowerCase().split(/\s+/)];
-    const expected = await Promise.all(secrets.map((s) => hexSignature(s, timestamp, rawBody)));
-    if (!anyMatch(expected, candidates.filter(Boolean))) throw new WebhookVerificationError("bad_signature", "signature does not match");
-  } else {
-    const id = get("webhook-id");
-    const seconds = get("webhook-timestamp");
-    const list = get("webhook-signature");
-    if (id === undefined || seconds === undefined || list === undefined) {
-      throw new WebhookVerificationError("missing_header", "no X-Webhook-Signature or webhook-signature headers");
-    }
-    checkTolerance(parseTimestamp(seconds, "webhook-timestamp") * 1000, now, toleranceMs);
-    const candidates = list.split(/\s+/).filter((e) => e.startsWith("v1,")).map((e) => e.slice(3));
-    const expected = await Promise.all(secrets.map((s) => standardSignature(s, id, seconds, rawBody)));
-    if (!anyMatch(expected, candidates)) throw new WebhookVerificationError("bad_signature", "signature does not match");
-  }
-  // Parsed only once authentic.
-  return parsePayload(rawBody);
-}
-
-export interface SignInput {
-  /** The current secret. */
-  secret: string;
-  rawBody: string;
-  /** Unix ms (the body's timestamp). */
-  timestamp: number;
-  deliveryId: string;
-  /** Older secrets still valid during a rotation. */
-  secrets?: readonly string[];
+  const signed = readSignedHeaders(headers, options);
+  const expected = await Promise.all(
+    secrets.map((s) => (signed.scheme === "hex" ? hexSignature(s, signed.timestampMs, rawBody) : standardSignature(s, signed.id, signed.seconds, rawBody))),
+  );
+  checkSignatures(expected, signed.candidates);
+  return parsePayload(rawBody) as WebhookEvent;
 }
 
 /** The headers the server sends with rawBody: for receivers' own tests. */
