@@ -23,10 +23,14 @@ const handle = z.string().trim().min(1, "must not be empty").max(320);
 
 export const CreateWebhookBody = z.object({
   from: handle,
-  url: z.string().trim().min(1, "must not be empty").max(2048),
-  events: z.array(z.string().trim()).min(1, "subscribe to at least one event").max(WEBHOOK_EVENTS.length * 2),
+  url: z.string().trim().min(1, "must not be empty").max(2048).describe("HTTPS URL on a public address"),
+  events: z
+    .array(z.string().trim())
+    .min(1, "subscribe to at least one event")
+    .max(WEBHOOK_EVENTS.length * 2)
+    .describe(`Any of ${WEBHOOK_EVENTS.join(", ")}`),
 });
-export const ListWebhooksQuery = PageQuery.extend({ from: handle.optional() });
+export const ListWebhooksQuery = PageQuery.extend({ from: handle.optional().describe("Only this line's webhooks") });
 export const DeleteWebhookBody = z.object({ id: z.string().trim().min(1).max(100) });
 
 function parseEvents(names: string[]): WebhookEvent[] {
