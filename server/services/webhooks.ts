@@ -70,7 +70,8 @@ export async function listWebhooks(
   const line = input.from ? await resolveLine(actor, input.from) : null;
   const page = keysetDesc(null, input.cursor);
   const rows = await db.webhook.findMany({
-    where: { ...(line ? whereOnLine(actor, line) : await whereForActor(actor)), ...page.where },
+    // `listen` sessions are webhooks of kind "stream": not the owner's to manage here.
+    where: { ...(line ? whereOnLine(actor, line) : await whereForActor(actor)), kind: "http", ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
@@ -82,7 +83,7 @@ export async function findWebhook(actor: Actor, id: string, param = "id") {
   const notFound = () => new ApiError("webhook_not_found", `No webhook with ID '${id}'.`, { param });
   if (!isId("webhook", id)) throw notFound();
   const db = await getDb();
-  const webhook = await db.webhook.findFirst({ where: { id, ...(await whereForActor(actor)) } });
+  const webhook = await db.webhook.findFirst({ where: { id, ...(await whereForActor(actor)), kind: "http" } });
   if (!webhook) throw notFound();
   return webhook;
 }
