@@ -21,6 +21,7 @@ export const ID_PREFIXES = {
   attempt: "wha",
   idempotency: "idem",
   request: "req",
+  listenSession: "lsn",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

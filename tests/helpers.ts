@@ -27,6 +27,7 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/v1/webhooks/enable": () => import("@/app/v1/webhooks/enable/route"),
   "/v1/webhooks/disable": () => import("@/app/v1/webhooks/disable/route"),
   "/v1/openapi.json": () => import("@/app/v1/openapi.json/route"),
+  "/v1/listen": () => import("@/app/v1/listen/route"),
   "/api/simulator/messages": () => import("@/app/api/simulator/messages/route"),
   "/api/simulator/reactions": () => import("@/app/api/simulator/reactions/route"),
   "/api/simulator/typing": () => import("@/app/api/simulator/typing/route"),

@@ -1,5 +1,6 @@
 import { cron, type Inngest } from "inngest";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "@/server/webhooks/delivery";
+import { deleteStaleListenSessions } from "@/server/services/listen";
 import { inngest } from "../client";
 import { webhooksDue } from "../events";
 
@@ -27,7 +28,10 @@ export function createDeliverWebhooks(client: Inngest.Any) {
       retries: 4,
     },
     async ({ step }) => {
-      const released = await step.run("release-expired-leases", () => releaseExpiredDeliveries());
+      const released = await step.run("release-expired-leases", async () => {
+        await deleteStaleListenSessions();
+        return releaseExpiredDeliveries();
+      });
       let sent = 0;
       let backlog = false;
       for (let round = 1; round <= MAX_ROUNDS; round++) {

@@ -86,11 +86,22 @@ function buildDocument() {
   const base = config().PUBLIC_URL;
   const components: Record<string, JsonSchema> = {};
   convert(ErrorSchema, "output", components);
+  const event = z
+    .object({
+      event: z.enum(WEBHOOK_EVENTS),
+      data: z.unknown().describe("message.*: a Message; reaction.*: a Reaction; message.failed: { outbox_id, line_id, line_handle, chat_id, to, error, attempts, failed_at }"),
+      timestamp: z.number().int().describe("Unix ms, also X-Webhook-Timestamp"),
+      delivery_id: z.string().describe("dlv_ ID, also X-Webhook-Delivery-Id: deduplicate on it"),
+    })
+    .meta({ id: "WebhookEvent" });
+  const eventSchema = convert(event, "output", components);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [operationId, op] of Object.entries(OPERATIONS) as [string, Operation][]) {
     const success = op.redirect
       ? { "302": { description: "Redirect to a signed download URL", headers: { Location: { schema: { type: "string" } } } } }
-      : {
+      : op.stream
+        ? { "200": { description: "Server-sent events; each event's data is a WebhookEvent", content: { "text/event-stream": { schema: { $ref: `${COMPONENTS}WebhookEvent` } } } } }
+        : {
           [String(op.status ?? 200)]: {
             description: "Success. Every JSON body also carries `request_id`.",
             headers: { "Request-Id": { schema: { type: "string" }, description: "Also `request_id` in the body" } },
@@ -132,15 +143,7 @@ function buildDocument() {
       "x-codeSamples": [{ lang: "shell", label: "curl", source: curlExample(op, base) }],
     };
   }
-  const event = z
-    .object({
-      event: z.enum(WEBHOOK_EVENTS),
-      data: z.unknown().describe("message.*: a Message; reaction.*: a Reaction; message.failed: { outbox_id, line_id, line_handle, chat_id, to, error, attempts, failed_at }"),
-      timestamp: z.number().int().describe("Unix ms, also X-Webhook-Timestamp"),
-      delivery_id: z.string().describe("dlv_ ID, also X-Webhook-Delivery-Id: deduplicate on it"),
-    })
-    .meta({ id: "WebhookEvent" });
-  const eventSchema = convert(event, "output", components);
+
   const webhooks = Object.fromEntries(
     WEBHOOK_EVENTS.map((name) => [
       name,

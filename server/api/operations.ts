@@ -6,6 +6,7 @@ import { ChatStateQuery, FileQuery, ListChatsQuery, ListLinesQuery, ListMessages
 import { SendAudioMessageBody } from "../services/send-audio";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody } from "../services/send";
 import { ListDeliveriesQuery, ResendBody, WebhookIdBody } from "../services/webhook-deliveries";
+import { ListenQuery } from "../services/listen";
 import { CreateWebhookBody, DeleteWebhookBody, ListWebhooksQuery } from "../services/webhooks";
 
 // Every /v1 operation with its schemas: the source of the OpenAPI document (and of the client
@@ -25,9 +26,11 @@ export interface Operation {
   /** The body is the file's raw bytes (POST /v1/files). */
   rawBody?: boolean;
   status?: number;
-  /** Success body; absent for a redirect. */
+  /** Success body; absent for a redirect or a stream. */
   response?: z.ZodType;
   redirect?: boolean;
+  /** Answers server-sent events (each `data` a WebhookEvent). */
+  stream?: boolean;
   /** Errors besides authentication, scope and rate limit, which every operation may answer. */
   errors: ErrorCode[];
   /** A request body or query to show in the reference. */
@@ -315,6 +318,18 @@ export const OPERATIONS = {
     body: WebhookIdBody,
     response: R.WebhookSchema,
     errors: ["webhook_not_found", "invalid_json", "invalid_parameter_value"],
+  },
+  listen: {
+    method: "GET",
+    path: "/v1/listen",
+    tag: "Webhooks",
+    summary: "Stream events (extension)",
+    description:
+      "The key's webhook events as server-sent events, for a developer's machine that cannot receive webhooks (the CLI's `listen --forward-to`). The first event is `session` ({ session, lines, events }); then one SSE event per delivery: `id` the dlv_ ID, `event` its name, `data` exactly the body a webhook receives. Reconnect with `session=` within 10 minutes to receive what happened meanwhile.",
+    scope: "webhooks:read",
+    query: ListenQuery,
+    stream: true,
+    errors: [...LINE_ERRORS],
   },
 } as const satisfies Record<string, Operation>;
 

@@ -15,8 +15,8 @@ export const LimitSchema = z.coerce
   .default(DEFAULT_LIMIT);
 
 export const PageQuery = z.object({
-  limit: LimitSchema,
-  cursor: z.string().max(500).optional(),
+  limit: LimitSchema.describe("Items per page, 1 to 100"),
+  cursor: z.string().max(500).optional().describe("next_cursor of the previous page"),
 });
 
 export interface Page<T> {

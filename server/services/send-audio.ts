@@ -14,7 +14,7 @@ import { enforceSandboxQuota, enqueue, handle, parentGuid, prepareWrite, replyTo
 export const SendAudioMessageBody = z.object({
   from: handle,
   to: handle,
-  audio_message: z.string().trim().min(1, "must not be empty").max(200),
+  audio_message: z.string().trim().min(1, "must not be empty").max(200).describe("file_ ID of an uploaded audio file (m4a, mp3, wav, caf, aiff; at most 30 minutes)"),
   reply_to: replyTo,
 });
 export type SendAudioMessageInput = z.output<typeof SendAudioMessageBody>;

@@ -26,11 +26,11 @@ export const handle = z.string().trim().min(1, "must not be empty").max(320);
 export const replyTo = z.string().trim().min(1).max(200).nullable().optional();
 
 export const SendMessageBody = z.object({
-  from: handle,
-  to: handle,
-  text: z.string().max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`).nullable().optional(),
-  attachments: z.array(z.string().trim()).max(1, "at most one attachment per message").optional(),
-  reply_to: replyTo,
+  from: handle.describe("The line: its handle or ln_ ID"),
+  to: handle.describe("A phone number, platform account ID or cht_ chat ID (the contact must have messaged the line first)"),
+  text: z.string().max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`).nullable().optional().describe("Up to 20,000 characters; text and/or an attachment"),
+  attachments: z.array(z.string().trim()).max(1, "at most one attachment per message").optional().describe("At most one file_ ID from POST /v1/files"),
+  reply_to: replyTo.describe("msg_ ID or GUID of a message in the same chat"),
 });
 export type SendMessageInput = z.output<typeof SendMessageBody>;
 
@@ -157,7 +157,7 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
 export const SendReactionBody = z.object({
   from: handle,
   to: handle,
-  message_id: z.string().trim().min(1).max(200),
+  message_id: z.string().trim().min(1).max(200).describe("msg_ ID or GUID of a message in the chat named by `to`"),
   type: z.enum(REACTION_TYPES),
 });
 
@@ -169,7 +169,11 @@ export async function sendReaction(actor: Actor, input: z.output<typeof SendReac
   return enqueue(actor, line, "reaction", payload, requestId);
 }
 
-export const SendTypingBody = z.object({ from: handle, to: handle, state: z.enum(["on", "off"]).default("on") });
+export const SendTypingBody = z.object({
+  from: handle,
+  to: handle,
+  state: z.enum(["on", "off"]).default("on").describe('"on" starts typing, "off" stops it'),
+});
 
 export async function sendTyping(actor: Actor, input: z.output<typeof SendTypingBody>, requestId: string) {
   const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Typing indicators" });

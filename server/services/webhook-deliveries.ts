@@ -48,8 +48,8 @@ export function serializeDelivery(d: WebhookDelivery, attempts?: WebhookAttempt[
 
 export const ListDeliveriesQuery = PageQuery.extend({
   /** One delivery, with its data and every attempt. */
-  id: z.string().trim().max(100).optional(),
-  webhook_id: z.string().trim().max(100).optional(),
+  id: z.string().trim().max(100).optional().describe("One delivery (dlv_ ID), with its data and every attempt"),
+  webhook_id: z.string().trim().max(100).optional().describe("The webhook whose deliveries to list"),
   status: z.enum(DELIVERY_STATUSES).optional(),
 });
 

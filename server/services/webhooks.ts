@@ -23,10 +23,14 @@ const handle = z.string().trim().min(1, "must not be empty").max(320);
 
 export const CreateWebhookBody = z.object({
   from: handle,
-  url: z.string().trim().min(1, "must not be empty").max(2048),
-  events: z.array(z.string().trim()).min(1, "subscribe to at least one event").max(WEBHOOK_EVENTS.length * 2),
+  url: z.string().trim().min(1, "must not be empty").max(2048).describe("HTTPS URL on a public address"),
+  events: z
+    .array(z.string().trim())
+    .min(1, "subscribe to at least one event")
+    .max(WEBHOOK_EVENTS.length * 2)
+    .describe(`Any of ${WEBHOOK_EVENTS.join(", ")}`),
 });
-export const ListWebhooksQuery = PageQuery.extend({ from: handle.optional() });
+export const ListWebhooksQuery = PageQuery.extend({ from: handle.optional().describe("Only this line's webhooks") });
 export const DeleteWebhookBody = z.object({ id: z.string().trim().min(1).max(100) });
 
 function parseEvents(names: string[]): WebhookEvent[] {
@@ -66,7 +70,8 @@ export async function listWebhooks(
   const line = input.from ? await resolveLine(actor, input.from) : null;
   const page = keysetDesc(null, input.cursor);
   const rows = await db.webhook.findMany({
-    where: { ...(line ? whereOnLine(actor, line) : await whereForActor(actor)), ...page.where },
+    // `listen` sessions are webhooks of kind "stream": not the owner's to manage here.
+    where: { ...(line ? whereOnLine(actor, line) : await whereForActor(actor)), kind: "http", ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
@@ -78,7 +83,7 @@ export async function findWebhook(actor: Actor, id: string, param = "id") {
   const notFound = () => new ApiError("webhook_not_found", `No webhook with ID '${id}'.`, { param });
   if (!isId("webhook", id)) throw notFound();
   const db = await getDb();
-  const webhook = await db.webhook.findFirst({ where: { id, ...(await whereForActor(actor)) } });
+  const webhook = await db.webhook.findFirst({ where: { id, ...(await whereForActor(actor)), kind: "http" } });
   if (!webhook) throw notFound();
   return webhook;
 }

@@ -26,7 +26,7 @@ export function retryDelayMs(attempt: number, retryAfterMs: number | null = null
 }
 
 /**
- * Atomically claims up to `limit` due deliveries of active webhooks, oldest due first, keeping
+ * Atomically claims up to `limit` due deliveries of active HTTP webhooks (not `listen` streams), oldest due first, keeping
  * each webhook under MAX_IN_FLIGHT_PER_WEBHOOK deliveries in flight (claimed and not recorded).
  */
 export async function claimDeliveries(limit: number, now = new Date()): Promise<WebhookDelivery[]> {
@@ -34,13 +34,14 @@ export async function claimDeliveries(limit: number, now = new Date()): Promise<
     `WITH busy AS (
        SELECT "webhookId", count(*) AS n FROM "WebhookDelivery" WHERE status = 'delivering' GROUP BY "webhookId"
      ), due AS (
-       SELECT id, "webhookId", "nextAttemptAt" FROM "WebhookDelivery"
-       WHERE status = 'pending' AND "nextAttemptAt" <= $2 AND "webhookId" NOT IN (SELECT "webhookId" FROM busy WHERE n >= $4)
-       ORDER BY "nextAttemptAt", id LIMIT $3 * 4
+       SELECT d.id, d."webhookId", d."nextAttemptAt" FROM "WebhookDelivery" d
+       JOIN "Webhook" w ON w.id = d."webhookId" AND w."isActive" AND w.kind = 'http'
+       WHERE d.status = 'pending' AND d."nextAttemptAt" <= $2 AND d."webhookId" NOT IN (SELECT "webhookId" FROM busy WHERE n >= $4)
+       ORDER BY d."nextAttemptAt", d.id LIMIT $3 * 4
      ), eligible AS (
        SELECT d.id FROM (
          SELECT due.id, row_number() OVER (PARTITION BY due."webhookId" ORDER BY due."nextAttemptAt", due.id) + coalesce(b.n, 0) AS slot
-         FROM due JOIN "Webhook" w ON w.id = due."webhookId" AND w."isActive" LEFT JOIN busy b ON b."webhookId" = due."webhookId"
+         FROM due LEFT JOIN busy b ON b."webhookId" = due."webhookId"
        ) d WHERE d.slot <= $4
      )
      UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $1, attempts = attempts + 1
@@ -67,13 +68,13 @@ export async function releaseExpiredDeliveries(now = new Date(), { all = false }
 
 export async function nextDeliveryDueAt(): Promise<Date | null> {
   const [row] = await sql<{ at: Date | null }>(
-    `SELECT min(d."nextAttemptAt") AS at FROM "WebhookDelivery" d JOIN "Webhook" w ON w.id = d."webhookId" WHERE d.status = 'pending' AND w."isActive"`,
+    `SELECT min(d."nextAttemptAt") AS at FROM "WebhookDelivery" d JOIN "Webhook" w ON w.id = d."webhookId" WHERE d.status = 'pending' AND w."isActive" AND w.kind = 'http'`,
   );
   return row?.at ?? null;
 }
 
 /** The body a receiver gets; attachment URLs are signed afresh, since a retry may come hours later. */
-function renderBody(delivery: WebhookDelivery, url: (fileId: string) => string, timestamp: number): string {
+export function renderBody(delivery: WebhookDelivery, url: (fileId: string) => string, timestamp: number): string {
   const data = structuredClone(delivery.payload) as Record<string, unknown>;
   if (Array.isArray(data.attachments)) {
     for (const a of data.attachments as { file_id?: string; url?: string }[]) if (a.file_id) a.url = url(a.file_id);

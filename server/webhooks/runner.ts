@@ -1,6 +1,7 @@
 import { config } from "../config";
 import { announceWebhooks } from "../delivery/engine";
 import { wait } from "../delivery/runner";
+import { deleteStaleListenSessions } from "../services/listen";
 import { processSingleton } from "../singleton";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "./delivery";
 
@@ -63,6 +64,7 @@ async function loop(): Promise<void> {
       if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
         lastSweep = Date.now();
         await releaseExpiredDeliveries();
+        await deleteStaleListenSessions();
       }
       if (state.inFlight > MAX_IN_FLIGHT - BATCH) {
         await sleep(IDLE_POLL_MS);

@@ -119,7 +119,7 @@ builder.queryFields((t) => ({
       resolve: async (query, _root, args, ctx) => {
         const { from } = parseArgs(ListWebhooksQuery, args);
         const where = from ? whereOnLine(ctx.actor, await resolveLine(ctx.actor, from)) : await whereForActor(ctx.actor);
-        return ctx.prisma.webhook.findMany({ ...query, where, orderBy: { id: "desc" } });
+        return ctx.prisma.webhook.findMany({ ...query, where: { ...where, kind: "http" }, orderBy: { id: "desc" } });
       },
     },
     WebhookConnection,

@@ -1,0 +1,83 @@
+import { subscribeLive } from "../events/live";
+import { claimSessionDeliveries, type ListenSession, markStreamed, touchListenSession } from "../services/listen";
+import { fileUrlSigner } from "../storage/signed-urls";
+import { renderBody } from "../webhooks/delivery";
+
+// GET /v1/listen's response: server-sent events. First `session` (the lsn_ ID to resume
+// with, the lines and events), then one SSE event per delivery: `id` the dlv_ ID, `event` its
+// name, `data` exactly the body a webhook receives. A comment line every 15 s keeps proxies
+// from closing an idle stream.
+
+const POLL_MS = 500;
+const KEEPALIVE_MS = 15_000;
+const TOUCH_MS = 60_000;
+
+export function listenStream(session: ListenSession, accountId: string, signal: AbortSignal): Response {
+  const encoder = new TextEncoder();
+  let cancelled = false;
+  let wake: (() => void) | null = null;
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const send = (text: string) => controller.enqueue(encoder.encode(text));
+      // New messages and outbox changes of this account wake the loop at once; reactions are
+      // picked up by the poll.
+      const unsubscribe = subscribeLive((event) => {
+        if (event.accountId === accountId) wake?.();
+      });
+      const onAbort = () => wake?.();
+      signal.addEventListener("abort", onAbort);
+      send(`retry: 2000\nevent: session\ndata: ${JSON.stringify({ session: session.id, lines: session.lines, events: session.events })}\n\n`);
+      let lastSend = Date.now();
+      let lastTouch = Date.now();
+      try {
+        while (!signal.aborted && !cancelled) {
+          const batch = await claimSessionDeliveries(session);
+          if (batch.length) {
+            const url = await fileUrlSigner();
+            for (const d of batch) send(`id: ${d.id}\nevent: ${d.event}\ndata: ${renderBody(d, url, Date.now())}\n\n`);
+            await markStreamed(batch.map((d) => d.id));
+            lastSend = Date.now();
+            continue;
+          }
+          if (Date.now() - lastSend > KEEPALIVE_MS) {
+            send(": keepalive\n\n");
+            lastSend = Date.now();
+          }
+          if (Date.now() - lastTouch > TOUCH_MS) {
+            await touchListenSession(session);
+            lastTouch = Date.now();
+          }
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, POLL_MS);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = null;
+        }
+      } catch (err) {
+        // The client went away mid-write, or the database failed: claimed deliveries return to
+        // pending when their lease runs out and reach the client when it resumes.
+        if (!cancelled && !signal.aborted) console.error("[listen] stream ended", err);
+      } finally {
+        unsubscribe();
+        signal.removeEventListener("abort", onAbort);
+        await touchListenSession(session).catch(() => undefined); // the resume window starts now
+        try {
+          controller.close();
+        } catch {
+          // already closed by the client
+        }
+      }
+    },
+    cancel() {
+      cancelled = true;
+      wake?.();
+    },
+  });
+  return new Response(stream, {
+    status: 200,
+    headers: { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no" },
+  });
+}

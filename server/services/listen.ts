@@ -1,0 +1,125 @@
+import { z } from "zod";
+import type { Actor } from "../auth/actor";
+import { getDb, sql, valuesList } from "../db";
+import { ApiError, invalidParam } from "../errors";
+import type { WebhookDelivery } from "../generated/prisma/client";
+import { isId, newId } from "../ids";
+import { newWebhookSecret } from "../webhooks/signing";
+import { WEBHOOK_EVENTS, type WebhookEvent } from "../webhooks/event-names";
+import { assertLineAccess, resolveLine } from "./lines";
+import { linesForActor } from "./tenancy";
+
+// `listen` sessions (GET /v1/listen, the CLI's `listen --forward-to`): the account's events
+// streamed to a developer's machine without exposing it. A session is a webhook of kind
+// "stream" per line, so events fan out to it exactly as to any webhook (same data, same
+// delivery IDs, written in the change's transaction); instead of the sender POSTing them, the
+// connected client's request claims and streams them. A client that reconnects with its
+// session ID within SESSION_TTL_MS gets what happened meanwhile.
+
+export const SESSION_TTL_MS = 10 * 60_000;
+const LEASE_MS = 30_000;
+
+export const ListenQuery = z.object({
+  from: z.string().trim().min(1).max(320).optional().describe("Only this line (handle or ln_ ID); every line the key can use when absent"),
+  events: z
+    .string()
+    .trim()
+    .max(500)
+    .optional()
+    .describe(`Comma-separated event names (default: all of ${WEBHOOK_EVENTS.join(", ")})`),
+  session: z.string().trim().max(100).optional().describe("Resume this lsn_ session: events since the disconnect are sent first"),
+});
+
+export interface ListenSession {
+  id: string;
+  webhookIds: string[];
+  lines: string[];
+  events: WebhookEvent[];
+}
+
+function parseEvents(raw: string | undefined): WebhookEvent[] {
+  if (!raw) return [...WEBHOOK_EVENTS];
+  const names = [...new Set(raw.split(",").map((n) => n.trim()).filter(Boolean))];
+  const unknown = names.filter((n) => !(WEBHOOK_EVENTS as readonly string[]).includes(n));
+  if (unknown.length || !names.length) throw invalidParam("events", `Unknown event(s) ${unknown.join(", ")}. Events: ${WEBHOOK_EVENTS.join(", ")}.`);
+  return names as WebhookEvent[];
+}
+
+/** Opens a session (or resumes `session`) on the requested lines. */
+export async function openListenSession(actor: Actor, input: z.output<typeof ListenQuery>): Promise<ListenSession> {
+  const db = await getDb();
+  const url = (id: string) => `stream:${id}`;
+  if (input.session) {
+    const rows = isId("listenSession", input.session)
+      ? await db.webhook.findMany({ where: { accountId: actor.accountId, kind: "stream", url: url(input.session) }, include: { line: true } })
+      : [];
+    if (!rows.length) throw new ApiError("invalid_parameter_value", `No listen session '${input.session}' (sessions end ${SESSION_TTL_MS / 60_000} minutes after a disconnect).`, { param: "session" });
+    await db.webhook.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { lastSeenAt: new Date() } });
+    return { id: input.session, webhookIds: rows.map((r) => r.id), lines: rows.map((r) => r.line.handle), events: rows[0]!.events as WebhookEvent[] };
+  }
+  const events = parseEvents(input.events);
+  const lines = input.from
+    ? [await resolveLine(actor, input.from)]
+    : await db.line.findMany({ where: { ...(await linesForActor(actor)), isActive: true }, orderBy: { id: "asc" } });
+  const usable = [];
+  for (const line of lines) {
+    try {
+      await assertLineAccess(actor, line);
+      usable.push(line);
+    } catch {
+      // e.g. the sandbox line before activation: nothing to hear there
+    }
+  }
+  if (!usable.length) throw new ApiError("line_not_found", "This key has no line to listen on.", { param: "from" });
+  const id = newId("listenSession");
+  const now = new Date();
+  const rows = usable.map((line) => ({
+    id: newId("webhook"),
+    accountId: actor.accountId,
+    lineId: line.id,
+    url: url(id),
+    events,
+    secret: newWebhookSecret(),
+    kind: "stream",
+    lastSeenAt: now,
+  }));
+  await db.webhook.createMany({ data: rows });
+  return { id, webhookIds: rows.map((r) => r.id), lines: usable.map((l) => l.handle), events };
+}
+
+/** Claims the session's pending deliveries, oldest first, for streaming. */
+export async function claimSessionDeliveries(session: ListenSession, limit = 100): Promise<WebhookDelivery[]> {
+  const ids = valuesList([session.webhookIds]);
+  const n = ids.params.length;
+  return sql<WebhookDelivery>(
+    `UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $${n + 1}, attempts = attempts + 1
+     WHERE id IN (
+       SELECT id FROM "WebhookDelivery" WHERE "webhookId" IN ${ids.text} AND status = 'pending'
+       ORDER BY "createdAt", id LIMIT $${n + 2} FOR UPDATE SKIP LOCKED)
+     RETURNING *`,
+    [...ids.params, new Date(Date.now() + LEASE_MS), limit],
+  ).then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)));
+}
+
+/** Marks streamed deliveries done (written to the client's connection). */
+export async function markStreamed(deliveryIds: string[]): Promise<void> {
+  if (!deliveryIds.length) return;
+  const ids = valuesList([deliveryIds]);
+  await sql(
+    `UPDATE "WebhookDelivery" SET status = 'succeeded', "completedAt" = now(), "leaseExpiresAt" = NULL, "lastStatusCode" = NULL, "lastError" = NULL WHERE id IN ${ids.text}`,
+    ids.params,
+  );
+}
+
+/** Keeps the session alive (while connected, and at the disconnect for the resume window). */
+export async function touchListenSession(session: ListenSession): Promise<void> {
+  const db = await getDb();
+  await db.webhook.updateMany({ where: { id: { in: session.webhookIds } }, data: { lastSeenAt: new Date() } });
+}
+
+/** Deletes sessions not connected for SESSION_TTL_MS (their deliveries go with them). */
+export async function deleteStaleListenSessions(now = Date.now()): Promise<number> {
+  const db = await getDb();
+  const { count } = await db.webhook.deleteMany({ where: { kind: "stream", lastSeenAt: { lt: new Date(now - SESSION_TTL_MS) } } });
+  return count;
+}

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GET } from "@/app/v1/listen/route";
+import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { deleteStaleListenSessions, SESSION_TTL_MS } from "@/server/services/listen";
+import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
+import { db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+
+// GET /v1/listen: the account's webhook events as server-sent events, resumable. The webhook
+// sender runs meanwhile and must leave these deliveries to the stream.
+
+beforeAll(async () => {
+  await startRunner();
+  startWebhookRunner();
+});
+afterAll(async () => {
+  await stopWebhookRunner();
+  await stopRunner();
+});
+
+interface SseEvent {
+  id?: string;
+  event: string;
+  data: string;
+}
+
+/** Opens the stream and reads its events as they arrive. */
+async function open(f: Fixture, query = "") {
+  const abort = new AbortController();
+  const res = await GET(new Request(`http://localhost/v1/listen${query}`, { headers: { authorization: `Bearer ${f.key}` }, signal: abort.signal }));
+  const events: SseEvent[] = [];
+  let ended = false;
+  if (res.status === 200) {
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    void (async () => {
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) break;
+        buffer += value;
+        let end: number;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const fields = Object.fromEntries(
+            block
+              .split("\n")
+              .filter((l) => !l.startsWith(":") && l.includes(": "))
+              .map((l) => [l.slice(0, l.indexOf(": ")), l.slice(l.indexOf(": ") + 2)]),
+          );
+          if (fields.event) events.push(fields as unknown as SseEvent);
+        }
+      }
+      ended = true;
+    })();
+  }
+  const next = async (name: string, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const i = events.findIndex((e) => e.event === name);
+      if (i >= 0) return events.splice(i, 1)[0]!;
+      if (Date.now() > deadline) throw new Error(`no ${name} event within ${timeoutMs} ms; got ${events.map((e) => e.event)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  return { res, events, next, close: () => abort.abort(), ended: () => ended };
+}
+
+describe("GET /v1/listen", () => {
+  it("streams the account's events as a webhook receives them, and nothing of other accounts", async () => {
+    const f = await makeAccount();
+    const other = await makeAccount();
+    const stream = await open(f);
+    expect(stream.res.status).toBe(200);
+    expect(stream.res.headers.get("content-type")).toContain("text/event-stream");
+    const session = JSON.parse((await stream.next("session")).data);
+    expect(session).toMatchObject({ session: expect.stringMatching(/^lsn_/), lines: [f.line.handle] });
+    expect(session.events).toContain("message.received");
+
+    const alice = phone();
+    const m = await inbound(f, alice, "hello listen");
+    await inbound(other, phone(), "not for f");
+    const received = await stream.next("message.received");
+    const body = JSON.parse(received.data);
+    expect(body).toMatchObject({ event: "message.received", delivery_id: received.id, data: { id: m.id, text: "hello listen", line_handle: f.line.handle } });
+    expect(received.id).toMatch(/^dlv_/);
+
+    const sent = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "reply" });
+    const sentEvent = JSON.parse((await stream.next("message.sent")).data);
+    expect(sentEvent.data).toMatchObject({ outbox_id: sent.body.id, text: "reply", is_from_me: true });
+
+    await new Promise((r) => setTimeout(r, 700));
+    expect(stream.events.filter((e) => e.data.includes("not for f"))).toEqual([]);
+    // The session is not a webhook the owner manages, and the sender never POSTed its deliveries.
+    expect((await get("/v1/webhooks", f.key)).body.data).toEqual([]);
+    const prisma = await db();
+    expect(await prisma.webhookAttempt.count({ where: { delivery: { id: received.id } } })).toBe(0);
+    stream.close();
+  });
+
+  it("resumes a session with what happened while disconnected; stale sessions end", async () => {
+    const f = await makeAccount();
+    const first = await open(f, `?events=message.received`);
+    const { session } = JSON.parse((await first.next("session")).data);
+    first.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const alice = phone();
+    await inbound(f, alice, "while away");
+
+    const again = await open(f, `?session=${session}`);
+    expect(JSON.parse((await again.next("session")).data)).toMatchObject({ session, events: ["message.received"] });
+    expect(JSON.parse((await again.next("message.received")).data).data.text).toBe("while away");
+    again.close();
+    await new Promise((r) => setTimeout(r, 100));
+
+    expect(await deleteStaleListenSessions(Date.now() + SESSION_TTL_MS + 60_000)).toBeGreaterThan(0);
+    const gone = await open(f, `?session=${session}`);
+    expect(gone.res.status).toBe(400);
+    expect((await gone.res.json()).error).toMatchObject({ code: "invalid_parameter_value", param: "session" });
+  });
+
+  it("refuses unknown events and keys without webhooks:read", async () => {
+    const f = await makeAccount();
+    const bad = await open(f, "?events=typing.started");
+    expect(bad.res.status).toBe(400);
+    expect((await bad.res.json()).error).toMatchObject({ code: "invalid_parameter_value", param: "events" });
+    const limited = await makeAccount({ scopes: ["messages:read"] });
+    const refused = await open(limited);
+    expect(refused.res.status).toBe(403);
+    expect((await refused.res.json()).error.code).toBe("insufficient_scope");
+  });
+});
