@@ -104,7 +104,7 @@ for (const [id, op] of Object.entries(OPERATIONS) as [string, Operation][]) {
     entry.push(`response: ${name}Response`);
   }
   table.push(
-    `  ${id}: { method: "${op.method}", path: "${op.path}", body: "${body}", redirect: ${Boolean(op.redirect)} },\n`,
+    `  ${id}: { method: "${op.method}", path: "${op.path}", body: "${body}", redirect: ${Boolean(op.redirect)}, stream: ${Boolean(op.stream)} },\n`,
   );
   map.push(`  ${id}: { ${entry.join("; ")} };\n`);
 }

@@ -143,4 +143,20 @@ describe("the client against the real routes", () => {
     expect((await relay.webhooks.list({ from: f.line.handle })).data.map((w) => w.id)).toEqual([hook.id]);
     expect(await relay.webhooks.delete(hook.id)).toEqual(expect.objectContaining({ id: hook.id, deleted: true }));
   });
+
+  it("listens to the account's events over GET /v1/listen", async () => {
+    const f = await makeAccount();
+    const relay = relayFor(f);
+    const controller = new AbortController();
+    const sessions: string[] = [];
+    const events = relay.listen({ events: "message.received" }, { signal: controller.signal, onSession: (s) => sessions.push(s.session) });
+    const first = events.next();
+    await vi.waitFor(() => expect(sessions).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    const message = await inbound(f, phone(), "heard live");
+    const { value } = await first;
+    expect(value).toMatchObject({ event: "message.received", data: { id: message.id, text: "heard live" }, delivery_id: expect.stringMatching(/^dlv_/) });
+    expect(sessions[0]).toMatch(/^lsn_/);
+    controller.abort();
+    await expect(events.next()).resolves.toMatchObject({ done: true });
+  });
 });

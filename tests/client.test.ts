@@ -236,3 +236,34 @@ describe("client pagination and URLs", () => {
     expect(seen[2]!.headers.get("x-filename")).toBe("a%20photo.png");
   });
 });
+
+describe("client listen", () => {
+  it("reads server-sent events: the session to onSession, each event typed, comments and retry lines skipped", async () => {
+    const chunks = [
+      "retry: 2000\nevent: session\ndata: {\"session\":\"lsn_1\",\"lines\":[\"+1555\"],\"events\":[\"message.received\"]}\n\n: keepalive\n\n",
+      'id: dlv_1\nevent: message.received\ndata: {"event":"message.received","data":{"id":"msg_1"},"timestamp":1,"delivery_id":"dlv_1"}\r\n\r\nid: dlv_2\nevent: message.re',
+      'ceived\ndata: {"event":"message.received","data":{"id":"msg_2"},"timestamp":2,"delivery_id":"dlv_2"}\n\n',
+    ];
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = chunks.shift();
+        if (next) controller.enqueue(new TextEncoder().encode(next));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    const { fetch, seen } = scripted(new Response(body, { headers: { "content-type": "text/event-stream" } }));
+    const sessions: string[] = [];
+    const ids: string[] = [];
+    for await (const event of client(fetch).listen({ from: "+1555", events: "message.received" }, { onSession: (s) => sessions.push(s.session) })) {
+      ids.push(event.delivery_id);
+      if (ids.length === 2) break;
+    }
+    expect(sessions).toEqual(["lsn_1"]);
+    expect(ids).toEqual(["dlv_1", "dlv_2"]);
+    expect(cancelled).toBe(true);
+    expect(new URL(seen[0]!.url).search).toBe("?from=%2B1555&events=message.received");
+  });
+});

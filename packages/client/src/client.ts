@@ -1,4 +1,6 @@
 import { ConnectionError, errorFromResponse, RelayError, TimeoutError } from "./errors.js";
+import { readServerSentEvents } from "./sse.js";
+import type { WebhookEvent } from "./webhooks.js";
 import {
   OPERATIONS,
   type AcceptedWrite,
@@ -10,6 +12,7 @@ import {
   type Line,
   type ListChatsQuery,
   type ListDeliveriesQuery,
+  type ListenQuery,
   type ListLinesQuery,
   type ListMessagesQuery,
   type ListReactionsQuery,
@@ -64,6 +67,15 @@ export interface RequestOptions {
   timeoutMs?: number;
   maxRetries?: number;
   signal?: AbortSignal;
+}
+
+/** The first event of GET /v1/listen. */
+export interface ListenSession {
+  /** lsn_ ID: pass as `session` to resume. */
+  session: string;
+  /** The lines listened to (handles). */
+  lines: string[];
+  events: string[];
 }
 
 /** One page of a list, as the API answers it. */
@@ -170,7 +182,7 @@ export class Relay {
         throw error;
       }
       if (response.ok || (op.redirect && response.status >= 300 && response.status < 400)) {
-        if (op.redirect) return { body: null as T, response };
+        if (op.redirect || op.stream) return { body: null as T, response };
         const text = await response.text();
         return { body: (text ? JSON.parse(text) : null) as T, response };
       }
@@ -314,6 +326,23 @@ export class Relay {
       return new URL(location, this.baseUrl).toString();
     },
   };
+
+  /**
+   * GET /v1/listen: the key's webhook events as they happen, without a public receiver (for a
+   * developer's machine). Yields each event exactly as a webhook receiver would get it; the
+   * stream's session (lsn_ ID) goes to `onSession`: pass it as `session` to resume within
+   * 10 minutes and receive what happened meanwhile. Stop with `break` or the signal.
+   */
+  async *listen(
+    query: ListenQuery = {},
+    options: RequestOptions & { onSession?: (session: ListenSession) => void } = {},
+  ): AsyncGenerator<WebhookEvent, void, undefined> {
+    const { response } = await this.request("listen", { query: query as Record<string, unknown> }, options);
+    for await (const message of readServerSentEvents(response.body!, options.signal)) {
+      if (message.event === "session") options.onSession?.(JSON.parse(message.data) as ListenSession);
+      else yield JSON.parse(message.data) as WebhookEvent;
+    }
+  }
 
   readonly sandbox = {
     get: (options?: RequestOptions) => this.call<Sandbox>("getSandbox", {}, options),

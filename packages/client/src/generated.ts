@@ -282,7 +282,9 @@ export type Resend = {
 
 /** GET /v1/lines query. */
 export type ListLinesQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
 };
 
@@ -291,8 +293,11 @@ export type ListLinesResponse = LinePage;
 
 /** GET /v1/chats query. */
 export type ListChatsQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
+  /** The line: its handle or ln_ ID */
   from: string;
 };
 
@@ -301,10 +306,15 @@ export type ListChatsResponse = ChatPage;
 
 /** GET /v1/messages query. */
 export type ListMessagesQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
+  /** One message by msg_ ID or GUID (instead of a page) */
   id?: string;
+  /** The line: its handle or ln_ ID */
   from?: string;
+  /** Only this chat */
   to?: string;
 };
 
@@ -313,10 +323,15 @@ export type ListMessagesResponse = MessagePage | Message;
 
 /** POST /v1/messages body. */
 export type SendMessageBody = {
+  /** The line: its handle or ln_ ID */
   from: string;
+  /** A phone number, platform account ID or cht_ chat ID (the contact must have messaged the line first) */
   to: string;
+  /** Up to 20,000 characters; text and/or an attachment */
   text?: string | null;
+  /** At most one file_ ID from POST /v1/files */
   attachments?: string[];
+  /** msg_ ID or GUID of a message in the same chat */
   reply_to?: string | null;
 };
 
@@ -327,6 +342,7 @@ export type SendMessageResponse = AcceptedWrite;
 export type SendAudioMessageBody = {
   from: string;
   to: string;
+  /** file_ ID of an uploaded audio file (m4a, mp3, wav, caf, aiff; at most 30 minutes) */
   audio_message: string;
   reply_to?: string | null;
 };
@@ -336,7 +352,9 @@ export type SendAudioMessageResponse = AcceptedWrite;
 
 /** GET /v1/reactions query. */
 export type ListReactionsQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
   message_id: string;
 };
@@ -348,6 +366,7 @@ export type ListReactionsResponse = ReactionPage;
 export type SendReactionBody = {
   from: string;
   to: string;
+  /** msg_ ID or GUID of a message in the chat named by `to` */
   message_id: string;
   type: "love" | "like" | "dislike" | "laugh" | "emphasize" | "question";
 };
@@ -357,9 +376,13 @@ export type SendReactionResponse = AcceptedWrite;
 
 /** GET /v1/typing query. */
 export type ListTypingQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
+  /** The line: its handle or ln_ ID */
   from: string;
+  /** A phone number, platform account ID or cht_ chat ID */
   to: string;
 };
 
@@ -370,6 +393,7 @@ export type ListTypingResponse = TypingIndicatorPage;
 export type SendTypingBody = {
   from: string;
   to: string;
+  /** "on" starts typing, "off" stops it */
   state?: "on" | "off";
 };
 
@@ -378,9 +402,13 @@ export type SendTypingResponse = AcceptedWrite;
 
 /** GET /v1/receipts query. */
 export type ListReceiptsQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
+  /** The line: its handle or ln_ ID */
   from: string;
+  /** A phone number, platform account ID or cht_ chat ID */
   to: string;
 };
 
@@ -398,9 +426,13 @@ export type SendReceiptResponse = AcceptedWrite;
 
 /** GET /v1/outbox query. */
 export type GetOutboxQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
+  /** One item by obx_ ID (instead of a page) */
   id?: string;
+  /** The line: its handle or ln_ ID */
   from?: string;
   status?: "pending" | "claimed" | "sent" | "failed";
 };
@@ -424,8 +456,11 @@ export type DownloadFileQuery = {
 
 /** GET /v1/webhooks query. */
 export type ListWebhooksQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
+  /** Only this line's webhooks */
   from?: string;
 };
 
@@ -435,7 +470,9 @@ export type ListWebhooksResponse = WebhookPage;
 /** POST /v1/webhooks body. */
 export type CreateWebhookBody = {
   from: string;
+  /** HTTPS URL on a public address */
   url: string;
+  /** Any of message.received, message.sent, reaction.added, reaction.removed, message.failed */
   events: string[];
 };
 
@@ -452,9 +489,13 @@ export type DeleteWebhookResponse = Deleted;
 
 /** GET /v1/webhooks/deliveries query. */
 export type ListDeliveriesQuery = {
+  /** Items per page, 1 to 100 */
   limit?: number;
+  /** next_cursor of the previous page */
   cursor?: string;
+  /** One delivery (dlv_ ID), with its data and every attempt */
   id?: string;
+  /** The webhook whose deliveries to list */
   webhook_id?: string;
   status?: "pending" | "delivering" | "succeeded" | "failed";
 };
@@ -496,6 +537,16 @@ export type DisableWebhookBody = {
 /** POST /v1/webhooks/disable response. */
 export type DisableWebhookResponse = Webhook;
 
+/** GET /v1/listen query. */
+export type ListenQuery = {
+  /** Only this line (handle or ln_ ID); every line the key can use when absent */
+  from?: string;
+  /** Comma-separated event names (default: all of message.received, message.sent, reaction.added, reaction.removed, message.failed) */
+  events?: string;
+  /** Resume this lsn_ session: events since the disconnect are sent first */
+  session?: string;
+};
+
 /** Request and response types per operation. */
 export interface Operations {
   listLines: { query: ListLinesQuery; response: ListLinesResponse };
@@ -522,34 +573,36 @@ export interface Operations {
   rotateWebhookSecret: { body: RotateWebhookSecretBody; response: RotateWebhookSecretResponse };
   enableWebhook: { body: EnableWebhookBody; response: EnableWebhookResponse };
   disableWebhook: { body: DisableWebhookBody; response: DisableWebhookResponse };
+  listen: { query: ListenQuery };
 }
 
 /** How each operation is called: method, path and the kind of body it takes. */
 export const OPERATIONS = {
-  listLines: { method: "GET", path: "/v1/lines", body: "none", redirect: false },
-  listChats: { method: "GET", path: "/v1/chats", body: "none", redirect: false },
-  listMessages: { method: "GET", path: "/v1/messages", body: "none", redirect: false },
-  sendMessage: { method: "POST", path: "/v1/messages", body: "json", redirect: false },
-  sendAudioMessage: { method: "POST", path: "/v1/audio-messages", body: "json", redirect: false },
-  listReactions: { method: "GET", path: "/v1/reactions", body: "none", redirect: false },
-  sendReaction: { method: "POST", path: "/v1/reactions", body: "json", redirect: false },
-  listTyping: { method: "GET", path: "/v1/typing", body: "none", redirect: false },
-  sendTyping: { method: "POST", path: "/v1/typing", body: "json", redirect: false },
-  listReceipts: { method: "GET", path: "/v1/receipts", body: "none", redirect: false },
-  sendReceipt: { method: "POST", path: "/v1/receipts", body: "json", redirect: false },
-  getOutbox: { method: "GET", path: "/v1/outbox", body: "none", redirect: false },
-  getSandbox: { method: "GET", path: "/v1/sandbox", body: "none", redirect: false },
-  activateSandbox: { method: "POST", path: "/v1/sandbox", body: "none", redirect: false },
-  uploadFile: { method: "POST", path: "/v1/files", body: "raw", redirect: false },
-  downloadFile: { method: "GET", path: "/v1/files", body: "none", redirect: true },
-  listWebhooks: { method: "GET", path: "/v1/webhooks", body: "none", redirect: false },
-  createWebhook: { method: "POST", path: "/v1/webhooks", body: "json", redirect: false },
-  deleteWebhook: { method: "DELETE", path: "/v1/webhooks", body: "json", redirect: false },
-  listDeliveries: { method: "GET", path: "/v1/webhooks/deliveries", body: "none", redirect: false },
-  resendDeliveries: { method: "POST", path: "/v1/webhooks/deliveries/resend", body: "json", redirect: false },
-  rotateWebhookSecret: { method: "POST", path: "/v1/webhooks/rotate-secret", body: "json", redirect: false },
-  enableWebhook: { method: "POST", path: "/v1/webhooks/enable", body: "json", redirect: false },
-  disableWebhook: { method: "POST", path: "/v1/webhooks/disable", body: "json", redirect: false },
+  listLines: { method: "GET", path: "/v1/lines", body: "none", redirect: false, stream: false },
+  listChats: { method: "GET", path: "/v1/chats", body: "none", redirect: false, stream: false },
+  listMessages: { method: "GET", path: "/v1/messages", body: "none", redirect: false, stream: false },
+  sendMessage: { method: "POST", path: "/v1/messages", body: "json", redirect: false, stream: false },
+  sendAudioMessage: { method: "POST", path: "/v1/audio-messages", body: "json", redirect: false, stream: false },
+  listReactions: { method: "GET", path: "/v1/reactions", body: "none", redirect: false, stream: false },
+  sendReaction: { method: "POST", path: "/v1/reactions", body: "json", redirect: false, stream: false },
+  listTyping: { method: "GET", path: "/v1/typing", body: "none", redirect: false, stream: false },
+  sendTyping: { method: "POST", path: "/v1/typing", body: "json", redirect: false, stream: false },
+  listReceipts: { method: "GET", path: "/v1/receipts", body: "none", redirect: false, stream: false },
+  sendReceipt: { method: "POST", path: "/v1/receipts", body: "json", redirect: false, stream: false },
+  getOutbox: { method: "GET", path: "/v1/outbox", body: "none", redirect: false, stream: false },
+  getSandbox: { method: "GET", path: "/v1/sandbox", body: "none", redirect: false, stream: false },
+  activateSandbox: { method: "POST", path: "/v1/sandbox", body: "none", redirect: false, stream: false },
+  uploadFile: { method: "POST", path: "/v1/files", body: "raw", redirect: false, stream: false },
+  downloadFile: { method: "GET", path: "/v1/files", body: "none", redirect: true, stream: false },
+  listWebhooks: { method: "GET", path: "/v1/webhooks", body: "none", redirect: false, stream: false },
+  createWebhook: { method: "POST", path: "/v1/webhooks", body: "json", redirect: false, stream: false },
+  deleteWebhook: { method: "DELETE", path: "/v1/webhooks", body: "json", redirect: false, stream: false },
+  listDeliveries: { method: "GET", path: "/v1/webhooks/deliveries", body: "none", redirect: false, stream: false },
+  resendDeliveries: { method: "POST", path: "/v1/webhooks/deliveries/resend", body: "json", redirect: false, stream: false },
+  rotateWebhookSecret: { method: "POST", path: "/v1/webhooks/rotate-secret", body: "json", redirect: false, stream: false },
+  enableWebhook: { method: "POST", path: "/v1/webhooks/enable", body: "json", redirect: false, stream: false },
+  disableWebhook: { method: "POST", path: "/v1/webhooks/disable", body: "json", redirect: false, stream: false },
+  listen: { method: "GET", path: "/v1/listen", body: "none", redirect: false, stream: true },
 } as const;
 
 export type OperationId = keyof typeof OPERATIONS;

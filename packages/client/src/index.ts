@@ -1,5 +1,5 @@
 // @relay/client: a typed client for the Relay /v1 API and webhook verification.
-export { Relay, buildUrl, parseRetryAfter, type Page, type RelayOptions, type RequestOptions } from "./client.js";
+export { Relay, buildUrl, parseRetryAfter, type ListenSession, type Page, type RelayOptions, type RequestOptions } from "./client.js";
 export * from "./errors.js";
 export * from "./generated.js";
 export type { File as FileObject } from "./generated.js";

@@ -1,0 +1,46 @@
+// A reader of server-sent events (text/event-stream) over a fetch body, for GET /v1/listen.
+
+export interface ServerSentEvent {
+  id?: string;
+  event: string;
+  data: string;
+}
+
+/** The events of a stream, one by one; comments (keep-alives) and `retry:` lines are skipped. */
+export async function* readServerSentEvents(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<ServerSentEvent, void, undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const onAbort = () => void reader.cancel().catch(() => undefined);
+  if (signal?.aborted) onAbort();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true }).replaceAll("\r\n", "\n");
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const message: ServerSentEvent = { event: "message", data: "" };
+        const data: string[] = [];
+        for (const line of block.split("\n")) {
+          if (line === "" || line.startsWith(":")) continue;
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+          if (field === "data") data.push(value);
+          else if (field === "event") message.event = value;
+          else if (field === "id") message.id = value;
+        }
+        if (data.length === 0) continue;
+        message.data = data.join("\n");
+        yield message;
+      }
+    }
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    await reader.cancel().catch(() => undefined);
+  }
+}
