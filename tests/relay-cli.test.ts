@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { EXIT, runCli } from "@/packages/client/src/cli/run";
+import { verifyWebhook } from "@/packages/client/src/webhooks";
+import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
+import { dispatch, inbound, makeAccount, phone, type Fixture } from "./helpers";
+
+// The `relay` command line, driven in-process against the real route handlers: output,
+// --json, exit codes, the config file, and listen --forward-to.
+
+const configDir = mkdtempSync(path.join(tmpdir(), "relay-cli-"));
+beforeAll(async () => {
+  await startRunner();
+  startWebhookRunner();
+});
+afterAll(async () => {
+  await stopWebhookRunner();
+  await stopRunner();
+  rmSync(configDir, { recursive: true, force: true });
+});
+
+const apiFetch: typeof fetch = async (input, init) => dispatch(new Request(input instanceof Request ? input : String(input), init));
+
+async function relay(args: string[], env: Record<string, string> = {}, signal?: AbortSignal) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(args, {
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+    env: { RELAY_CONFIG_DIR: configDir, RELAY_BASE_URL: "http://localhost:3000", ...env },
+    fetch: apiFetch,
+    signal,
+  });
+  return { code, stdout, stderr };
+}
+
+describe("relay CLI", () => {
+  let f: Fixture;
+  let alice = "";
+  beforeAll(async () => {
+    f = await makeAccount();
+    alice = phone();
+    await inbound(f, alice, "hello cli");
+  });
+
+  it("asks for a key first, and logs in by saving a checked key in a private config file", async () => {
+    const none = await relay(["lines"]);
+    expect(none.code).toBe(EXIT.auth);
+    expect(none.stderr).toContain("relay login --key");
+    const bad = await relay(["login", "--key", "sk_live_nope"]);
+    expect(bad.code).toBe(EXIT.auth);
+    expect(bad.stderr).toContain("invalid_api_key");
+    const ok = await relay(["login", "--key", f.key]);
+    expect(ok.code).toBe(EXIT.ok);
+    expect(ok.stdout).toContain("Logged in");
+    expect(statSync(path.join(configDir, "config.json")).mode & 0o777).toBe(0o600);
+    const lines = await relay(["lines"]);
+    expect(lines.code).toBe(EXIT.ok);
+    expect(lines.stdout).toMatch(/^HANDLE\s+LABEL/);
+    expect(lines.stdout).toContain(f.line.handle);
+  });
+
+  it("lists chats and messages, as tables or --json", async () => {
+    const chats = await relay(["chats", "--from", f.line.handle]);
+    expect(chats.stdout).toContain(alice);
+    const messages = JSON.parse((await relay(["messages", "--from", f.line.handle, "--to", alice, "--json"])).stdout);
+    expect(messages.data[0]).toMatchObject({ text: "hello cli", is_from_me: false });
+  });
+
+  it("sends and waits until sent; API errors and usage errors have their own exit codes", async () => {
+    const sent = await relay(["send", "--from", f.line.handle, "--to", alice, "--text", "from the cli", "--wait", "--json"]);
+    expect(sent.code).toBe(EXIT.ok);
+    expect(JSON.parse(sent.stdout)).toMatchObject({ object: "outbox_item", status: "sent" });
+    const failed = await relay(["send", "--from", f.line.handle, "--to", "+15005550001", "--text", "x"]);
+    expect(failed.code).toBe(EXIT.apiError);
+    expect(failed.stderr).toContain("contact_has_not_messaged");
+    expect(failed.stderr).toContain("must message the line first");
+    expect((await relay(["send", "--from", f.line.handle])).code).toBe(EXIT.usage);
+    expect((await relay(["nonsense"])).code).toBe(EXIT.usage);
+    expect((await relay(["lines", "--bogus"])).code).toBe(EXIT.usage);
+  });
+
+  it("listen --forward-to posts each event, signed with the printed local secret", async () => {
+    const received: { body: string; headers: http.IncomingHttpHeaders }[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        received.push({ body, headers: req.headers });
+        res.writeHead(200).end("ok");
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    const abort = new AbortController();
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    let stdout = "";
+    const running = runCli(["listen", "--forward-to", url, "--events", "message.received", "--json"], {
+      stdout: (t) => (stdout += t),
+      stderr: () => undefined,
+      env: { RELAY_CONFIG_DIR: configDir, RELAY_BASE_URL: "http://localhost:3000" },
+      fetch: apiFetch,
+      signal: abort.signal,
+    });
+    try {
+      await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
+      const { secret } = JSON.parse(stdout.split("\n")[0]!);
+      const m = await inbound(f, phone(), "forward me");
+      await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 10_000, interval: 20 });
+      const event = await verifyWebhook(received[0]!.body, received[0]!.headers as Record<string, string>, secret);
+      expect(event).toMatchObject({ event: "message.received", data: { id: m.id, text: "forward me" } });
+      await vi.waitFor(() => expect(stdout).toContain('"type":"forwarded"'));
+    } finally {
+      abort.abort();
+      expect(await running.catch(() => EXIT.ok)).toBe(EXIT.ok);
+      receiver.closeAllConnections();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+});
