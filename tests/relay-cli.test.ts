@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -83,6 +83,41 @@ describe("relay CLI", () => {
     expect((await relay(["send", "--from", f.line.handle])).code).toBe(EXIT.usage);
     expect((await relay(["nonsense"])).code).toBe(EXIT.usage);
     expect((await relay(["lines", "--bogus"])).code).toBe(EXIT.usage);
+  });
+
+  it("reacts, types, marks read, uploads files, manages webhooks and shows the sandbox", async () => {
+    const [first] = JSON.parse((await relay(["messages", "--from", f.line.handle, "--to", alice, "--json"])).stdout).data.slice(-1);
+    const reacted = await relay(["react", "--from", f.line.handle, "--to", alice, "--message", first.id, "--type", "love", "--wait", "--json"]);
+    expect(reacted.code).toBe(EXIT.ok);
+    expect(JSON.parse(reacted.stdout)).toMatchObject({ status: "sent" });
+    expect((await relay(["react", "--from", f.line.handle, "--to", alice, "--message", first.id, "--type", "hug"])).code).toBe(EXIT.usage);
+    expect((await relay(["typing", "--from", f.line.handle, "--to", alice])).stdout).toContain("Typing started");
+    expect((await relay(["read", "--from", f.line.handle, "--to", alice])).stdout).toContain("Marked read");
+
+    const dir = mkdtempSync(path.join(tmpdir(), "relay-cli-file-"));
+    writeFileSync(path.join(dir, "note.txt"), "attached from the cli");
+    const uploaded = JSON.parse((await relay(["files", "upload", path.join(dir, "note.txt"), "--json"])).stdout);
+    expect(uploaded).toMatchObject({ object: "file", filename: "note.txt", size: 21 });
+    const withFile = await relay(["send", "--from", f.line.handle, "--to", alice, "--attach", path.join(dir, "note.txt"), "--wait"]);
+    expect(withFile.stdout).toMatch(/obx_\w+: sent/);
+    expect((await relay(["files", "upload", path.join(dir, "missing.txt")])).code).toBe(EXIT.usage);
+    rmSync(dir, { recursive: true, force: true });
+
+    const created = await relay(["webhooks", "create", "--from", f.line.handle, "--url", "https://example.com/hook", "--events", "message.received", "--json"]);
+    const hook = JSON.parse(created.stdout);
+    expect(hook.secret).toMatch(/^whsec_/);
+    expect((await relay(["webhooks", "list"])).stdout).toContain(hook.id);
+    await inbound(f, alice, "for the webhook");
+    await vi.waitFor(async () => expect((await relay(["webhooks", "deliveries", hook.id])).stdout).toContain("message.received"));
+    expect((await relay(["webhooks", "resend", "--webhook", hook.id, "--since", "2020-01-01"])).stdout).toMatch(/Resent \d+/);
+    expect((await relay(["webhooks", "delete", hook.id])).stdout).toContain(`Deleted ${hook.id}`);
+    expect((await relay(["webhooks", "delete", hook.id])).stderr).toContain("webhook_not_found");
+
+    const sandbox = await relay(["sandbox", "status"]);
+    expect(sandbox.code).toBe(EXIT.ok);
+    expect(sandbox.stdout).toContain("Sandbox: missing");
+    const activated = await relay(["sandbox", "activate"]);
+    expect(activated.stdout).toMatch(/Text RELAY-\w+ to \+\d+ from your phone/);
   });
 
   it("listen --forward-to posts each event, signed with the printed local secret", async () => {

@@ -35,6 +35,9 @@ export interface CliIo {
 
 class UsageError extends Error {}
 
+const REACTION_TYPES = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
+const isReactionType = (t: string): t is (typeof REACTION_TYPES)[number] => (REACTION_TYPES as readonly string[]).includes(t);
+
 const HELP = `relay - the Relay messaging API from your terminal
 
 Usage: relay <command> [options]
@@ -45,6 +48,13 @@ Usage: relay <command> [options]
   messages --from LINE [--to CONTACT]         messages, newest first
   send --from LINE --to CONTACT [--text T] [--attach FILE] [--audio FILE] [--reply-to MSG] [--wait]
   outbox get ID [--wait]                      an outbox item (--wait: until sent or failed)
+  react --from LINE --to CONTACT --message MSG --type love|like|dislike|laugh|emphasize|question
+  typing --from LINE --to CONTACT [--off]     start (or stop) typing
+  read --from LINE --to CONTACT               mark the chat read
+  files upload FILE                           upload; prints the file_ ID for --attach-style use
+  webhooks list | create --from LINE --url URL --events a,b | delete ID
+  webhooks deliveries WEBHOOK_ID | resend --id DLV | resend --webhook WEBHOOK_ID --since ISO_OR_MS
+  sandbox status | activate [--wait]          sandbox state; activate prints the code to text (--wait: until paired)
   listen --forward-to URL [--from LINE] [--events a,b]
                                               receive this key's events and POST each, signed with
                                               a local secret, to a local URL (like stripe listen)
@@ -67,6 +77,13 @@ const OPTIONS = {
   limit: { type: "string" },
   "forward-to": { type: "string" },
   events: { type: "string" },
+  message: { type: "string" },
+  type: { type: "string" },
+  off: { type: "boolean" },
+  url: { type: "string" },
+  id: { type: "string" },
+  webhook: { type: "string" },
+  since: { type: "string" },
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
@@ -189,6 +206,57 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const item = values.wait ? await relay.outbox.wait(arg, { signal }) : await relay.outbox.get(arg, { signal });
         return finalStatus(item);
       }
+      case "react": {
+        const type = need(values, "type");
+        if (!isReactionType(type)) throw new UsageError(`--type must be one of ${REACTION_TYPES.join(", ")}`);
+        const accepted = await relay.reactions.send({ from: need(values, "from"), to: need(values, "to"), message_id: need(values, "message"), type }, { signal });
+        return values.wait ? finalStatus(await relay.outbox.wait(accepted.id, { signal })) : (out(accepted, () => `Accepted ${accepted.id} (pending).`), EXIT.ok);
+      }
+      case "typing": {
+        const accepted = await relay.typing.send({ from: need(values, "from"), to: need(values, "to"), state: values.off ? "off" : "on" }, { signal });
+        out(accepted, () => `Typing ${values.off ? "stopped" : "started"}: ${accepted.id}.`);
+        return EXIT.ok;
+      }
+      case "read": {
+        const accepted = await relay.receipts.send({ from: need(values, "from"), to: need(values, "to") }, { signal });
+        out(accepted, () => `Marked read: ${accepted.id}.`);
+        return EXIT.ok;
+      }
+      case "files": {
+        if (sub !== "upload" || !arg) throw new UsageError("usage: relay files upload FILE");
+        const file = await fileArg(arg);
+        const uploaded = await relay.files.upload(file.bytes, { filename: file.filename }, { signal });
+        out(uploaded, () => `${uploaded.id}  ${uploaded.filename}  ${uploaded.mime_type}  ${uploaded.size} bytes`);
+        return EXIT.ok;
+      }
+      case "webhooks":
+        return await webhooks(relay, sub, arg, values, out, signal);
+      case "sandbox": {
+        if (sub !== "status" && sub !== "activate") throw new UsageError("usage: relay sandbox status | activate [--wait]");
+        let state = sub === "activate" ? await relay.sandbox.activate({ signal }) : await relay.sandbox.get({ signal });
+        if (sub === "activate" && state.status === "pending" && state.activation_code && !json) {
+          io.stdout(`Text ${state.activation_code} to ${state.sandbox_line_handle} from your phone (sms:${state.sandbox_line_handle}&body=${encodeURIComponent(state.activation_code)}).\n`);
+        }
+        if (sub === "activate" && values.wait) {
+          const deadline = Date.now() + 10 * 60_000;
+          while (state.status !== "active") {
+            if (Date.now() > deadline) {
+              io.stderr("Still waiting for the activation text after 10 minutes.\n");
+              return EXIT.network;
+            }
+            await new Promise((r) => setTimeout(r, 2_000));
+            if (signal?.aborted) return EXIT.ok;
+            state = await relay.sandbox.get({ signal });
+          }
+        }
+        out(state, () =>
+          [
+            `Sandbox: ${state.status}${state.contact_identifier ? `, paired with ${state.contact_identifier}` : ""}`,
+            `Line ${state.sandbox_line_handle}; today ${state.usage.used}/${state.usage.limit} messages, resets ${time(state.usage.resets_at)} UTC`,
+          ].join("\n"),
+        );
+        return EXIT.ok;
+      }
       case "listen":
         return await listen(relay, values, io, json);
       default:
@@ -257,4 +325,49 @@ async function listen(relay: Relay, values: Values, io: CliIo, json: boolean): P
     log({ type: "forwarded", event: event.event, delivery_id: event.delivery_id, status }, `${time(Date.now())}  ${event.event}  ${event.delivery_id}  -> ${status}`);
   }
   return EXIT.ok;
+}
+
+type Out = (value: unknown, human: () => string) => void;
+
+async function webhooks(relay: Relay, sub: string | undefined, arg: string | undefined, values: Values, out: Out, signal?: AbortSignal): Promise<number> {
+  switch (sub) {
+    case "list": {
+      const page = await relay.webhooks.list({ from: values.from, limit: limitOf(values) }, { signal });
+      out(page, () => table(page.data.map((w) => ({ ...w, events: w.events.join(","), active: w.is_active ? "yes" : "no" })), ["id", "url", "events", "active"]));
+      return EXIT.ok;
+    }
+    case "create": {
+      const events = need(values, "events").split(",").map((e) => e.trim()).filter(Boolean);
+      const hook = await relay.webhooks.create({ from: need(values, "from"), url: need(values, "url"), events }, { signal });
+      out(hook, () => `Created ${hook.id}. Signing secret (shown once): ${hook.secret}`);
+      return EXIT.ok;
+    }
+    case "delete": {
+      if (!arg) throw new UsageError("usage: relay webhooks delete WEBHOOK_ID");
+      const deleted = await relay.webhooks.delete(arg, { signal });
+      out(deleted, () => `Deleted ${deleted.id}.`);
+      return EXIT.ok;
+    }
+    case "deliveries": {
+      if (!arg) throw new UsageError("usage: relay webhooks deliveries WEBHOOK_ID");
+      const page = await relay.webhooks.deliveries({ webhook_id: arg, limit: limitOf(values) }, { signal });
+      out(page, () => table(page.data.map((d) => ({ ...d, created: time(d.created_at), last: d.last_status_code ?? d.last_error ?? "" })), ["id", "event", "status", "attempts", "last", "created"]));
+      return EXIT.ok;
+    }
+    case "resend": {
+      let body: { id: string } | { webhook_id: string; since: number };
+      if (values.id) body = { id: values.id };
+      else {
+        const raw = need(values, "since");
+        const since = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
+        if (Number.isNaN(since)) throw new UsageError("--since must be Unix ms or an ISO date");
+        body = { webhook_id: need(values, "webhook"), since };
+      }
+      const result = await relay.webhooks.resend(body, { signal });
+      out(result, () => `Resent ${result.resent} delivery(ies).`);
+      return EXIT.ok;
+    }
+    default:
+      throw new UsageError("usage: relay webhooks list | create | delete | deliveries | resend");
+  }
 }
