@@ -214,6 +214,9 @@ export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?:
           const result = await postWebhook(webhook.url, rawBody, headers, { timeoutMs: RESPONSE_TIMEOUT_MS, allowInsecure });
           await recordOutcome({ delivery, startedAt, result });
         } catch (err) {
+          // The webhook (and with it this delivery) was deleted while the attempt was under
+          // way: there is nothing left to record.
+          if ((err as { code?: string }).code === "23503") return;
           // Not recorded (the database was unreachable, say): try again shortly. Should even
           // this fail, the lease expires and the delivery is retried, with the same ID.
           console.error(`[webhooks] delivery ${delivery.id} failed unexpectedly`, err);
