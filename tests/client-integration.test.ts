@@ -1,10 +1,8 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
-import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
 import { AuthenticationError, InvalidRequestError, NotFoundError, Relay, verifyWebhook, type Chat } from "@/packages/client/src/index";
 import { newId } from "@/server/ids";
-import { dispatch, inbound, makeAccount, phone, type Fixture } from "./helpers";
+import { dispatch, inbound, makeAccount, phone, runDelivery, type Fixture } from "./helpers";
 
 // The client library end to end against the real route handlers, in-process: its fetch hands
 // each request to the route module, so no network server runs.
@@ -26,12 +24,9 @@ let receiverUrl = "";
 beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`;
-  await startRunner();
-  startWebhookRunner();
 });
+runDelivery();
 afterAll(async () => {
-  await stopWebhookRunner();
-  await stopRunner();
   receiver.closeAllConnections();
   await new Promise<void>((resolve) => receiver.close(() => resolve()));
 });

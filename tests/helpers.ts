@@ -1,9 +1,24 @@
 import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll } from "vitest";
 import { createApiKey } from "@/server/auth/api-keys";
 import { SCOPES, type Scope } from "@/server/auth/scopes";
 import { database, getDb } from "@/server/db";
 import { createAccount } from "@/server/services/accounts";
 import { createLine } from "@/server/services/lines";
+import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
+
+/** Runs the outbox runner and the webhook sender while this file's tests run. */
+export function runDelivery(): void {
+  beforeAll(async () => {
+    await startRunner();
+    startWebhookRunner();
+  });
+  afterAll(async () => {
+    await stopWebhookRunner();
+    await stopRunner();
+  });
+}
 
 // Factories and an in-process HTTP client that calls the real route modules, so tests see
 // exactly what a client sees: status, headers and JSON body.
@@ -80,9 +95,15 @@ export async function call(method: string, pathAndQuery: string, options: CallOp
 export const gql = (key: string | null, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>) =>
   call("POST", "/api/graphql", { key, body: { query, variables }, headers });
 
+/** What the subscriptions under test answer (one of the two fields per event). */
+export interface SubscriptionData {
+  messageReceived: { id: string; text: string | null } & Record<string, unknown>;
+  outboxItemUpdated: { status: string; outboxId: string; item: unknown };
+}
+
 export interface SseEvent {
   event: string;
-  data: { data?: Record<string, any>; errors?: { message: string; extensions: Record<string, unknown> }[] } | null;
+  data: { data?: SubscriptionData; errors?: { message: string; extensions: Record<string, unknown> }[] } | null;
 }
 
 /** A GraphQL subscription over server-sent events through the real route: read its events one by one. */

@@ -1,21 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GET } from "@/app/v1/listen/route";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { deleteStaleListenSessions, SESSION_TTL_MS } from "@/server/services/listen";
-import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
-import { db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+import { db, get, inbound, makeAccount, phone, post, runDelivery, type Fixture } from "./helpers";
 
 // GET /v1/listen: the account's webhook events as server-sent events, resumable. The webhook
 // sender runs meanwhile and must leave these deliveries to the stream.
 
-beforeAll(async () => {
-  await startRunner();
-  startWebhookRunner();
-});
-afterAll(async () => {
-  await stopWebhookRunner();
-  await stopRunner();
-});
+runDelivery();
 
 interface SseEvent {
   id?: string;

@@ -6,23 +6,14 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EXIT, runCli } from "@/packages/client/src/cli/run";
 import { verifyWebhook } from "@/packages/client/src/webhooks";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
-import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
-import { dispatch, inbound, makeAccount, phone, type Fixture } from "./helpers";
+import { dispatch, inbound, makeAccount, phone, runDelivery, type Fixture } from "./helpers";
 
 // The `relay` command line, driven in-process against the real route handlers: output,
 // --json, exit codes, the config file, and listen --forward-to.
 
 const configDir = mkdtempSync(path.join(tmpdir(), "relay-cli-"));
-beforeAll(async () => {
-  await startRunner();
-  startWebhookRunner();
-});
-afterAll(async () => {
-  await stopWebhookRunner();
-  await stopRunner();
-  rmSync(configDir, { recursive: true, force: true });
-});
+runDelivery();
+afterAll(() => rmSync(configDir, { recursive: true, force: true }));
 
 const apiFetch: typeof fetch = async (input, init) => dispatch(new Request(input instanceof Request ? input : String(input), init));
 
