@@ -73,7 +73,7 @@ const defs = new Map<string, string>();
 
 /** Converts a zod schema; its named sub-schemas (`.meta({ id })`) become shared named types. */
 function convert(schema: z.ZodType, io: "input" | "output"): string {
-  const json = z.toJSONSchema(schema, { io, target: "draft-2020-12", unrepresentable: "any" }) as JsonSchema;
+  const json = z.toJSONSchema(schema, { io, target: "draft-2020-12" }) as JsonSchema;
   for (const [name, def] of Object.entries(json.$defs ?? {})) {
     const text = `${doc(def.description, "")}export type ${name} = ${emit(def)};\n`;
     const seen = defs.get(name);

@@ -19,13 +19,13 @@ type Op = {
 };
 
 function typeOf(s: Schema | undefined): string {
-  if (!s) return "any";
+  if (!s) return "unknown";
   if (s.$ref) return s.$ref.split("/").pop()!;
   if (s.anyOf) return s.anyOf.map(typeOf).join(" | ");
   if (s.const !== undefined) return JSON.stringify(s.const);
   if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(" | ");
   if (s.type === "array") return `${typeOf(s.items)}[]`;
-  return Array.isArray(s.type) ? s.type.join(" | ") : (s.type ?? "any");
+  return Array.isArray(s.type) ? s.type.join(" | ") : (s.type ?? "unknown");
 }
 
 function Fields({ rows }: { rows: { name: string; type: string; required: boolean; description?: string }[] }) {

@@ -14,7 +14,7 @@ const COMPONENTS = "#/components/schemas/";
 
 /** Converts a zod schema, moving named sub-schemas (`.meta({ id })`) into `components`. */
 function convert(schema: z.ZodType, io: "input" | "output", components: Record<string, JsonSchema>): JsonSchema {
-  const json = z.toJSONSchema(schema, { io, target: "draft-2020-12", unrepresentable: "any" }) as JsonSchema;
+  const json = z.toJSONSchema(schema, { io, target: "draft-2020-12" }) as JsonSchema;
   const text = JSON.stringify(json).replaceAll('"#/$defs/', `"${COMPONENTS}`);
   const { $schema: _, $defs, ...rest } = JSON.parse(text) as JsonSchema & { $defs?: Record<string, JsonSchema> };
   for (const [name, def] of Object.entries($defs ?? {})) components[name] = def;
