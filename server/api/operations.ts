@@ -19,7 +19,7 @@ export interface Operation {
   summary: string;
   description?: string;
   tag: string;
-  /** Scope the key needs; absent: any key. */
+  /** Scope the key needs; when absent, every key may call it. */
   scope?: Scope;
   query?: z.ZodType;
   body?: z.ZodType;

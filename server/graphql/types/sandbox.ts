@@ -1,7 +1,7 @@
 import { activateSandbox, getSandbox } from "../../services/sandbox";
 import { builder } from "../builder";
 
-// The sandbox (GET and POST /v1/sandbox): any key of an account with an owner.
+// The sandbox (GET and POST /v1/sandbox), for every key of an account with an owner.
 
 type SandboxState = Awaited<ReturnType<typeof getSandbox>>;
 
