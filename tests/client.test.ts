@@ -266,4 +266,37 @@ describe("client listen", () => {
     expect(cancelled).toBe(true);
     expect(new URL(seen[0]!.url).search).toBe("?from=%2B1555&events=message.received");
   });
+
+  it("reopens a dropped stream with its session, starts a new one when the session expired, and stops on a refused key", async () => {
+    const stream = (text: string) => new Response(text, { headers: { "content-type": "text/event-stream" } });
+    const session = (id: string) => `event: session\ndata: {"session":"${id}","lines":["+1555"],"events":["message.received"]}\n\n`;
+    const event = (id: string) => `id: ${id}\nevent: message.received\ndata: {"event":"message.received","data":{"id":"m"},"timestamp":1,"delivery_id":"${id}"}\n\n`;
+    const { fetch, seen } = scripted(
+      stream(session("lsn_1") + event("dlv_1")), // then the server closes it
+      new TypeError("fetch failed"), // server down
+      apiError(503, "api_error", "unavailable"),
+      stream(event("dlv_2")), // resumed: what happened meanwhile (the session event came first before)
+      apiError(400, "invalid_request_error", "invalid_parameter_value", { param: "session" }), // too late
+      stream(session("lsn_2") + event("dlv_3")),
+    );
+    const sessions: string[] = [];
+    const reconnects: number[] = [];
+    const ids: string[] = [];
+    for await (const e of client(fetch).listen({ events: "message.received" }, { onSession: (s) => sessions.push(s.session), onReconnect: (r) => reconnects.push(r.attempt) })) {
+      ids.push(e.delivery_id);
+      if (ids.length === 3) break;
+    }
+    expect(ids).toEqual(["dlv_1", "dlv_2", "dlv_3"]);
+    expect(sessions).toEqual(["lsn_1", "lsn_2"]);
+    expect(reconnects).toEqual([1, 2, 3, 4, 5]);
+    expect(seen.map((s) => new URL(s.url).searchParams.get("session"))).toEqual([null, "lsn_1", "lsn_1", "lsn_1", "lsn_1", null]);
+
+    const refused = scripted(apiError(401, "authentication_error", "invalid_api_key"));
+    await expect(client(refused.fetch).listen().next()).rejects.toBeInstanceOf(AuthenticationError);
+    expect(refused.seen).toHaveLength(1);
+    const once = scripted(stream(session("lsn_3")));
+    const none: string[] = [];
+    for await (const e of client(once.fetch).listen({}, { reconnect: false })) none.push(e.delivery_id);
+    expect(none).toEqual([]);
+  });
 });

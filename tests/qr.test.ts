@@ -7,7 +7,7 @@ import { encodeQr, penalty, renderQr, type QrErrorCorrection } from "@/packages/
 // version boundaries (block layouts, alignment patterns, version information from 7 up).
 
 function reference(text: string, ecl: QrErrorCorrection, mask: number, version?: number): boolean[][] {
-  const code = QRCode.create([{ data: text, mode: "byte" }], { errorCorrectionLevel: ecl, maskPattern: mask as QRCode.QRCodeMaskPattern, version });
+  const code = QRCode.create([{ data: new TextEncoder().encode(text), mode: "byte" }], { errorCorrectionLevel: ecl, maskPattern: mask as QRCode.QRCodeMaskPattern, version });
   const size = code.modules.size;
   return Array.from({ length: size }, (_, y) => Array.from({ length: size }, (_, x) => code.modules.get(y, x) === 1));
 }

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EXIT, runCli } from "@/packages/client/src/cli/run";
+import { encodeQr } from "@/packages/client/src/cli/qr";
 import { verifyWebhook } from "@/packages/client/src/webhooks";
 import { dispatch, inbound, makeAccount, phone, runDelivery, type Fixture } from "./helpers";
 
@@ -108,7 +109,95 @@ describe("relay CLI", () => {
     expect(sandbox.code).toBe(EXIT.ok);
     expect(sandbox.stdout).toContain("Sandbox: missing");
     const activated = await relay(["sandbox", "activate"]);
-    expect(activated.stdout).toMatch(/Text RELAY-\w+ to \+\d+ from your phone/);
+    expect(activated.stdout).toMatch(/text RELAY-\w+ to \+\d+ from your phone/);
+  });
+
+  it("sandbox activate draws the sms: link as a QR code that reads back module for module", async () => {
+    const { stdout } = await relay(["sandbox", "activate"]);
+    const link = stdout.match(/^sms:\S+$/m)![0];
+    expect(link).toMatch(/^sms:\+\d+&body=RELAY-\w+$/);
+    const code = encodeQr(link);
+    // Half blocks: each text line is two module rows, inside a 2-module quiet zone.
+    const drawn = stdout.split("\n\n")[1]!.split("\n");
+    expect(drawn).toHaveLength(Math.ceil((code.modules.length + 4) / 2));
+    const size = code.modules.length;
+    const rows: boolean[][] = [];
+    for (const line of drawn) {
+      const chars = [...line];
+      rows.push(chars.map((c) => c === "█" || c === "▀"), chars.map((c) => c === "█" || c === "▄"));
+    }
+    const modules = rows.slice(2, 2 + size).map((r) => r.slice(2, 2 + size));
+    expect(modules).toEqual(code.modules);
+    expect((await relay(["sandbox", "activate", "--json"])).stdout).not.toMatch(/[█▀▄]/);
+  });
+
+  it("explains each command with --help, colours only when asked, and names the fix in errors", async () => {
+    const send = await relay(["send", "--help"]);
+    expect(send.code).toBe(EXIT.ok);
+    expect(send.stdout).toMatch(/^Usage: relay send --from LINE --to CONTACT/);
+    expect(send.stdout).not.toContain("webhooks create");
+    const all = await relay(["--help"]);
+    for (const command of ["login", "lines", "chats", "messages", "send", "outbox get", "react", "typing", "read", "files upload", "webhooks", "sandbox", "listen"]) {
+      expect(all.stdout).toContain(`  ${command}`);
+    }
+    const plain = await relay(["lines"]);
+    expect(plain.stdout).not.toContain("\x1b[");
+    let colored = "";
+    await runCli(["lines"], { stdout: (t) => (colored += t), stderr: () => undefined, env: { RELAY_CONFIG_DIR: configDir }, fetch: apiFetch, color: true });
+    expect(colored).toContain("\x1b[1mHANDLE");
+    expect(colored).toContain("\x1b[32myes");
+    const wrongServer = await runCli(["lines", "--base-url", "http://127.0.0.1:9"], { stdout: () => undefined, stderr: (t) => (colored = t), env: { RELAY_CONFIG_DIR: configDir } });
+    expect(wrongServer).toBe(EXIT.network);
+    expect(colored).toContain("Is the server running at that --base-url?");
+  });
+
+  it("messages --follow prints the latest messages, then each new one in that chat as it arrives", async () => {
+    const bob = phone();
+    await inbound(f, bob, "before following");
+    const abort = new AbortController();
+    let stdout = "";
+    let stderr = "";
+    const running = runCli(["messages", "--from", f.line.handle, "--to", bob, "--follow", "--json"], {
+      stdout: (t) => (stdout += t),
+      stderr: (t) => (stderr += t),
+      env: { RELAY_CONFIG_DIR: configDir },
+      fetch: apiFetch,
+      signal: abort.signal,
+    });
+    const texts = () => stdout.trim().split("\n").filter(Boolean).map((l) => (JSON.parse(l) as { text: string }).text);
+    try {
+      await vi.waitFor(() => expect(texts()).toEqual(["before following"]), { timeout: 10_000, interval: 20 });
+      await inbound(f, phone(), "another chat");
+      await inbound(f, bob, "while following");
+      const sent = await relay(["send", "--from", f.line.handle, "--to", bob, "--text", "my reply", "--wait"]);
+      expect(sent.code).toBe(EXIT.ok);
+      await vi.waitFor(() => expect(texts()).toEqual(["before following", "while following", "my reply"]), { timeout: 10_000, interval: 20 });
+    } finally {
+      abort.abort();
+      expect(await running).toBe(EXIT.ok);
+    }
+    expect(stderr).toBe("");
+    // A brand-new contact: the chat is found from its first message.
+    const carol = phone();
+    const human = new AbortController();
+    stdout = "";
+    const following = runCli(["messages", "--from", f.line.handle, "--to", carol, "--follow"], {
+      stdout: (t) => (stdout += t),
+      stderr: (t) => (stderr += t),
+      env: { RELAY_CONFIG_DIR: configDir },
+      fetch: apiFetch,
+      signal: human.signal,
+    });
+    try {
+      await vi.waitFor(() => expect(stderr).toContain("Following new messages"), { timeout: 10_000, interval: 20 });
+      await inbound(f, carol, "first words");
+      await inbound(f, phone(), "not carol");
+      await vi.waitFor(() => expect(stdout).toMatch(new RegExp(`\\${carol}\\s+first words`)), { timeout: 10_000, interval: 20 });
+    } finally {
+      human.abort();
+      await following;
+    }
+    expect(stdout).not.toContain("not carol");
   });
 
   it("listen --forward-to posts each event, signed with the printed local secret", async () => {

@@ -78,6 +78,15 @@ export interface ListenSession {
   events: string[];
 }
 
+export interface ListenOptions extends Omit<RequestOptions, "idempotencyKey" | "maxRetries"> {
+  /** Called with each session opened (the first, and a new one when a resume came too late). */
+  onSession?: (session: ListenSession) => void;
+  /** Called before each reconnection: the attempt number, the wait, and what ended the stream (undefined: the server closed it). */
+  onReconnect?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
+  /** Default true: reopen a dropped stream. */
+  reconnect?: boolean;
+}
+
 /** One page of a list, as the API answers it. */
 export interface Page<T> {
   data: T[];
@@ -294,12 +303,16 @@ export class Relay {
     get: (id: string, options?: RequestOptions) => this.call<OutboxItem>("getOutbox", { query: { id } }, options),
     /**
      * Polls an outbox item until it is `sent` or `failed` (returned either way), or throws a
-     * TimeoutError after timeoutMs (default 60 s).
+     * TimeoutError after timeoutMs (default 60 s). `onPoll` sees every answer (for progress).
      */
-    wait: async (id: string, { timeoutMs = 60_000, intervalMs = 500, signal }: { timeoutMs?: number; intervalMs?: number; signal?: AbortSignal } = {}) => {
+    wait: async (
+      id: string,
+      { timeoutMs = 60_000, intervalMs = 500, signal, onPoll }: { timeoutMs?: number; intervalMs?: number; signal?: AbortSignal; onPoll?: (item: OutboxItem) => void } = {},
+    ) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         const item = await this.call<OutboxItem>("getOutbox", { query: { id } }, { signal });
+        onPoll?.(item);
         if (item.status === "sent" || item.status === "failed") return item;
         const left = deadline - Date.now();
         if (left <= 0) throw new TimeoutError({ type: "connection_error", code: "timeout", message: `Outbox item ${id} still ${item.status} after ${timeoutMs} ms` });
@@ -330,17 +343,45 @@ export class Relay {
   /**
    * GET /v1/listen: the key's webhook events as they happen, without a public receiver (for a
    * developer's machine). Yields each event exactly as a webhook receiver would get it; the
-   * stream's session (lsn_ ID) goes to `onSession`: pass it as `session` to resume within
-   * 10 minutes and receive what happened meanwhile. Stop with `break` or the signal.
+   * stream's session (lsn_ ID) goes to `onSession`. A dropped connection (network error, server
+   * restart, 5xx) is reopened with the session, backing off from retryDelayMs to 30 s, so what happened
+   * meanwhile still arrives (sessions last 10 minutes after a disconnect; past that a new one
+   * starts and `onSession` is called again); `reconnect: false` ends the iteration instead.
+   * Deliveries may repeat after a reconnect: deduplicate on `delivery_id`. Stop with `break`
+   * or the signal.
    */
-  async *listen(
-    query: ListenQuery = {},
-    options: RequestOptions & { onSession?: (session: ListenSession) => void } = {},
-  ): AsyncGenerator<WebhookEvent, void, undefined> {
-    const { response } = await this.request("listen", { query: query as Record<string, unknown> }, options);
-    for await (const message of readServerSentEvents(response.body!, options.signal)) {
-      if (message.event === "session") options.onSession?.(JSON.parse(message.data) as ListenSession);
-      else yield JSON.parse(message.data) as WebhookEvent;
+  async *listen(query: ListenQuery = {}, options: ListenOptions = {}): AsyncGenerator<WebhookEvent, void, undefined> {
+    let session = query.session;
+    for (let failures = 0; ; ) {
+      let error: unknown;
+      try {
+        const { response } = await this.request("listen", { query: { ...query, session } as Record<string, unknown> }, { ...options, maxRetries: 0 });
+        for await (const message of readServerSentEvents(response.body!, options.signal)) {
+          if (message.event === "session") {
+            const opened = JSON.parse(message.data) as ListenSession;
+            session = opened.session;
+            failures = 0;
+            options.onSession?.(opened);
+          } else yield JSON.parse(message.data) as WebhookEvent;
+        }
+      } catch (err) {
+        if (options.signal?.aborted) return;
+        const expired = err instanceof RelayError && err.param === "session" && session !== undefined;
+        const transient = !(err instanceof RelayError) || err instanceof ConnectionError || (err.status ?? 0) >= 500 || err.status === 429;
+        if (options.reconnect === false || !(expired || transient)) throw err;
+        if (expired) session = undefined;
+        error = err;
+      }
+      if (options.signal?.aborted) return;
+      if (options.reconnect === false) return;
+      failures++;
+      const delayMs = Math.min(30_000, this.retryDelayMs * 2 ** (failures - 1));
+      options.onReconnect?.({ attempt: failures, delayMs, error });
+      try {
+        await sleep(delayMs, options.signal);
+      } catch {
+        return; // aborted while waiting
+      }
     }
   }
 

@@ -3,8 +3,11 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { Relay } from "../client.js";
 import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } from "../errors.js";
+import type { Message, OutboxItem } from "../generated.js";
 import { signWebhook } from "../webhooks.js";
 import { configDir, DEFAULT_BASE_URL, readConfig, writeConfig } from "./config.js";
+import { encodeQr, renderQr } from "./qr.js";
+import { spinner, style, type Style } from "./ui.js";
 
 // The `relay` command. Human output by default, `--json` for scripts; exit codes scripts can
 // rely on (EXIT). runCli takes its I/O as arguments, so tests drive it in-process.
@@ -30,7 +33,10 @@ export interface CliIo {
   /** For the API (tests pass an in-process one); forwarding in `listen` uses the global fetch. */
   fetch?: typeof fetch;
   signal?: AbortSignal;
+  /** Colour stdout (a TTY, NO_COLOR unset): see colorWanted. */
   color?: boolean;
+  /** stderr is a TTY: spinners instead of progress lines. */
+  interactive?: boolean;
 }
 
 class UsageError extends Error {}
@@ -38,29 +44,44 @@ class UsageError extends Error {}
 const REACTION_TYPES = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
 const isReactionType = (t: string): t is (typeof REACTION_TYPES)[number] => (REACTION_TYPES as readonly string[]).includes(t);
 
-const HELP = `relay - the Relay messaging API from your terminal
+/** Each command's usage and what it does: `relay --help` lists them, `relay CMD --help` shows one. */
+const COMMANDS: Record<string, { usage: string[]; about: string }> = {
+  login: { usage: ["login --key sk_live_... [--base-url URL]"], about: "Checks the key and saves it with the base URL in the config file (mode 600)." },
+  lines: { usage: ["lines"], about: "The lines this key can use." },
+  chats: { usage: ["chats --from LINE"], about: "Chats of a line, most recent first." },
+  messages: {
+    usage: ["messages --from LINE [--to CHAT] [--follow]"],
+    about: "Messages, newest first. --follow prints the latest (oldest first) and then each new message as it arrives, until Ctrl-C.",
+  },
+  send: {
+    usage: ["send --from LINE --to CONTACT [--text T] [--attach FILE] [--audio FILE] [--reply-to MSG] [--wait]"],
+    about: "Sends a message (--audio: a voice memo, alone). --wait follows it until sent or failed (exit 5 when failed).",
+  },
+  outbox: { usage: ["outbox get OBX_ID [--wait]"], about: "An outbox item; --wait until it is sent or failed." },
+  react: { usage: ["react --from LINE --to CONTACT --message MSG --type love|like|dislike|laugh|emphasize|question [--wait]"], about: "Reacts to a message." },
+  typing: { usage: ["typing --from LINE --to CONTACT [--off]"], about: "Starts (or stops) the typing indicator." },
+  read: { usage: ["read --from LINE --to CONTACT"], about: "Marks the chat read." },
+  files: { usage: ["files upload FILE"], about: "Uploads a file; prints its file_ ID." },
+  webhooks: {
+    usage: ["webhooks list [--from LINE]", "webhooks create --from LINE --url URL --events a,b", "webhooks delete ID", "webhooks deliveries WEBHOOK_ID", "webhooks resend --id DLV | --webhook WEBHOOK_ID --since ISO_OR_MS"],
+    about: "Manages webhooks and their deliveries.",
+  },
+  sandbox: { usage: ["sandbox status", "sandbox activate [--wait]"], about: "The sandbox; activate shows a QR code and the text to send from your phone (--wait: until paired)." },
+  listen: {
+    usage: ["listen --forward-to URL [--from LINE] [--events a,b]"],
+    about: "Receives this key's events live and POSTs each to a local URL, signed with a local secret it prints (like stripe listen). Reconnects by itself; Ctrl-C stops.",
+  },
+};
 
-Usage: relay <command> [options]
-
-  login --key sk_live_... [--base-url URL]    save the key (config file, mode 600) after checking it
-  lines                                       the lines this key can use
-  chats --from LINE                           chats of a line, most recent first
-  messages --from LINE [--to CONTACT]         messages, newest first
-  send --from LINE --to CONTACT [--text T] [--attach FILE] [--audio FILE] [--reply-to MSG] [--wait]
-  outbox get ID [--wait]                      an outbox item (--wait: until sent or failed)
-  react --from LINE --to CONTACT --message MSG --type love|like|dislike|laugh|emphasize|question
-  typing --from LINE --to CONTACT [--off]     start (or stop) typing
-  read --from LINE --to CONTACT               mark the chat read
-  files upload FILE                           upload; prints the file_ ID for --attach-style use
-  webhooks list | create --from LINE --url URL --events a,b | delete ID
-  webhooks deliveries WEBHOOK_ID | resend --id DLV | resend --webhook WEBHOOK_ID --since ISO_OR_MS
-  sandbox status | activate [--wait]          sandbox state; activate prints the code to text (--wait: until paired)
-  listen --forward-to URL [--from LINE] [--events a,b]
-                                              receive this key's events and POST each, signed with
-                                              a local secret, to a local URL (like stripe listen)
-
-Global: --key, --base-url (or RELAY_API_KEY, RELAY_BASE_URL), --json, --limit N, --help
+const GLOBAL_HELP = `Global: --key, --base-url (or RELAY_API_KEY, RELAY_BASE_URL), --json, --limit N, --help
 Exit codes: 0 ok, 1 API error, 2 usage, 3 authentication, 4 network or timeout, 5 delivery failed`;
+
+function help(command?: string): string {
+  const one = command ? COMMANDS[command] : undefined;
+  if (one) return `${one.usage.map((u) => `Usage: relay ${u}`).join("\n")}\n\n${one.about}\n\n${GLOBAL_HELP}`;
+  const rows = Object.values(COMMANDS).flatMap(({ usage }) => usage);
+  return `relay - the Relay messaging API from your terminal\n\nUsage: relay <command> [options]\n\n${rows.map((u) => `  ${u}`).join("\n")}\n\nRun \`relay <command> --help\` for one command.\n${GLOBAL_HELP}`;
+}
 
 const OPTIONS = {
   key: { type: "string" },
@@ -74,6 +95,7 @@ const OPTIONS = {
   audio: { type: "string" },
   "reply-to": { type: "string" },
   wait: { type: "boolean" },
+  follow: { type: "boolean", short: "f" },
   limit: { type: "string" },
   "forward-to": { type: "string" },
   events: { type: "string" },
@@ -88,12 +110,23 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
 
-function table(rows: Record<string, unknown>[], columns: string[]): string {
+function table(rows: Record<string, unknown>[], columns: string[], ui?: Style): string {
   if (!rows.length) return "(none)";
   const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? "" : String(r[c]).replace(/\s+/g, " "))));
   const widths = columns.map((c, i) => Math.min(60, Math.max(c.length, ...cells.map((row) => row[i]!.length))));
-  const line = (values: string[]) => values.map((v, i) => (v.length > widths[i]! ? `${v.slice(0, widths[i]! - 1)}…` : v.padEnd(widths[i]!))).join("  ").trimEnd();
-  return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join("\n");
+  const fit = (v: string, i: number) => (v.length > widths[i]! ? `${v.slice(0, widths[i]! - 1)}…` : v.padEnd(widths[i]!));
+  const statusColumn = columns.findIndex((c) => c === "status" || c === "active");
+  const line = (values: string[], header = false) =>
+    values
+      .map((v, i) => {
+        const cell = fit(v, i);
+        if (!ui) return cell;
+        if (header) return ui.bold(cell);
+        return i === statusColumn ? cell.replace(v, ui.status(v)) : cell;
+      })
+      .join("  ")
+      .trimEnd();
+  return [line(columns.map((c) => c.toUpperCase()), true), ...cells.map((row) => line(row))].join("\n");
 }
 
 const time = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
@@ -125,6 +158,7 @@ function randomSecret(): string {
 }
 
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const ui = style(io.color === true);
   const out = (value: unknown, human: () => string) => io.stdout(`${json ? JSON.stringify(value, null, 2) : human()}\n`);
   let json = false;
   try {
@@ -132,9 +166,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     json = values.json === true;
     const [command, sub, arg] = positionals;
     if (values.help || !command) {
-      io.stdout(`${HELP}\n`);
+      io.stdout(`${help(command)}\n`);
       return command || values.help ? EXIT.ok : EXIT.usage;
     }
+    if (!(command in COMMANDS)) throw new UsageError(`unknown command '${command}'`);
     const dir = configDir(io.env);
     const saved = await readConfig(dir);
     const baseUrl = values["base-url"] ?? io.env.RELAY_BASE_URL ?? saved.baseUrl ?? DEFAULT_BASE_URL;
@@ -146,35 +181,41 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const relay = new Relay({ apiKey, baseUrl, fetch: io.fetch });
     const signal = io.signal;
 
+    /** outbox.wait with a spinner (human output) showing the item's status as it changes. */
+    const waitFor = async (id: string): Promise<OutboxItem> => {
+      const progress = json ? null : spinner(io.stderr, io.interactive === true, `Waiting for ${id}: pending`);
+      try {
+        return await relay.outbox.wait(id, { signal, onPoll: (item) => progress?.update(`Waiting for ${id}: ${item.status}${item.attempts > 1 ? ` (attempt ${item.attempts})` : ""}`) });
+      } finally {
+        progress?.stop();
+      }
+    };
+    const finalStatus = (item: OutboxItem) => {
+      out(item, () => `${item.id}: ${ui.status(item.status)}${item.error ? ` (${item.error})` : ""}, ${item.attempts} attempt(s)`);
+      return item.status === "failed" ? EXIT.deliveryFailed : EXIT.ok;
+    };
+
     switch (command) {
       case "login": {
         const lines = await relay.lines.list({ limit: 100 }, { signal });
         const file = await writeConfig(dir, { apiKey, baseUrl });
-        out({ base_url: baseUrl, lines: lines.data.length, config: file }, () => `Logged in to ${baseUrl}: ${lines.data.length} line(s). Saved to ${file}.`);
+        out({ base_url: baseUrl, lines: lines.data.length, config: file }, () => `${ui.green("✓")} Logged in to ${baseUrl}: ${lines.data.length} line(s). Saved to ${file}.`);
         return EXIT.ok;
       }
       case "lines": {
         const page = await relay.lines.list({ limit: limitOf(values) ?? 100 }, { signal });
-        out(page, () => table(page.data.map((l) => ({ ...l, active: l.is_active ? "yes" : "no" })), ["handle", "label", "service", "active", "id"]));
+        out(page, () => table(page.data.map((l) => ({ ...l, active: l.is_active ? "yes" : "no" })), ["handle", "label", "service", "active", "id"], ui));
         return EXIT.ok;
       }
       case "chats": {
         const page = await relay.chats.list({ from: need(values, "from"), limit: limitOf(values) }, { signal });
-        out(page, () => table(page.data.map((c) => ({ ...c, last: time(c.last_message_at) })), ["identifier", "name", "last", "id"]));
+        out(page, () => table(page.data.map((c) => ({ ...c, last: time(c.last_message_at) })), ["identifier", "name", "last", "id"], ui));
         return EXIT.ok;
       }
       case "messages": {
+        if (values.follow) return await follow(relay, values, io, ui, json);
         const page = await relay.messages.list({ from: need(values, "from"), to: values.to, limit: limitOf(values) }, { signal });
-        out(page, () =>
-          table(
-            page.data.map((m) => ({
-              time: time(m.sent_at),
-              from: m.is_from_me ? "me" : m.sender,
-              text: m.text ?? m.attachments.map((a) => `[${a.filename}]`).join(" "),
-            })),
-            ["time", "from", "text"],
-          ),
-        );
+        out(page, () => table(page.data.map(messageRow), ["time", "from", "text"], ui));
         return EXIT.ok;
       }
       case "send": {
@@ -196,21 +237,22 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
           );
         }
         if (!values.wait) {
-          out(accepted, () => `Accepted ${accepted.id} (pending). Follow it with: relay outbox get ${accepted.id} --wait`);
+          out(accepted, () => `Accepted ${accepted.id} (${ui.status("pending")}). Follow it with: relay outbox get ${accepted.id} --wait`);
           return EXIT.ok;
         }
-        return finalStatus(await relay.outbox.wait(accepted.id, { signal }));
+        return finalStatus(await waitFor(accepted.id));
       }
       case "outbox": {
         if (sub !== "get" || !arg) throw new UsageError("usage: relay outbox get OBX_ID [--wait]");
-        const item = values.wait ? await relay.outbox.wait(arg, { signal }) : await relay.outbox.get(arg, { signal });
-        return finalStatus(item);
+        return finalStatus(values.wait ? await waitFor(arg) : await relay.outbox.get(arg, { signal }));
       }
       case "react": {
         const type = need(values, "type");
         if (!isReactionType(type)) throw new UsageError(`--type must be one of ${REACTION_TYPES.join(", ")}`);
         const accepted = await relay.reactions.send({ from: need(values, "from"), to: need(values, "to"), message_id: need(values, "message"), type }, { signal });
-        return values.wait ? finalStatus(await relay.outbox.wait(accepted.id, { signal })) : (out(accepted, () => `Accepted ${accepted.id} (pending).`), EXIT.ok);
+        if (values.wait) return finalStatus(await waitFor(accepted.id));
+        out(accepted, () => `Accepted ${accepted.id} (${ui.status("pending")}).`);
+        return EXIT.ok;
       }
       case "typing": {
         const accepted = await relay.typing.send({ from: need(values, "from"), to: need(values, "to"), state: values.off ? "off" : "on" }, { signal });
@@ -230,46 +272,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return EXIT.ok;
       }
       case "webhooks":
-        return await webhooks(relay, sub, arg, values, out, signal);
-      case "sandbox": {
-        if (sub !== "status" && sub !== "activate") throw new UsageError("usage: relay sandbox status | activate [--wait]");
-        let state = sub === "activate" ? await relay.sandbox.activate({ signal }) : await relay.sandbox.get({ signal });
-        if (sub === "activate" && state.status === "pending" && state.activation_code && !json) {
-          io.stdout(`Text ${state.activation_code} to ${state.sandbox_line_handle} from your phone (sms:${state.sandbox_line_handle}&body=${encodeURIComponent(state.activation_code)}).\n`);
-        }
-        if (sub === "activate" && values.wait) {
-          const deadline = Date.now() + 10 * 60_000;
-          while (state.status !== "active") {
-            if (Date.now() > deadline) {
-              io.stderr("Still waiting for the activation text after 10 minutes.\n");
-              return EXIT.network;
-            }
-            await new Promise((r) => setTimeout(r, 2_000));
-            if (signal?.aborted) return EXIT.ok;
-            state = await relay.sandbox.get({ signal });
-          }
-        }
-        out(state, () =>
-          [
-            `Sandbox: ${state.status}${state.contact_identifier ? `, paired with ${state.contact_identifier}` : ""}`,
-            `Line ${state.sandbox_line_handle}; today ${state.usage.used}/${state.usage.limit} messages, resets ${time(state.usage.resets_at)} UTC`,
-          ].join("\n"),
-        );
-        return EXIT.ok;
-      }
+        return await webhooks(relay, sub, arg, values, out, ui, signal);
+      case "sandbox":
+        return await sandbox(relay, sub, values, io, ui, out, json);
       case "listen":
-        return await listen(relay, values, io, json);
+        return await listen(relay, values, io, ui, json);
       default:
         throw new UsageError(`unknown command '${command}'`);
     }
-
-    function finalStatus(item: { id: string; status: string; error: string | null; attempts: number }) {
-      out(item, () => `${item.id}: ${item.status}${item.error ? ` (${item.error})` : ""}, ${item.attempts} attempt(s)`);
-      return item.status === "failed" ? EXIT.deliveryFailed : EXIT.ok;
-    }
   } catch (err) {
     if (err instanceof UsageError || (err instanceof TypeError && "code" in err && String(err.code).startsWith("ERR_PARSE_ARGS"))) {
-      io.stderr(`${err.message}\nRun \`relay --help\` for usage.\n`);
+      io.stderr(`${ui.red(err.message)}\nRun \`relay --help\` for usage.\n`);
       return EXIT.usage;
     }
     if (err instanceof RelayError) {
@@ -281,17 +294,129 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
             ? " Create a key with that scope in the dashboard."
             : err.code === "contact_has_not_messaged"
               ? " The contact must message the line first."
-              : "";
+              : err instanceof ConnectionError
+                ? " Is the server running at that --base-url?"
+                : "";
       if (json) io.stderr(`${JSON.stringify({ error: { type: err.type, code: err.code, message: err.message, param: err.param }, request_id: err.requestId })}\n`);
-      else io.stderr(`Error: ${err.message}${where} [${err.code}${err.requestId ? `, ${err.requestId}` : ""}]${hint}\n`);
+      else io.stderr(`${ui.red("Error:")} ${err.message}${where} ${ui.dim(`[${err.code}${err.requestId ? `, ${err.requestId}` : ""}]`)}${hint}\n`);
       return err instanceof AuthenticationError ? EXIT.auth : err instanceof ConnectionError ? EXIT.network : EXIT.apiError;
     }
     throw err;
   }
 }
 
+const messageRow = (m: Message) => ({
+  time: time(m.sent_at),
+  from: m.is_from_me ? "me" : m.sender,
+  text: m.text ?? m.attachments.map((a) => `[${a.filename}]`).join(" "),
+});
+
+/**
+ * `relay messages --follow`: the latest messages (oldest first), then each new one as it
+ * arrives through GET /v1/listen. The stream is opened before the backlog is read, so nothing
+ * falls between them; repeats are dropped by message ID.
+ */
+async function follow(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean): Promise<number> {
+  const from = need(values, "from");
+  const to = values.to;
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  if (io.signal?.aborted) return EXIT.ok;
+  io.signal?.addEventListener("abort", onAbort, { once: true });
+  const seen = new Set<string>();
+  let chatId = to?.startsWith("cht_") ? to : undefined;
+  const print = (m: Message) => {
+    if (seen.has(m.id)) return;
+    seen.add(m.id);
+    if (json) return io.stdout(`${JSON.stringify(m)}\n`);
+    const row = messageRow(m);
+    io.stdout(`${ui.dim(row.time)}  ${m.is_from_me ? ui.cyan(row.from.padEnd(16)) : row.from.padEnd(16)}  ${row.text}\n`);
+  };
+  let backlog: Promise<void> | undefined;
+  let failure: unknown;
+  const loadBacklog = async () => {
+    const page = await relay.messages.list({ from, to, limit: limitOf(values) ?? 20 }, { signal: stop.signal }).catch((err: unknown) => {
+      // A contact that has not written yet: nothing to show until it does.
+      if (err instanceof RelayError && err.code === "chat_not_found" && !to?.startsWith("cht_")) return { data: [] as Message[] };
+      throw err;
+    });
+    chatId ??= page.data[0]?.chat_id;
+    for (const m of page.data.reverse()) print(m);
+    if (!json) io.stderr(`${ui.dim(`Following new messages on ${from}${to ? ` with ${to}` : ""} (Ctrl-C to stop)`)}\n`);
+  };
+  try {
+    const events = relay.listen(
+      { from, events: "message.received,message.sent" },
+      {
+        signal: stop.signal,
+        onSession: () => {
+          backlog ??= loadBacklog().catch((err: unknown) => {
+            failure = err;
+            stop.abort();
+          });
+        },
+        onReconnect: ({ attempt, delayMs }) => {
+          if (!json && attempt === 1) io.stderr(`${ui.yellow("Connection lost")}; reconnecting (next try in ${Math.round(delayMs / 100) / 10} s)…\n`);
+        },
+      },
+    );
+    for await (const event of events) {
+      await backlog;
+      if (event.event !== "message.received" && event.event !== "message.sent") continue;
+      const m = event.data;
+      if (to) {
+        // A chat without messages yet: its first one is the contact's.
+        if (chatId ? m.chat_id !== chatId : m.sender !== to) continue;
+        chatId = m.chat_id;
+      }
+      print(m);
+    }
+    await backlog;
+  } finally {
+    io.signal?.removeEventListener("abort", onAbort);
+  }
+  if (failure) throw failure;
+  return EXIT.ok;
+}
+
+/** `relay sandbox status | activate [--wait]`: activate draws the sms: link as a QR code. */
+async function sandbox(relay: Relay, sub: string | undefined, values: Values, io: CliIo, ui: Style, out: Out, json: boolean): Promise<number> {
+  if (sub !== "status" && sub !== "activate") throw new UsageError("usage: relay sandbox status | activate [--wait]");
+  const signal = io.signal;
+  let state = sub === "activate" ? await relay.sandbox.activate({ signal }) : await relay.sandbox.get({ signal });
+  if (sub === "activate" && state.status === "pending" && state.activation_code && !json) {
+    const link = `sms:${state.sandbox_line_handle}&body=${encodeURIComponent(state.activation_code)}`;
+    io.stdout(`Scan with your phone's camera, or text ${ui.bold(state.activation_code)} to ${ui.bold(state.sandbox_line_handle)} from your phone:\n\n`);
+    io.stdout(`${renderQr(encodeQr(link), { color: io.color === true })}\n\n${ui.dim(link)}\n`);
+  }
+  if (sub === "activate" && values.wait && state.status !== "active") {
+    const deadline = Date.now() + 10 * 60_000;
+    const progress = json ? null : spinner(io.stderr, io.interactive === true, "Waiting for the activation text…");
+    try {
+      while (state.status !== "active") {
+        if (Date.now() > deadline) {
+          io.stderr("Still waiting for the activation text after 10 minutes: run `relay sandbox activate --wait` again for a new code.\n");
+          return EXIT.network;
+        }
+        await new Promise((r) => setTimeout(r, 2_000));
+        if (signal?.aborted) return EXIT.ok;
+        state = await relay.sandbox.get({ signal });
+      }
+    } finally {
+      progress?.stop();
+    }
+  }
+  out(state, () =>
+    [
+      `Sandbox: ${ui.status(state.status)}${state.contact_identifier ? `, paired with ${state.contact_identifier}` : ""}`,
+      `Line ${state.sandbox_line_handle}; today ${state.usage.used}/${state.usage.limit} messages, resets ${time(state.usage.resets_at)} UTC`,
+    ].join("\n"),
+  );
+  return EXIT.ok;
+}
+
 /** `relay listen --forward-to URL`: each event, re-signed with a local secret, POSTed to URL. */
-async function listen(relay: Relay, values: Values, io: CliIo, json: boolean): Promise<number> {
+async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean): Promise<number> {
   const target = need(values, "forward-to");
   try {
     new URL(target);
@@ -300,6 +425,7 @@ async function listen(relay: Relay, values: Values, io: CliIo, json: boolean): P
   }
   const secret = randomSecret();
   const log = (value: unknown, human: string) => io.stdout(`${json ? JSON.stringify(value) : human}\n`);
+  const forwarded = new Set<string>();
   for await (const event of relay.listen(
     { from: values.from, events: values.events },
     {
@@ -307,10 +433,16 @@ async function listen(relay: Relay, values: Values, io: CliIo, json: boolean): P
       onSession: (s) =>
         log(
           { type: "ready", session: s.session, lines: s.lines, events: s.events, secret, forward_to: target },
-          `Ready. Listening on ${s.lines.join(", ")} (session ${s.session}).\nForwarding to ${target}, signed with ${secret}\n(verify with verifyWebhook(rawBody, headers, "${secret}"))`,
+          `${ui.green("Ready.")} Listening on ${s.lines.join(", ")} (session ${s.session}).\nForwarding to ${target}, signed with ${ui.bold(secret)}\n(verify with verifyWebhook(rawBody, headers, "${secret}"))`,
+        ),
+      onReconnect: ({ attempt, delayMs, error }) =>
+        log(
+          { type: "reconnecting", attempt, delay_ms: delayMs, error: error instanceof Error ? error.message : null },
+          ui.yellow(`Connection lost${error instanceof Error ? ` (${error.message})` : ""}; reconnecting in ${Math.round(delayMs / 100) / 10} s (attempt ${attempt})…`),
         ),
     },
   )) {
+    if (forwarded.has(event.delivery_id)) continue; // repeated after a reconnect
     const rawBody = JSON.stringify(event);
     const headers = await signWebhook({ secret, rawBody, timestamp: Date.now(), deliveryId: event.delivery_id });
     let status: number | string;
@@ -318,22 +450,24 @@ async function listen(relay: Relay, values: Values, io: CliIo, json: boolean): P
       const res = await fetch(target, { method: "POST", headers: { ...headers, "Content-Type": "application/json" }, body: rawBody, signal: io.signal });
       status = res.status;
       await res.body?.cancel();
+      if (res.ok) forwarded.add(event.delivery_id);
     } catch (err) {
       if (io.signal?.aborted) break;
       status = `error: ${(err as Error).message}`;
     }
-    log({ type: "forwarded", event: event.event, delivery_id: event.delivery_id, status }, `${time(Date.now())}  ${event.event}  ${event.delivery_id}  -> ${status}`);
+    const shown = typeof status === "number" && status >= 200 && status < 300 ? ui.green(String(status)) : ui.red(String(status));
+    log({ type: "forwarded", event: event.event, delivery_id: event.delivery_id, status }, `${ui.dim(time(Date.now()))}  ${event.event}  ${event.delivery_id}  -> ${shown}`);
   }
   return EXIT.ok;
 }
 
 type Out = (value: unknown, human: () => string) => void;
 
-async function webhooks(relay: Relay, sub: string | undefined, arg: string | undefined, values: Values, out: Out, signal?: AbortSignal): Promise<number> {
+async function webhooks(relay: Relay, sub: string | undefined, arg: string | undefined, values: Values, out: Out, ui: Style, signal?: AbortSignal): Promise<number> {
   switch (sub) {
     case "list": {
       const page = await relay.webhooks.list({ from: values.from, limit: limitOf(values) }, { signal });
-      out(page, () => table(page.data.map((w) => ({ ...w, events: w.events.join(","), active: w.is_active ? "yes" : "no" })), ["id", "url", "events", "active"]));
+      out(page, () => table(page.data.map((w) => ({ ...w, events: w.events.join(","), active: w.is_active ? "yes" : "no" })), ["id", "url", "events", "active"], ui));
       return EXIT.ok;
     }
     case "create": {
@@ -351,7 +485,7 @@ async function webhooks(relay: Relay, sub: string | undefined, arg: string | und
     case "deliveries": {
       if (!arg) throw new UsageError("usage: relay webhooks deliveries WEBHOOK_ID");
       const page = await relay.webhooks.deliveries({ webhook_id: arg, limit: limitOf(values) }, { signal });
-      out(page, () => table(page.data.map((d) => ({ ...d, created: time(d.created_at), last: d.last_status_code ?? d.last_error ?? "" })), ["id", "event", "status", "attempts", "last", "created"]));
+      out(page, () => table(page.data.map((d) => ({ ...d, created: time(d.created_at), last: d.last_status_code ?? d.last_error ?? "" })), ["id", "event", "status", "attempts", "last", "created"], ui));
       return EXIT.ok;
     }
     case "resend": {
