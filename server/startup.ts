@@ -7,12 +7,14 @@ import { startRunner } from "./delivery/runner";
 import { releaseExpiredDeliveries } from "./webhooks/delivery";
 import { startWebhookRunner } from "./webhooks/runner";
 import { seedDevAccount } from "./dev-seed";
+import { endStreamsOnSignals } from "./shutdown";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
 // to get a first key.
 
 export async function startServer(): Promise<void> {
   const c = config();
+  endStreamsOnSignals();
   await bootstrap();
   const { kind } = await database();
   if (kind === "pglite") {

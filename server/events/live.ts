@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { config } from "../config";
 import type { Query } from "../db";
 import { listen } from "../db/listen";
+import { untilShutdown } from "../shutdown";
 import { processSingleton } from "../singleton";
 
 // Live events: what someone following a line sees as it happens (GraphQL subscriptions now, a
@@ -123,10 +124,11 @@ export function subscribeLive(listener: Listener): () => void {
 
 /**
  * The accepted events from now on, as an async iterator for transports. It ends when the
- * consumer returns or `signal` aborts; a consumer that falls MAX_BACKLOG events behind gets
+ * consumer returns, `consumerSignal` aborts or the process stops; a consumer that falls MAX_BACKLOG events behind gets
  * an error instead of unbounded buffering.
  */
-export function liveEvents(accept: (event: LiveEvent) => boolean, signal?: AbortSignal): AsyncIterableIterator<LiveEvent> {
+export function liveEvents(accept: (event: LiveEvent) => boolean, consumerSignal?: AbortSignal): AsyncIterableIterator<LiveEvent> {
+  const signal = untilShutdown(consumerSignal);
   let queue: LiveEvent[] = [];
   let wake: (() => void) | null = null;
   let ended = false;

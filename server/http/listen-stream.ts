@@ -1,5 +1,6 @@
 import { subscribeLive } from "../events/live";
 import { claimSessionDeliveries, type ListenSession, markStreamed, touchListenSession } from "../services/listen";
+import { untilShutdown } from "../shutdown";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { renderBody } from "../webhooks/delivery";
 
@@ -12,7 +13,8 @@ const POLL_MS = 500;
 const KEEPALIVE_MS = 15_000;
 const TOUCH_MS = 60_000;
 
-export function listenStream(session: ListenSession, accountId: string, signal: AbortSignal): Response {
+export function listenStream(session: ListenSession, accountId: string, requestSignal: AbortSignal): Response {
+  const signal = untilShutdown(requestSignal);
   const encoder = new TextEncoder();
   let cancelled = false;
   let wake: (() => void) | null = null;

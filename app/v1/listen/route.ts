@@ -1,10 +1,19 @@
 // GET /v1/listen - extension: this key's webhook events as server-sent events (the CLI's `listen`), resumable by ?session=
 import { apiRoute, routes } from "@/server/http/api-route";
 import { listenStream } from "@/server/http/listen-stream";
+import { ApiError } from "@/server/errors";
+import { shutdownSignal } from "@/server/shutdown";
 import { ListenQuery, openListenSession } from "@/server/services/listen";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  GET: apiRoute({ scope: "webhooks:read", query: ListenQuery }, async ({ actor, query, request }) =>
-    listenStream(await openListenSession(actor, query), actor.accountId, request.signal),
-  ),
+  GET: apiRoute({ scope: "webhooks:read", query: ListenQuery }, async ({ actor, query, request }) => {
+    if (shutdownSignal().aborted) {
+      // Connection: close, so the client's next attempt cannot reuse this socket and keep a
+      // stopping server alive.
+      throw new ApiError("server_shutting_down", "This server is stopping. Reconnect in a moment (with `session` to resume).", {
+        headers: { "Retry-After": "1", Connection: "close" },
+      });
+    }
+    return listenStream(await openListenSession(actor, query), actor.accountId, request.signal);
+  }),
 });

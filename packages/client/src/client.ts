@@ -229,7 +229,10 @@ export class Relay {
     } catch (cause) {
       if (timedOut) throw new TimeoutError({ type: "connection_error", code: "timeout", message: `No answer within ${timeoutMs} ms`, cause });
       if (signal?.aborted) throw cause;
-      throw new ConnectionError({ type: "connection_error", code: "connection_error", message: `Request failed: ${(cause as Error)?.message ?? cause}`, cause });
+      // fetch's TypeError says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND...) is its cause.
+      const reason = (cause as { cause?: { code?: string; message?: string } })?.cause;
+      const detail = reason?.code ?? reason?.message ?? (cause as Error)?.message ?? String(cause);
+      throw new ConnectionError({ type: "connection_error", code: "connection_error", message: `Could not reach ${new URL(url).origin} (${detail})`, cause });
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
@@ -344,7 +347,7 @@ export class Relay {
    * GET /v1/listen: the key's webhook events as they happen, without a public receiver (for a
    * developer's machine). Yields each event exactly as a webhook receiver would get it; the
    * stream's session (lsn_ ID) goes to `onSession`. A dropped connection (network error, server
-   * restart, 5xx) is reopened with the session, backing off from retryDelayMs to 30 s, so what happened
+   * restart, 5xx) is reopened with the session, backing off from retryDelayMs to 10 s, so what happened
    * meanwhile still arrives (sessions last 10 minutes after a disconnect; past that a new one
    * starts and `onSession` is called again); `reconnect: false` ends the iteration instead.
    * Deliveries may repeat after a reconnect: deduplicate on `delivery_id`. Stop with `break`
@@ -354,15 +357,18 @@ export class Relay {
     let session = query.session;
     for (let failures = 0; ; ) {
       let error: unknown;
+      const connectedAt = Date.now();
       try {
         const { response } = await this.request("listen", { query: { ...query, session } as Record<string, unknown> }, { ...options, maxRetries: 0 });
         for await (const message of readServerSentEvents(response.body!, options.signal)) {
           if (message.event === "session") {
             const opened = JSON.parse(message.data) as ListenSession;
             session = opened.session;
-            failures = 0;
             options.onSession?.(opened);
-          } else yield JSON.parse(message.data) as WebhookEvent;
+          } else {
+            failures = 0;
+            yield JSON.parse(message.data) as WebhookEvent;
+          }
         }
       } catch (err) {
         if (options.signal?.aborted) return;
@@ -374,8 +380,9 @@ export class Relay {
       }
       if (options.signal?.aborted) return;
       if (options.reconnect === false) return;
-      failures++;
-      const delayMs = Math.min(30_000, this.retryDelayMs * 2 ** (failures - 1));
+      // A stream that carried events or stayed up a while was healthy: start backing off anew.
+      failures = Date.now() - connectedAt > 30_000 ? 1 : failures + 1;
+      const delayMs = Math.min(10_000, this.retryDelayMs * 2 ** (failures - 1));
       options.onReconnect?.({ attempt: failures, delayMs, error });
       try {
         await sleep(delayMs, options.signal);
