@@ -232,9 +232,19 @@ describe("the installed relay command against next start", () => {
       expect(event).toMatchObject({ event: "message.received", data: { id: m.id, text: "forward me" } });
       await expect(client.verifyWebhook(forwarded!.body, forwarded!.headers, "whsec_b3RoZXI=")).rejects.toBeInstanceOf(client.WebhookVerificationError);
 
-      // The server restarts under the running listener: it reconnects with its session, and a
-      // message that arrived before it got back in is still forwarded, once.
+      // The server restarts under the running listener (and an open GraphQL subscription: a
+      // stopping server ends its streams, or `next start` would wait for them forever): the
+      // listener reconnects with its session, and a message that arrived before it got back in
+      // is still forwarded, once.
+      const subscription = await fetch(`${app.base}/api/graphql`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", "content-type": "application/json" },
+        body: JSON.stringify({ query: "subscription { messageReceived { id } }" }),
+      });
+      expect(subscription.headers.get("content-type")).toContain("text/event-stream");
+      const subscriptionText = subscription.text();
       await app.stop();
+      expect(await subscriptionText).toContain("event: complete");
       await listen.waitFor((lines) => lines.find((l) => l.includes('"type":"reconnecting"')), "reconnecting line");
       await app.start();
       const after = await inbound("while reconnecting");
