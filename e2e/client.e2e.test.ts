@@ -87,9 +87,14 @@ function relay(...args: string[]): Promise<{ code: number | null; stdout: string
   });
 }
 
+/** Long-running commands still alive, stopped in afterAll even when a test failed midway. */
+const running = new Set<ChildProcess>();
+
 /** Starts a long-running `relay ARGS`; `lines()` are its stdout lines so far. */
 function relayRunning(...args: string[]) {
   const child: ChildProcess = spawn(relayBin, args, { env: cliEnv(), cwd: project });
+  running.add(child);
+  child.on("exit", () => running.delete(child));
   let stdout = "";
   let stderr = "";
   child.stdout!.on("data", (c) => (stdout += c));
@@ -134,6 +139,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const child of running) child.kill("SIGKILL");
   await app?.dispose();
   if (project) rmSync(project, { recursive: true, force: true });
 });

@@ -25,7 +25,7 @@ export interface TestServer {
   /** The running process (replaced by start()). */
   process(): ChildProcess;
   start(): Promise<void>;
-  /** SIGTERM, and wait for the exit. */
+  /** SIGTERM, and wait for the exit (fails if it takes over 20 s). */
   stop(): Promise<void>;
   /** Stops the server and deletes its data. */
   dispose(): Promise<void>;
@@ -70,7 +70,16 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
       if (!child || child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child!.once("exit", r));
       child.kill("SIGTERM");
-      await exited;
+      // A server that does not exit on SIGTERM is a bug (it once waited for open event streams
+      // forever): kill it so nothing is left behind, and fail.
+      let timer: NodeJS.Timeout | undefined;
+      const hung = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), 20_000)))]);
+      clearTimeout(timer);
+      if (hung) {
+        child.kill("SIGKILL");
+        await exited;
+        throw new Error("next start did not exit within 20 s of SIGTERM");
+      }
     },
     async dispose() {
       await server.stop();
