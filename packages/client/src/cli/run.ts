@@ -152,6 +152,18 @@ async function fileArg(file: string): Promise<{ bytes: Uint8Array; filename: str
   }
 }
 
+/** IDs already handled, for dropping repeats after a reconnect; keeps the latest `limit`. */
+function recentIds(limit = 10_000) {
+  const ids = new Set<string>();
+  return {
+    has: (id: string) => ids.has(id),
+    add(id: string) {
+      ids.add(id);
+      if (ids.size > limit) ids.delete(ids.values().next().value!);
+    },
+  };
+}
+
 function randomSecret(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
   return `whsec_${btoa(String.fromCharCode(...bytes))}`;
@@ -323,7 +335,7 @@ async function follow(relay: Relay, values: Values, io: CliIo, ui: Style, json: 
   const onAbort = () => stop.abort();
   if (io.signal?.aborted) return EXIT.ok;
   io.signal?.addEventListener("abort", onAbort, { once: true });
-  const seen = new Set<string>();
+  const seen = recentIds();
   let chatId = to?.startsWith("cht_") ? to : undefined;
   const print = (m: Message) => {
     if (seen.has(m.id)) return;
@@ -425,7 +437,7 @@ async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: 
   }
   const secret = randomSecret();
   const log = (value: unknown, human: string) => io.stdout(`${json ? JSON.stringify(value) : human}\n`);
-  const forwarded = new Set<string>();
+  const forwarded = recentIds();
   for await (const event of relay.listen(
     { from: values.from, events: values.events },
     {
