@@ -55,6 +55,11 @@ describe("relay CLI", () => {
     expect(lines.code).toBe(EXIT.ok);
     expect(lines.stdout).toMatch(/^HANDLE\s+LABEL/);
     expect(lines.stdout).toContain(f.line.handle);
+
+    expect((await relay(["logout"])).stdout).toContain("Logged out");
+    expect((await relay(["lines"])).code).toBe(EXIT.auth);
+    expect((await relay(["logout"])).stdout).toContain("Not logged in");
+    expect((await relay(["login", "--key", f.key])).code).toBe(EXIT.ok);
   });
 
   it("lists chats and messages, as tables or --json", async () => {

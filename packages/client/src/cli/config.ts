@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
@@ -30,4 +30,16 @@ export async function writeConfig(dir: string, config: CliConfig): Promise<strin
   await writeFile(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   await chmod(file, 0o600); // also when the file existed with wider permissions
   return file;
+}
+
+/** Deletes the config file; its path, or null when there was none. */
+export async function removeConfig(dir: string): Promise<string | null> {
+  const file = path.join(dir, "config.json");
+  try {
+    await rm(file);
+    return file;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
 }

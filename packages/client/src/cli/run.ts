@@ -5,7 +5,7 @@ import { Relay } from "../client.js";
 import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } from "../errors.js";
 import type { Message, OutboxItem } from "../generated.js";
 import { signWebhook } from "../webhooks.js";
-import { configDir, DEFAULT_BASE_URL, readConfig, writeConfig } from "./config.js";
+import { configDir, DEFAULT_BASE_URL, readConfig, removeConfig, writeConfig } from "./config.js";
 import { encodeQr, renderQr } from "./qr.js";
 import { spinner, style, type Style } from "./ui.js";
 
@@ -47,6 +47,7 @@ const isReactionType = (t: string): t is (typeof REACTION_TYPES)[number] => (REA
 /** Each command's usage and what it does: `relay --help` lists them, `relay CMD --help` shows one. */
 const COMMANDS: Record<string, { usage: string[]; about: string }> = {
   login: { usage: ["login --key sk_live_... [--base-url URL]"], about: "Checks the key and saves it with the base URL in the config file (mode 600)." },
+  logout: { usage: ["logout"], about: "Deletes the config file that login wrote (the key itself stays valid: revoke it in the dashboard)." },
   lines: { usage: ["lines"], about: "The lines this key can use." },
   chats: { usage: ["chats --from LINE"], about: "Chats of a line, most recent first." },
   messages: {
@@ -183,6 +184,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     if (!(command in COMMANDS)) throw new UsageError(`unknown command '${command}'`);
     const dir = configDir(io.env);
+    if (command === "logout") {
+      const file = await removeConfig(dir);
+      out({ config: file, removed: file !== null }, () => (file ? `Logged out: deleted ${file}.` : "Not logged in: no config file."));
+      return EXIT.ok;
+    }
     const saved = await readConfig(dir);
     const baseUrl = values["base-url"] ?? io.env.RELAY_BASE_URL ?? saved.baseUrl ?? DEFAULT_BASE_URL;
     const apiKey = values.key ?? io.env.RELAY_API_KEY ?? saved.apiKey;
