@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { processSingleton } from "./singleton";
 
 // Long-lived responses (GET /v1/listen, GraphQL subscriptions over server-sent events) never
@@ -6,7 +7,12 @@ import { processSingleton } from "./singleton";
 // either signal they end, so the server exits; clients reconnect (`listen` resumes its session
 // and receives what happened meanwhile).
 
-const state = processSingleton("shutdown", () => ({ controller: new AbortController(), installed: false }));
+const state = processSingleton("shutdown", () => {
+  const controller = new AbortController();
+  // One listener per open stream: as many as there are clients, by design.
+  setMaxListeners(0, controller.signal);
+  return { controller, installed: false };
+});
 
 /** Aborted when the process is asked to stop. */
 export function shutdownSignal(): AbortSignal {
@@ -18,9 +24,21 @@ export function beginShutdown(): void {
   state.controller.abort();
 }
 
-/** `signal` or the process stopping, whichever comes first. */
-export function untilShutdown(signal?: AbortSignal): AbortSignal {
-  return signal ? AbortSignal.any([signal, shutdownSignal()]) : shutdownSignal();
+/**
+ * A signal aborted by `signal` or by the process stopping, whichever comes first; `release()`
+ * when the stream ends detaches it from both. (Not AbortSignal.any: on Node 20 its dependants
+ * stay referenced by the long-lived shutdown signal, one per stream, forever.)
+ */
+export function untilShutdown(signal?: AbortSignal): { signal: AbortSignal; release(): void } {
+  const controller = new AbortController();
+  const sources = [shutdownSignal(), ...(signal ? [signal] : [])];
+  const abort = () => controller.abort();
+  if (sources.some((s) => s.aborted)) abort();
+  else for (const source of sources) source.addEventListener("abort", abort, { once: true });
+  return {
+    signal: controller.signal,
+    release: () => sources.forEach((source) => source.removeEventListener("abort", abort)),
+  };
 }
 
 /** Called once at startup: SIGTERM and SIGINT end the streams (Next.js itself then exits). */

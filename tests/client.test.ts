@@ -299,4 +299,45 @@ describe("client listen", () => {
     for await (const e of client(once.fetch).listen({}, { reconnect: false })) none.push(e.delivery_id);
     expect(none).toEqual([]);
   });
+
+  it("throws when the stream cannot be opened at all, instead of retrying forever", async () => {
+    const down = scripted(new TypeError("fetch failed"), new TypeError("fetch failed"), new TypeError("fetch failed"));
+    await expect(client(down.fetch).listen().next()).rejects.toBeInstanceOf(ConnectionError);
+    expect(down.seen).toHaveLength(3); // the first attempt and maxRetries (2) retries
+  });
+
+  it("reopens a stream gone silent, waits Retry-After, and lets a throwing onSession end it", async () => {
+    const silent = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('event: session\ndata: {"session":"lsn_9","lines":[],"events":[]}\n\n'));
+        // then nothing, not even a keep-alive
+      },
+    });
+    const { fetch, seen } = scripted(
+      new Response(silent, { headers: { "content-type": "text/event-stream" } }),
+      apiError(503, "api_error", "server_shutting_down", {}, { "retry-after": "0.3" }),
+      new Response('event: session\ndata: {"session":"lsn_9","lines":[],"events":[]}\n\nid: dlv_9\nevent: message.received\ndata: {"event":"message.received","data":{},"timestamp":1,"delivery_id":"dlv_9"}\n\n'),
+    );
+    const reconnects: { delayMs: number; code: unknown }[] = [];
+    const started = Date.now();
+    for await (const event of client(fetch).listen({}, { idleTimeoutMs: 100, onReconnect: (r) => reconnects.push({ delayMs: r.delayMs, code: (r.error as { code?: string }).code }) })) {
+      expect(event.delivery_id).toBe("dlv_9");
+      break;
+    }
+    expect(reconnects).toEqual([
+      { delayMs: 1, code: "stream_idle" },
+      { delayMs: 300, code: "server_shutting_down" },
+    ]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+    expect(seen.map((r) => new URL(r.url).searchParams.get("session"))).toEqual([null, "lsn_9", "lsn_9"]);
+
+    const boom = scripted(new Response('event: session\ndata: {"session":"lsn_8","lines":[],"events":[]}\n\n'));
+    const failing = client(boom.fetch).listen({}, {
+      onSession: () => {
+        throw new Error("handler bug");
+      },
+    });
+    await expect(failing.next()).rejects.toThrow("handler bug");
+    expect(boom.seen).toHaveLength(1);
+  });
 });

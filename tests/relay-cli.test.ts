@@ -120,7 +120,7 @@ describe("relay CLI", () => {
   it("sandbox activate draws the sms: link as a QR code that reads back module for module", async () => {
     const { stdout } = await relay(["sandbox", "activate"]);
     const link = stdout.match(/^sms:\S+$/m)![0];
-    expect(link).toMatch(/^sms:\+\d+&body=RELAY-\w+$/);
+    expect(link).toMatch(/^sms:\+\d+\?&body=RELAY-\w+$/);
     const code = encodeQr(link);
     // Half blocks: each text line is two module rows, inside a 2-module quiet zone.
     const drawn = stdout.split("\n\n")[1]!.split("\n");
@@ -137,6 +137,8 @@ describe("relay CLI", () => {
   });
 
   it("explains each command with --help, colours only when asked, and names the fix in errors", async () => {
+    expect((await relay(["toString", "--help"])).stdout).toContain("Usage: relay <command>");
+    expect((await relay(["constructor"])).code).toBe(EXIT.usage);
     const send = await relay(["send", "--help"]);
     expect(send.code).toBe(EXIT.ok);
     expect(send.stdout).toMatch(/^Usage: relay send --from LINE --to CONTACT/);
@@ -154,6 +156,36 @@ describe("relay CLI", () => {
     const wrongServer = await runCli(["lines", "--base-url", "http://127.0.0.1:9"], { stdout: () => undefined, stderr: (t) => (colored = t), env: { RELAY_CONFIG_DIR: configDir } });
     expect(wrongServer).toBe(EXIT.network);
     expect(colored).toContain("Is the server running at that --base-url?");
+    // The long-running commands too: no server at start is an error, not an endless retry.
+    for (const args of [["listen", "--forward-to", "http://127.0.0.1:9/x"], ["messages", "--from", f.line.handle, "--follow"]]) {
+      let stderr = "";
+      const code = await runCli([...args, "--base-url", "http://127.0.0.1:9"], { stdout: () => undefined, stderr: (t) => (stderr += t), env: { RELAY_CONFIG_DIR: configDir } });
+      expect(code, args[0]).toBe(EXIT.network);
+      expect(stderr).toContain("Could not reach");
+    }
+  });
+
+  it("Ctrl-C during a wait exits 130 without a stack trace", async () => {
+    const abort = new AbortController();
+    let stderr = "";
+    // The item reads as pending on every poll; Ctrl-C comes after the first one.
+    const pendingFetch: typeof fetch = async (input, init) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.pathname === "/v1/outbox") {
+        setTimeout(() => abort.abort(), 50);
+        return Response.json({ object: "outbox_item", id: "obx_1", status: "pending", error: null, attempts: 0 });
+      }
+      return apiFetch(input, init);
+    };
+    const code = await runCli(["outbox", "get", "obx_1", "--wait"], {
+      stdout: () => undefined,
+      stderr: (t) => (stderr += t),
+      env: { RELAY_CONFIG_DIR: configDir },
+      fetch: pendingFetch,
+      signal: abort.signal,
+    });
+    expect(code).toBe(EXIT.interrupted);
+    expect(stderr).not.toContain("Error");
   });
 
   it("messages --follow prints the latest messages, then each new one in that chat as it arrives", async () => {
@@ -195,8 +227,8 @@ describe("relay CLI", () => {
     });
     try {
       await vi.waitFor(() => expect(stderr).toContain("Following new messages"), { timeout: 10_000, interval: 20 });
+      await inbound(f, phone(), "not carol"); // before carol's chat exists: filtered by sender
       await inbound(f, carol, "first words");
-      await inbound(f, phone(), "not carol");
       await vi.waitFor(() => expect(stdout).toMatch(new RegExp(`\\${carol}\\s+first words`)), { timeout: 10_000, interval: 20 });
     } finally {
       human.abort();

@@ -128,7 +128,7 @@ export function subscribeLive(listener: Listener): () => void {
  * an error instead of unbounded buffering.
  */
 export function liveEvents(accept: (event: LiveEvent) => boolean, consumerSignal?: AbortSignal): AsyncIterableIterator<LiveEvent> {
-  const signal = untilShutdown(consumerSignal);
+  const { signal, release } = untilShutdown(consumerSignal);
   let queue: LiveEvent[] = [];
   let wake: (() => void) | null = null;
   let ended = false;
@@ -136,7 +136,8 @@ export function liveEvents(accept: (event: LiveEvent) => boolean, consumerSignal
   const end = () => {
     ended = true;
     unsubscribe();
-    signal?.removeEventListener("abort", end);
+    signal.removeEventListener("abort", end);
+    release();
     wake?.();
   };
   const unsubscribe = subscribeLive((event) => {
@@ -150,8 +151,8 @@ export function liveEvents(accept: (event: LiveEvent) => boolean, consumerSignal
     queue.push(event);
     wake?.();
   });
-  if (signal?.aborted) end();
-  else signal?.addEventListener("abort", end, { once: true });
+  if (signal.aborted) end();
+  else signal.addEventListener("abort", end, { once: true });
   return {
     [Symbol.asyncIterator]() {
       return this;

@@ -14,7 +14,7 @@ const KEEPALIVE_MS = 15_000;
 const TOUCH_MS = 60_000;
 
 export function listenStream(session: ListenSession, accountId: string, requestSignal: AbortSignal): Response {
-  const signal = untilShutdown(requestSignal);
+  const { signal, release } = untilShutdown(requestSignal);
   const encoder = new TextEncoder();
   let cancelled = false;
   let wake: (() => void) | null = null;
@@ -65,6 +65,7 @@ export function listenStream(session: ListenSession, accountId: string, requestS
       } finally {
         unsubscribe();
         signal.removeEventListener("abort", onAbort);
+        release();
         await touchListenSession(session).catch(() => undefined); // the resume window starts now
         try {
           controller.close();

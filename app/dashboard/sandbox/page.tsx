@@ -1,6 +1,7 @@
 "use client";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import QRCode from "qrcode";
+import { sandboxSmsLink } from "@/packages/client/src/sandbox";
 import { useEffect, useState } from "react";
 import { CopyButton, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
@@ -23,7 +24,7 @@ export default function SandboxPage() {
   const sandbox = useQuery(trpc.sandbox.get.queryOptions(undefined, { refetchInterval: (q) => (q.state.data?.status === "pending" ? 2_000 : false) }));
   const activate = useMutation(trpc.sandbox.activate.mutationOptions({ onSuccess: () => qc.invalidateQueries({ queryKey: trpc.sandbox.get.queryKey() }) }));
   const s = sandbox.data;
-  const smsLink = s?.activation_code ? `sms:${s.sandbox_line_handle}&body=${encodeURIComponent(s.activation_code)}` : null;
+  const smsLink = s?.activation_code ? sandboxSmsLink(s.sandbox_line_handle, s.activation_code) : null;
 
   return (
     <>

@@ -1,5 +1,5 @@
 import { ConnectionError, errorFromResponse, RelayError, TimeoutError } from "./errors.js";
-import { readServerSentEvents } from "./sse.js";
+import { readServerSentEvents, type ServerSentEvent } from "./sse.js";
 import type { WebhookEvent } from "./webhooks.js";
 import {
   OPERATIONS,
@@ -78,9 +78,11 @@ export interface ListenSession {
   events: string[];
 }
 
-export interface ListenOptions extends Omit<RequestOptions, "idempotencyKey" | "maxRetries"> {
-  /** Called with each session opened (the first, and a new one when a resume came too late). */
+export interface ListenOptions extends Omit<RequestOptions, "idempotencyKey"> {
+  /** Called each time the stream opens: the first time, after each reconnection (same session), and with a new session when a resume came too late. */
   onSession?: (session: ListenSession) => void;
+  /** The server sends a keep-alive every 15 s; a connection silent this long is reopened (default 45 s). */
+  idleTimeoutMs?: number;
   /** Called before each reconnection: the attempt number, the wait, and what ended the stream (undefined: the server closed it). */
   onReconnect?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
   /** Default true: reopen a dropped stream. */
@@ -345,47 +347,70 @@ export class Relay {
 
   /**
    * GET /v1/listen: the key's webhook events as they happen, without a public receiver (for a
-   * developer's machine). Yields each event exactly as a webhook receiver would get it; the
-   * stream's session (lsn_ ID) goes to `onSession`. A dropped connection (network error, server
-   * restart, 5xx) is reopened with the session, backing off from retryDelayMs to 10 s, so what happened
-   * meanwhile still arrives (sessions last 10 minutes after a disconnect; past that a new one
-   * starts and `onSession` is called again); `reconnect: false` ends the iteration instead.
-   * Deliveries may repeat after a reconnect: deduplicate on `delivery_id`. Stop with `break`
-   * or the signal.
+   * developer's machine). Yields each event exactly as a webhook receiver would get it;
+   * `onSession` gets the session (lsn_ ID) each time the stream opens. Opening it is retried
+   * like any call (maxRetries); if it still fails, the error is thrown. Once open, a dropped
+   * connection (network error, no data for idleTimeoutMs, server restart, 5xx, 429) is reopened
+   * with the session, backing off from retryDelayMs to 10 s (longer when the server sends
+   * Retry-After), so what happened meanwhile still arrives. A session lasts 10 minutes after a
+   * disconnect; past that a new one is opened. `reconnect: false` ends the iteration at the
+   * first disconnect instead. Deliveries may repeat around a reconnect: deduplicate on
+   * `delivery_id`. Stop with `break` or the signal.
    */
   async *listen(query: ListenQuery = {}, options: ListenOptions = {}): AsyncGenerator<WebhookEvent, void, undefined> {
+    const { signal, idleTimeoutMs = 45_000 } = options;
     let session = query.session;
+    let opened = false;
     for (let failures = 0; ; ) {
       let error: unknown;
       const connectedAt = Date.now();
+      let messages: AsyncGenerator<ServerSentEvent, void, undefined> | undefined;
       try {
-        const { response } = await this.request("listen", { query: { ...query, session } as Record<string, unknown> }, { ...options, maxRetries: 0 });
-        for await (const message of readServerSentEvents(response.body!, options.signal)) {
-          if (message.event === "session") {
-            const opened = JSON.parse(message.data) as ListenSession;
-            session = opened.session;
-            options.onSession?.(opened);
+        try {
+          const { response } = await this.request("listen", { query: { ...query, session } as Record<string, unknown> }, { ...options, maxRetries: opened ? 0 : undefined });
+          messages = readServerSentEvents(response.body!, { signal, idleTimeoutMs });
+        } catch (err) {
+          if (signal?.aborted) return;
+          const expired = opened && err instanceof RelayError && err.param === "session";
+          const transient = err instanceof ConnectionError || (err instanceof RelayError && ((err.status ?? 0) >= 500 || err.status === 429));
+          // Never connected: a wrong base URL or key is the caller's to see, not to retry forever.
+          if (!opened || options.reconnect === false || !(expired || transient)) throw err;
+          if (expired) session = undefined;
+          error = err;
+        }
+        while (messages) {
+          let next: IteratorResult<ServerSentEvent, void>;
+          try {
+            next = await messages.next();
+          } catch (err) {
+            if (signal?.aborted) return;
+            error = err; // the connection dropped or went silent: reopen it
+            break;
+          }
+          if (next.done) break;
+          // Errors from here on (a throwing onSession, unreadable data) are not the network's:
+          // they end the iteration.
+          if (next.value.event === "session") {
+            const info = JSON.parse(next.value.data) as ListenSession;
+            session = info.session;
+            opened = true;
+            options.onSession?.(info);
           } else {
             failures = 0;
-            yield JSON.parse(message.data) as WebhookEvent;
+            yield JSON.parse(next.value.data) as WebhookEvent;
           }
         }
-      } catch (err) {
-        if (options.signal?.aborted) return;
-        const expired = err instanceof RelayError && err.param === "session" && session !== undefined;
-        const transient = !(err instanceof RelayError) || err instanceof ConnectionError || (err.status ?? 0) >= 500 || err.status === 429;
-        if (options.reconnect === false || !(expired || transient)) throw err;
-        if (expired) session = undefined;
-        error = err;
+      } finally {
+        await messages?.return();
       }
-      if (options.signal?.aborted) return;
-      if (options.reconnect === false) return;
+      if (signal?.aborted || options.reconnect === false) return;
       // A stream that carried events or stayed up a while was healthy: start backing off anew.
       failures = Date.now() - connectedAt > 30_000 ? 1 : failures + 1;
-      const delayMs = Math.min(10_000, this.retryDelayMs * 2 ** (failures - 1));
+      const retryAfterMs = error instanceof RelayError ? (error.retryAfterMs ?? 0) : 0;
+      const delayMs = Math.max(Math.min(10_000, this.retryDelayMs * 2 ** (failures - 1)), Math.min(retryAfterMs, this.maxRetryAfterMs));
       options.onReconnect?.({ attempt: failures, delayMs, error });
       try {
-        await sleep(delayMs, options.signal);
+        await sleep(delayMs, signal);
       } catch {
         return; // aborted while waiting
       }

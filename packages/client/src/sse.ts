@@ -1,4 +1,5 @@
 // A reader of server-sent events (text/event-stream) over a fetch body, for GET /v1/listen.
+import { ConnectionError } from "./errors.js";
 
 export interface ServerSentEvent {
   id?: string;
@@ -6,9 +7,32 @@ export interface ServerSentEvent {
   data: string;
 }
 
-/** The events of a stream, one by one; comments (keep-alives) and `retry:` lines are skipped. */
-export async function* readServerSentEvents(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncGenerator<ServerSentEvent, void, undefined> {
+/**
+ * The events of a stream, one by one; comments (keep-alives) and `retry:` lines are skipped.
+ * With `idleTimeoutMs`, a stream that sends nothing (not even a keep-alive) for that long is
+ * cancelled and a ConnectionError thrown: a half-open connection (a laptop that slept, a NAT
+ * that forgot it) would otherwise wait forever.
+ */
+export async function* readServerSentEvents(
+  body: ReadableStream<Uint8Array>,
+  { signal, idleTimeoutMs }: { signal?: AbortSignal; idleTimeoutMs?: number } = {},
+): AsyncGenerator<ServerSentEvent, void, undefined> {
   const reader = body.getReader();
+  const read = async () => {
+    if (!idleTimeoutMs) return reader.read();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const silent = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new ConnectionError({ type: "connection_error", code: "stream_idle", message: `No data for ${idleTimeoutMs} ms: the connection is presumed dead` })),
+        idleTimeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([reader.read(), silent]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   const decoder = new TextDecoder();
   const onAbort = () => void reader.cancel().catch(() => undefined);
   if (signal?.aborted) onAbort();
@@ -16,7 +40,7 @@ export async function* readServerSentEvents(body: ReadableStream<Uint8Array>, si
   let buffer = "";
   try {
     for (;;) {
-      const { value, done } = await reader.read();
+      const { value, done } = await read();
       if (done) return;
       buffer += decoder.decode(value, { stream: true }).replaceAll("\r\n", "\n");
       let end: number;

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { Relay } from "../client.js";
 import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } from "../errors.js";
 import type { Message, OutboxItem } from "../generated.js";
+import { sandboxSmsLink } from "../sandbox.js";
 import { signWebhook } from "../webhooks.js";
 import { configDir, DEFAULT_BASE_URL, readConfig, removeConfig, writeConfig } from "./config.js";
 import { encodeQr, renderQr } from "./qr.js";
@@ -24,6 +25,8 @@ export const EXIT = {
   network: 4,
   /** The message was accepted but ended `failed`. */
   deliveryFailed: 5,
+  /** Ctrl-C during a wait (listen and messages --follow end with 0: that is how they stop). */
+  interrupted: 130,
 } as const;
 
 export interface CliIo {
@@ -75,10 +78,10 @@ const COMMANDS: Record<string, { usage: string[]; about: string }> = {
 };
 
 const GLOBAL_HELP = `Global: --key, --base-url (or RELAY_API_KEY, RELAY_BASE_URL), --json, --limit N, --help
-Exit codes: 0 ok, 1 API error, 2 usage, 3 authentication, 4 network or timeout, 5 delivery failed`;
+Exit codes: 0 ok, 1 API error, 2 usage, 3 authentication, 4 network or timeout, 5 delivery failed, 130 interrupted`;
 
 function help(command?: string): string {
-  const one = command ? COMMANDS[command] : undefined;
+  const one = command && Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
   if (one) return `${one.usage.map((u) => `Usage: relay ${u}`).join("\n")}\n\n${one.about}\n\n${GLOBAL_HELP}`;
   const rows = Object.values(COMMANDS).flatMap(({ usage }) => usage);
   return `relay - the Relay messaging API from your terminal\n\nUsage: relay <command> [options]\n\n${rows.map((u) => `  ${u}`).join("\n")}\n\nRun \`relay <command> --help\` for one command.\n${GLOBAL_HELP}`;
@@ -182,7 +185,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stdout(`${help(command)}\n`);
       return command || values.help ? EXIT.ok : EXIT.usage;
     }
-    if (!(command in COMMANDS)) throw new UsageError(`unknown command '${command}'`);
+    if (!Object.hasOwn(COMMANDS, command)) throw new UsageError(`unknown command '${command}'`);
     const dir = configDir(io.env);
     if (command === "logout") {
       const file = await removeConfig(dir);
@@ -299,6 +302,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         throw new UsageError(`unknown command '${command}'`);
     }
   } catch (err) {
+    if (io.signal?.aborted) return EXIT.interrupted; // Ctrl-C mid-request: not an error to report
     if (err instanceof UsageError || (err instanceof TypeError && "code" in err && String(err.code).startsWith("ERR_PARSE_ARGS"))) {
       io.stderr(`${ui.red(err.message)}\nRun \`relay --help\` for usage.\n`);
       return EXIT.usage;
@@ -369,6 +373,7 @@ async function follow(relay: Relay, values: Values, io: CliIo, ui: Style, json: 
         signal: stop.signal,
         onSession: () => {
           backlog ??= loadBacklog().catch((err: unknown) => {
+            if (stop.signal.aborted) return; // Ctrl-C while it loaded
             failure = err;
             stop.abort();
           });
@@ -403,7 +408,7 @@ async function sandbox(relay: Relay, sub: string | undefined, values: Values, io
   const signal = io.signal;
   let state = sub === "activate" ? await relay.sandbox.activate({ signal }) : await relay.sandbox.get({ signal });
   if (sub === "activate" && state.status === "pending" && state.activation_code && !json) {
-    const link = `sms:${state.sandbox_line_handle}&body=${encodeURIComponent(state.activation_code)}`;
+    const link = sandboxSmsLink(state.sandbox_line_handle, state.activation_code);
     io.stdout(`Scan with your phone's camera, or text ${ui.bold(state.activation_code)} to ${ui.bold(state.sandbox_line_handle)} from your phone:\n\n`);
     io.stdout(`${renderQr(encodeQr(link), { color: io.color === true })}\n\n${ui.dim(link)}\n`);
   }
