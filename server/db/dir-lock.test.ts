@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -24,5 +24,6 @@ describe("PGlite data directory lock", () => {
     again();
     expect(existsSync(path.join(dir, "pglite.lock"))).toBe(false);
     release();
+    rmSync(dir, { recursive: true, force: true });
   });
 });
