@@ -1,15 +1,13 @@
 // Write-side measurements for npm run bench (bench/run.ts calls these against a running
 // `next start`): accepted POST /v1/messages per second, outbox drain throughput with lost and
 // duplicated items counted, and idle end-to-end latency from POST to status `sent`.
-import autocannon from "autocannon";
+import { type Measured, measureWithCpu, storeEnvelope } from "./load";
 import pg from "pg";
 
 export interface WriteResults {
-  /** The trivial route in the same round as the reported accept rate. */
-  trivialRps: number;
-  acceptRps: number;
-  acceptP99: number;
-  acceptErrors: number;
+  /** The trivial route (answering the same envelope) in the same round as the reported accept rate. */
+  trivial: Measured;
+  accept: Measured;
   drained: number;
   drainSeconds: number;
   drainPerSecond: number;
@@ -30,6 +28,8 @@ interface Target {
   /** Interleaved accept/trivial rounds; the median ratio is reported. */
   rounds: number;
   drainCount: number;
+  connections: number;
+  serverPid: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -70,16 +70,20 @@ export async function measureWrites(t: Target): Promise<WriteResults> {
   latencies.sort((a, b) => a - b);
 
   // 2. Accepted writes per second (the runner drains meanwhile, as in production), in rounds
-  //    interleaved with the trivial route; the round with the median ratio is reported.
-  const rounds: { accept: autocannon.Result; trivialRps: number }[] = [];
+  //    interleaved with the trivial route answering the same envelope; the round with the
+  //    median ratio is reported.
+  await storeEnvelope(t.base, "outbox", await fetch(`${t.base}/v1/messages`, { method: "POST", headers, body }));
+  const run = (url: string) =>
+    measureWithCpu(t.serverPid, { url, method: "POST", headers, body, connections: t.connections, seconds: t.seconds });
+  const rounds: { accept: Measured; trivial: Measured }[] = [];
   for (let round = 0; round < t.rounds; round++) {
     await drained(); // the previous round's backlog must not slow this round's trivial route
-    const trivial = await autocannon({ url: `${t.base}/api/health`, connections: 32, duration: t.seconds });
-    const accept = await autocannon({ url: `${t.base}/v1/messages`, method: "POST", headers, body, connections: 32, duration: t.seconds });
-    rounds.push({ accept, trivialRps: trivial.requests.average });
+    const trivial = await run(`${t.base}/api/bench/echo?name=outbox`);
+    const accept = await run(`${t.base}/v1/messages`);
+    rounds.push({ accept, trivial });
   }
-  rounds.sort((a, b) => a.accept.requests.average / a.trivialRps - b.accept.requests.average / b.trivialRps);
-  const { accept, trivialRps } = rounds[Math.floor(rounds.length / 2)]!;
+  rounds.sort((a, b) => a.accept.rps / a.trivial.rps - b.accept.rps / b.trivial.rps);
+  const { accept, trivial } = rounds[Math.floor(rounds.length / 2)]!;
 
   // 3. Drain: once the accept runs have drained, queue drainCount items at once.
   await drained();
@@ -113,10 +117,8 @@ export async function measureWrites(t: Target): Promise<WriteResults> {
   const sentRows = await client.query(`SELECT count(DISTINCT "outboxId")::int AS n FROM "Message" WHERE "outboxId" LIKE 'obx_000%'`);
   await client.end();
   return {
-    trivialRps,
-    acceptRps: accept.requests.average,
-    acceptP99: accept.latency.p99,
-    acceptErrors: accept.non2xx + accept.errors,
+    trivial,
+    accept,
     drained: done,
     drainSeconds,
     drainPerSecond: done / drainSeconds,

@@ -29,6 +29,8 @@ const EnvSchema = z.object({
   SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),
   /** Seconds a verified API key stays cached; revocations take effect within this time. */
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
+  /** Run embedded PGlite on its own thread (default), so queries do not take the event loop's time. */
+  PGLITE_THREAD: bool.default(true),
   /** Port of the loopback socket through which the operator CLI reaches embedded PGlite (0 = any). */
   PGLITE_SOCKET_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   EMBEDDED_SEED: bool.optional(),
@@ -46,6 +48,8 @@ const EnvSchema = z.object({
   WEBHOOK_ALLOW_INSECURE: bool.optional(),
   /** "1"/"true" for an Inngest dev server (no signatures), "0" for a self-hosted or cloud server; or the dev server's URL. */
   INNGEST_DEV: z.string().trim().optional(),
+  /** Serves /api/bench/echo, the trivial route npm run bench measures /v1 against. */
+  BENCH_ECHO: bool.optional(),
 });
 
 export type Config = z.infer<typeof EnvSchema> & {

@@ -7,6 +7,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import { config } from "./config";
 import { lockDataDir } from "./db/dir-lock";
 import { applyMigrations } from "./db/migrations";
+import { type EmbeddedPg, PGliteThread } from "./db/pglite-thread";
 import { pgliteRunner, pgRunner } from "./db/runners";
 import { PrismaClient } from "./generated/prisma/client";
 import { processSingleton } from "./singleton";
@@ -21,8 +22,8 @@ import type { Prisma } from "./generated/prisma/client";
 export interface Database {
   prisma: PrismaClient;
   kind: "pglite" | "postgres";
-  /** The embedded instance, when kind is "pglite" and this process owns it. */
-  pglite?: PGlite;
+  /** The embedded instance, when kind is "pglite" and this process owns it (on its own thread unless PGLITE_THREAD=false). */
+  pglite?: PGlite | PGliteThread;
   /** The connection pool Prisma uses, when kind is "postgres". */
   pool?: pg.Pool;
   close(): Promise<void>;
@@ -66,22 +67,25 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
       },
     };
   }
-  let pglite: PGlite;
+  let pglite: PGlite | PGliteThread;
   let unlock = () => {};
+  const open = (dir?: string) => (c.PGLITE_THREAD ? PGliteThread.create(dir) : PGlite.create(dir));
   if (c.dataDir) {
     await mkdir(c.dataDir, { recursive: true });
     unlock = lockDataDir(c.dataDir);
     try {
-      pglite = await PGlite.create(path.join(c.dataDir, "pglite"));
+      pglite = await open(path.join(c.dataDir, "pglite"));
     } catch (err) {
       unlock();
       throw err;
     }
   } else {
-    pglite = await PGlite.create();
+    pglite = await open();
   }
   if (!options.skipMigrations) await applyMigrations(pgliteRunner(pglite));
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
+  // The adapter is typed for PGlite's class; it calls only query, exec and transaction, which
+  // PGliteThread implements with the same semantics.
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite as PGlite) });
   return {
     prisma,
     kind: "pglite",
@@ -125,7 +129,7 @@ export async function closeDatabase(): Promise<void> {
 export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
   const db = await database();
   if (db.pool) return (await db.pool.query(text, params)).rows as T[];
-  if (db.pglite) return (await db.pglite.query<T>(text, params)).rows;
+  if (db.pglite) return (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows;
   return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
 }
 
@@ -161,6 +165,8 @@ export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promi
       client.release();
     }
   }
-  if (db.pglite) return db.pglite.transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (await tx.query<T>(text, params)).rows));
+  if (db.pglite) {
+    return (db.pglite as EmbeddedPg).transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (await tx.query<T>(text, params)).rows));
+  }
   return db.prisma.$transaction((tx) => fn(<T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params)));
 }

@@ -1,10 +1,10 @@
-import type { PGlite } from "@electric-sql/pglite";
+import type { EmbeddedPg } from "./pglite-thread";
 import pg from "pg";
 import type { SqlRunner } from "./migrations";
 
 const MIGRATION_LOCK_KEY = 72707369; // the key Prisma's own migrate uses
 
-export function pgliteRunner(db: PGlite): SqlRunner {
+export function pgliteRunner(db: EmbeddedPg): SqlRunner {
   return {
     async query<T>(sql: string, params?: unknown[]) {
       return (await db.query(sql, params)).rows as T[];

@@ -1,5 +1,6 @@
 import net from "node:net";
 import type { PGlite } from "@electric-sql/pglite";
+import type { PGliteThread } from "./pglite-thread";
 
 // Serves the embedded PGlite over the PostgreSQL wire protocol on loopback, for the operator
 // CLI. pglite-socket 0.1.x breaks when two clients are connected at once, so this front
@@ -19,12 +20,14 @@ function listen(server: net.Server, host: string, port: number): Promise<number>
   });
 }
 
-export async function startQueuedSocket(db: PGlite, host = "127.0.0.1", port = 0): Promise<QueuedSocket> {
+export async function startQueuedSocket(db: PGlite | PGliteThread, host = "127.0.0.1", port = 0): Promise<QueuedSocket> {
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
   const probe = net.createServer();
   const innerPort = await listen(probe, "127.0.0.1", 0); // a free port for the inner server
   await new Promise<void>((r) => probe.close(() => r()));
-  const inner = new PGLiteSocketServer({ db, host: "127.0.0.1", port: innerPort });
+  // The socket server is typed for PGlite's class; it uses waitReady, runExclusive, exec,
+  // isInTransaction and execProtocolRawStream, which PGliteThread implements.
+  const inner = new PGLiteSocketServer({ db: db as PGlite, host: "127.0.0.1", port: innerPort });
   await inner.start();
 
   const waiting: net.Socket[] = [];
