@@ -175,6 +175,25 @@ describe("GraphQL mutations: sending", () => {
       param: "audioMessage",
     });
   });
+
+  it("uploadFile refuses a 1 MB hostile contentBase64 in well under a second (linear validation), and decodes wrapped base64", async () => {
+    const f = await makeAccount();
+    // Long whitespace runs ending in a character outside the alphabet: the former regex took
+    // quadratic time on these (160 k characters blocked the event loop for 16 s).
+    for (const hostile of [" ".repeat(1_000_000) + "!", "A".repeat(500_000) + "\n".repeat(500_000) + "=!", "=".repeat(1_000_000)]) {
+      const started = performance.now();
+      const res = await mutate(f, "uploadFile", { contentBase64: hostile }, "id");
+      expect(performance.now() - started).toBeLessThan(500);
+      expect(errorOf(res)).toMatchObject({ code: "invalid_parameter_value", param: "contentBase64" });
+    }
+    const bytes = Buffer.from(Array.from({ length: 700_000 }, (_, i) => (i * 7919) % 256));
+    const wrapped = bytes.toString("base64").replace(/.{76}/g, "$&\r\n");
+    const file = dataOf(await mutate(f, "uploadFile", { contentBase64: wrapped, mimeType: "application/octet-stream" }, "id url size"), "uploadFile");
+    expect(file.size).toBe(bytes.length);
+    const { GET } = await import("@/app/api/files/[id]/route");
+    const download = await GET(new Request(file.url), { params: Promise.resolve({ id: file.id }) });
+    expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
+  });
 });
 
 describe("GraphQL mutations: webhooks and the sandbox", () => {
