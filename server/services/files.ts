@@ -6,6 +6,7 @@ import { isId } from "../ids";
 import { type StoredBlob, storeBlob } from "../storage/blobs";
 import { storage } from "../storage";
 import { fileUrlSigner } from "../storage/signed-urls";
+import { fileInScope } from "./tenancy";
 
 // Uploaded files (POST /v1/files): raw bytes with their Content-Type and an optional
 // X-Filename, referenced later by messages and audio messages. Downloads go through signed,
@@ -144,12 +145,15 @@ export async function readFileBytes(file: File): Promise<Buffer> {
   return bytes;
 }
 
-/** A file of the caller's account, or file_not_found. */
+/** A file of the caller's account, or file_not_found; line_not_accessible for a file received on a line the key may not use. */
 export async function findFile(actor: Actor, id: string, param = "id"): Promise<File> {
   if (!isId("file", id)) throw invalidParam(param, `'${id}' is not a valid file_ ID.`);
   const db = await getDb();
   const file = await db.file.findFirst({ where: { id, accountId: actor.accountId } });
   if (!file) throw new ApiError("file_not_found", `No file with ID '${id}'.`, { param });
+  if (!(await fileInScope(actor, file.id))) {
+    throw new ApiError("line_not_accessible", `File '${id}' was received on a line this API key is not allowed to use.`, { param });
+  }
   return file;
 }
 
