@@ -138,11 +138,11 @@ async function createFileRow(actor: Actor, blob: StoredBlob, mimeType: string, f
   });
 }
 
-/** The stored bytes of a file found with findFile. */
-export async function readFileBytes(file: File): Promise<Buffer> {
-  const bytes = await storage().get(file.storageKey);
-  if (!bytes) throw new Error(`the bytes of ${file.id} are missing from storage (${file.storageKey})`);
-  return bytes;
+/** The stored bytes of a file found with findFile, as a stream. */
+export async function openFileBytes(file: File): Promise<AsyncIterable<Uint8Array>> {
+  const blob = await storage().open(file.storageKey);
+  if (!blob) throw new Error(`the bytes of ${file.id} are missing from storage (${file.storageKey})`);
+  return blob.stream;
 }
 
 /** A file of the caller's account, or file_not_found; line_not_accessible for a file received on a line the key may not use. */

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { config } from "../config";
@@ -14,7 +14,6 @@ export type BlobSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8
 export interface Storage {
   /** Stores the blob. If the source fails (e.g. an upload over the limit), nothing is left under key. */
   put(key: string, source: BlobSource): Promise<void>;
-  get(key: string): Promise<Buffer | null>;
   /** The blob as a stream of chunks with its size, or null when there is none. */
   open(key: string): Promise<{ size: number; stream: Readable } | null>;
   delete(key: string): Promise<void>;
@@ -38,14 +37,6 @@ export function localStorage(root: string): Storage {
         await rename(partial, target);
       } catch (err) {
         await rm(partial, { force: true });
-        throw err;
-      }
-    },
-    async get(key) {
-      try {
-        return await readFile(file(key));
-      } catch (err) {
-        if (missing(err)) return null;
         throw err;
       }
     },
@@ -75,9 +66,6 @@ export function memoryStorage(): Storage {
       const chunks: Uint8Array[] = [];
       for await (const chunk of source) chunks.push(chunk);
       blobs.set(key, Buffer.concat(chunks));
-    },
-    async get(key) {
-      return blobs.get(key) ?? null;
     },
     async open(key) {
       const bytes = blobs.get(key);
