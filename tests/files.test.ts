@@ -1,7 +1,12 @@
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { resetConfig } from "@/server/config";
 import { newId } from "@/server/ids";
-import { readBody } from "@/server/http/body";
+import { bodyChunks, readBody } from "@/server/http/body";
+import { localStorage } from "@/server/storage";
+import { storeBlob } from "@/server/storage/blobs";
 import { call, dispatch, expectRequestId, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 
 /** Fetches a signed download link through the real route. */
@@ -191,5 +196,57 @@ describe("files", () => {
       expect(sent.body).toMatchObject({ object: "outbox_item", status: "pending" });
     }
     expect((await get(`/v1/files?id=${hidden}`, a.key)).status).toBe(302);
+  });
+
+  it("streams uploads: refused before the body is read for a bad Content-Type or Content-Length, cut off at the limit otherwise, nothing kept", async () => {
+    const f = await makeAccount();
+    /** An endless body that counts how many chunks were read from it and whether it was cancelled. */
+    const endless = () => {
+      const state = { pulls: 0, cancelled: false };
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          state.pulls++;
+          controller.enqueue(new Uint8Array(64 * 1024));
+        },
+        cancel() {
+          state.cancelled = true;
+        },
+      });
+      return { state, body };
+    };
+    const request = (body: ReadableStream<Uint8Array>, headers: Record<string, string>) =>
+      new Request("http://localhost:3000/v1/files", { method: "POST", body, duplex: "half", headers: { authorization: `Bearer ${f.key}`, ...headers } } as RequestInit);
+
+    const badType = endless();
+    const refused = await dispatch(request(badType.body, { "content-type": "not a type" }));
+    expect(refused.status).toBe(400);
+    const json = await refused.json();
+    expect(json.error).toMatchObject({ code: "invalid_parameter_value", param: "Content-Type" });
+    expect(json.request_id).toMatch(/^req_/);
+    expect(badType.state.pulls).toBeLessThanOrEqual(1); // at most the stream's own first pull
+
+    const declared = endless();
+    const tooBig = bodyChunks(request(declared.body, { "content-length": String(200 * 1024 * 1024) }), 1024 * 1024);
+    await expect(storeBlob(tooBig, 1024 * 1024)).rejects.toMatchObject({ code: "file_too_large", status: 400 });
+    expect(declared.state.pulls).toBeLessThanOrEqual(1);
+
+    const growing = endless();
+    await expect(storeBlob(bodyChunks(request(growing.body, {}), 1024 * 1024), 1024 * 1024)).rejects.toMatchObject({ code: "file_too_large" });
+    expect(growing.state.pulls).toBeLessThanOrEqual(20); // 1 MiB is 16 chunks: the rest was never read
+    expect(growing.state.cancelled).toBe(true);
+
+    // On disk, a failed upload leaves neither the file nor its partial copy.
+    const root = await mkdtemp(path.join(os.tmpdir(), "relay-storage-"));
+    try {
+      const failing = async function* () {
+        yield new Uint8Array(10);
+        throw new Error("connection lost");
+      };
+      await expect(localStorage(root).put("ab/file_x", failing())).rejects.toThrow("connection lost");
+      expect(await readdir(path.join(root, "ab"))).toEqual([]);
+      expect(await localStorage(root).open("ab/file_x")).toBeNull();
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
