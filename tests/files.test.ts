@@ -249,4 +249,21 @@ describe("files", () => {
       await rm(root, { recursive: true, force: true });
     }
   });
+
+  it("downloads a file whatever its stored name: quotes, apostrophes, non-Latin letters and a lone surrogate", async () => {
+    const f = await makeAccount();
+    const names: [string, string][] = [
+      ["it's (final)*.pdf", `inline; filename="it's (final)*.pdf"; filename*=UTF-8''it%27s%20%28final%29%2A.pdf`],
+      ["x\ud800y.pdf", `inline; filename="x_y.pdf"; filename*=UTF-8''x%EF%BF%BDy.pdf`],
+      ["日本.pdf", `inline; filename="__.pdf"; filename*=UTF-8''%E6%97%A5%E6%9C%AC.pdf`],
+    ];
+    for (const [filename, disposition] of names) {
+      const res = await gql(f.key, `mutation($input: UploadFileInput!) { uploadFile(input: $input) { url } }`, {
+        input: { contentBase64: "JVBERi0=", mimeType: "application/pdf", filename },
+      });
+      const file = await download(res.body.data.uploadFile.url);
+      expect(file.status, filename).toBe(200);
+      expect(file.headers.get("content-disposition")).toBe(disposition);
+    }
+  });
 });

@@ -39,6 +39,7 @@ const INLINE_TYPES = new Set([
 ]);
 
 const MIME = /^[\w.+-]+\/[\w.+-]+$/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 export const FILE_RESPONSE_CSP = "sandbox; default-src 'none'";
 
@@ -47,9 +48,11 @@ export function fileDisposition(mimeType: string, filename: string): { contentTy
   const type = mimeType.toLowerCase();
   const contentType = MIME.test(type) ? type : "application/octet-stream";
   const mode = INLINE_TYPES.has(contentType) ? "inline" : "attachment";
-  // filename= (ASCII fallback, quotes and backslashes dropped) for old clients, filename*= for the rest.
+  // filename= (ASCII fallback, quotes and backslashes dropped) for old clients, filename*= (RFC 8187)
+  // for the rest. A lone surrogate (possible in a name sent as JSON) would make encodeURIComponent throw.
   const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, "_");
-  return { contentType, disposition: `${mode}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}` };
+  const utf8 = encodeURIComponent(filename.replace(LONE_SURROGATE, "\ufffd")).replace(/['()*!]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return { contentType, disposition: `${mode}; filename="${ascii}"; filename*=UTF-8''${utf8}` };
 }
 
 /** The host a browser addressed: X-Forwarded-Host behind a proxy, else Host. */

@@ -77,13 +77,11 @@ builder.mutationFields((t) => ({
       }
       // Decoded into storage a slice at a time: the request's text is the only whole copy held.
       const blob = await storeBlob(base64Chunks(args.content_base64));
-      try {
-        const file = await uploadFile(ctx.actor, { blob, contentType, filename: args.filename ?? null });
-        return ctx.prisma.file.findUniqueOrThrow({ ...query, where: { id: file.id } });
-      } catch (err) {
-        if (err instanceof ApiError) await discardBlob(blob);
+      const file = await uploadFile(ctx.actor, { blob, contentType, filename: args.filename ?? null }).catch(async (err: unknown) => {
+        await discardBlob(blob); // no File row points at it
         throw err;
-      }
+      });
+      return ctx.prisma.file.findUniqueOrThrow({ ...query, where: { id: file.id } });
     },
   }),
 }));
