@@ -5,9 +5,9 @@ import { fileTooLarge } from "../storage/blobs";
  * before anything is read, and a body that grows past it is cut off (the rest unread) with
  * file_too_large.
  */
-export async function* bodyChunks(request: Request, max: number): AsyncGenerator<Uint8Array> {
+export async function* bodyChunks(request: Request, max: number, tooLarge = () => fileTooLarge(max)): AsyncGenerator<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > max) throw fileTooLarge(max);
+  if (Number.isFinite(declared) && declared > max) throw tooLarge();
   if (!request.body) return;
   const reader = request.body.getReader();
   let size = 0;
@@ -20,7 +20,7 @@ export async function* bodyChunks(request: Request, max: number): AsyncGenerator
         return;
       }
       size += next.value.byteLength;
-      if (size > max) throw fileTooLarge(max);
+      if (size > max) throw tooLarge();
       yield next.value;
     }
   } finally {

@@ -24,13 +24,13 @@ export function fileTooLarge(max: number, hint = ""): ApiError {
  * measuring and hashing on the way. A stream that passes maxBytes fails with file_too_large as
  * soon as it does, the rest unread, and nothing is kept.
  */
-export async function storeBlob(source: BlobSource, maxBytes = Infinity, onTooLarge = () => fileTooLarge(maxBytes)): Promise<StoredBlob> {
+export async function storeBlob(source: BlobSource, maxBytes = Infinity): Promise<StoredBlob> {
   const id = newId("file");
   const storageKey = `${id.slice(-2)}/${id}`;
   const hash = createHash("sha256");
   let size = 0;
   if (source instanceof Uint8Array) {
-    if (source.byteLength > maxBytes) throw onTooLarge();
+    if (source.byteLength > maxBytes) throw fileTooLarge(maxBytes);
     size = source.byteLength;
     hash.update(source);
     await storage().put(storageKey, source);
@@ -38,7 +38,7 @@ export async function storeBlob(source: BlobSource, maxBytes = Infinity, onTooLa
     const measured = async function* () {
       for await (const chunk of source) {
         size += chunk.byteLength;
-        if (size > maxBytes) throw onTooLarge();
+        if (size > maxBytes) throw fileTooLarge(maxBytes);
         hash.update(chunk);
         yield chunk;
       }
