@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -20,6 +20,8 @@ beforeAll(async () => {
   const ffprobe = [
     "#!/bin/sh",
     'case "$*" in *-version*) echo "ffprobe version stand-in"; exit 0;; esac',
+    'for last in "$@"; do :; done', // the input file is the last argument
+    `wc -c < "$last" >> '${tools}/sizes'`,
     `sleep "$(cat '${tools}/delay')"`,
     'echo "input: not audio" >&2',
     "exit 1",
@@ -90,5 +92,8 @@ describe("audio conversion queue", () => {
     const [a, b] = await Promise.all([first, second]);
     expect([a.status, b.status]).toEqual([400, 400]);
     expect(readCount()).toBe(2);
+    // Each conversion got the whole recording, streamed into its directory.
+    const sizes = (await readFile(path.join(tools, "sizes"), "utf8")).trim().split("\n").map(Number);
+    expect(sizes.slice(-2)).toEqual([64 * 1024, 64 * 1024]);
   }, 15_000);
 });
