@@ -24,6 +24,18 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().default("./data"),
   /** Base URL used in links the API hands out (file downloads). */
   PUBLIC_URL: z.string().url().default(`http://localhost:${process.env.PORT ?? 3000}`),
+  /**
+   * Optional separate origin for file downloads (e.g. https://files.example.com): signed links
+   * use it, and the download route then serves only requests addressed to its host, so
+   * uploads never render on the dashboard's origin.
+   */
+  FILES_PUBLIC_URL: z
+    .string()
+    .url()
+    .regex(/^https?:\/\//, "must be an http:// or https:// URL")
+    .transform((u) => u.replace(/\/+$/, ""))
+    .optional()
+    .or(z.literal("").transform(() => undefined)),
   RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10_000),
   SANDBOX_LINE_HANDLE: z.string().min(3).default("+15555550100"),
   SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),

@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   internal_error: { type: "api_error", status: 500 },
   /** Extension: POST /v1/audio-messages when ffmpeg (FFMPEG_PATH) cannot be run. */
   audio_conversion_unavailable: { type: "api_error", status: 503 },
+  /** Extension: POST /v1/audio-messages while the conversion queue is full; with Retry-After. */
+  audio_conversion_busy: { type: "api_error", status: 503 },
   /** Extension: GET /v1/listen on a server that is stopping (open streams just end); reconnect. */
   server_shutting_down: { type: "api_error", status: 503 },
 } as const satisfies Record<string, { type: string; status: number }>;

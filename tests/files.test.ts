@@ -1,7 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { resetConfig } from "@/server/config";
 import { newId } from "@/server/ids";
-import { readBody } from "@/server/http/body";
-import { call, expectRequestId, get, makeAccount } from "./helpers";
+import { bodyChunks, readBody } from "@/server/http/body";
+import { localStorage } from "@/server/storage";
+import { storeBlob } from "@/server/storage/blobs";
+import { call, dispatch, expectRequestId, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
+
+/** Fetches a signed download link through the real route. */
+const download = (url: string, headers: Record<string, string> = {}) => dispatch(new Request(url, { headers }));
 
 const upload = (key: string, bytes: Uint8Array | string, headers: Record<string, string> = {}) =>
   call("POST", "/v1/files", { key, raw: typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes, headers });
@@ -79,5 +88,182 @@ describe("files", () => {
     const up = await upload(g.key, "x");
     expect(up.status).toBe(201);
     expect((await get(`/v1/files?id=${up.body.id}`, g.key)).body.error.code).toBe("insufficient_scope");
+  });
+
+  it("serves only inert types inline; HTML, SVG, XHTML and the rest download as attachments, all under a sandbox CSP with nosniff", async () => {
+    const f = await makeAccount();
+    const cases: [string, string][] = [
+      ["text/html", "attachment"],
+      ["image/svg+xml", "attachment"],
+      ["application/xhtml+xml", "attachment"],
+      ["text/xml", "attachment"],
+      ["application/javascript", "attachment"],
+      ["application/octet-stream", "attachment"],
+      ["text/plain", "attachment"],
+      ["image/png", "inline"],
+      ["audio/mpeg", "inline"],
+      ["video/mp4", "inline"],
+      ["application/pdf", "inline"],
+    ];
+    for (const [type, mode] of cases) {
+      const up = await upload(f.key, "<script>fetch('/api/trpc/apiKeys.create')</script>", { "content-type": type, "x-filename": "évil\".html" });
+      expect(up.status).toBe(201);
+      const res = await download(up.body.url);
+      expect(res.status, type).toBe(200);
+      expect(res.headers.get("content-disposition"), type).toBe(`${mode}; filename="_vil_.html"; filename*=UTF-8''%C3%A9vil%22.html`);
+      expect(res.headers.get("content-security-policy"), type).toBe("sandbox; default-src 'none'");
+      expect(res.headers.get("x-content-type-options"), type).toBe("nosniff");
+      expect(res.headers.get("request-id"), type).toMatch(/^req_/);
+    }
+  });
+
+  it("a signed link verifies only as signed: a leading zero, a sign or spaces in expires are refused", async () => {
+    const f = await makeAccount();
+    const up = await upload(f.key, "x", { "content-type": "text/plain" });
+    expect((await download(up.body.url)).status).toBe(200);
+    const url = new URL(up.body.url);
+    const expires = url.searchParams.get("expires")!;
+    for (const altered of [`0${expires}`, `00${expires}`, `+${expires}`, `${expires}.0`, `${expires} `]) {
+      url.searchParams.set("expires", altered);
+      const res = await download(url.toString());
+      expect(res.status, altered).toBe(404);
+      expect((await res.json()).error).toMatchObject({ code: "file_not_found" });
+    }
+  });
+
+  describe("FILES_PUBLIC_URL", () => {
+    afterEach(() => {
+      delete process.env.FILES_PUBLIC_URL;
+      resetConfig();
+    });
+
+    it("links point at the files origin, and the download route serves only requests addressed to it", async () => {
+      process.env.FILES_PUBLIC_URL = "https://files.relay.test/";
+      resetConfig();
+      const f = await makeAccount();
+      const up = await upload(f.key, "hello", { "content-type": "text/plain" });
+      expect(up.body.url).toMatch(/^https:\/\/files\.relay\.test\/api\/files\/file_\w+\?expires=\d+&signature=/);
+      const redirect = await get(`/v1/files?id=${up.body.id}`, f.key);
+      expect(redirect.headers.get("location")).toMatch(/^https:\/\/files\.relay\.test\/api\/files\//);
+
+      const ok = await download(up.body.url);
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toBe("hello");
+      // The same link on the dashboard's origin, directly or through a proxy.
+      const onDashboard = new URL(up.body.url);
+      onDashboard.host = "localhost:3000";
+      onDashboard.protocol = "http:";
+      const refused = await download(onDashboard.toString());
+      expect(refused.status).toBe(404);
+      expect((await refused.json()).error.code).toBe("file_not_found");
+      expect((await download(up.body.url, { "x-forwarded-host": "localhost:3000" })).status).toBe(404);
+      expect((await download(onDashboard.toString(), { "x-forwarded-host": "files.relay.test" })).status).toBe(200);
+    });
+  });
+
+  it("a line-restricted key cannot download, attach or read files received on lines it may not use", async () => {
+    const a = await makeAccount();
+    const { createLine } = await import("@/server/services/lines");
+    const second = await createLine({ accountId: a.accountId, handle: phone() });
+    const attachment = (name: string) => ({ filename: name, mime_type: "image/png", content_base64: Buffer.from(name).toString("base64") });
+    const alice = phone();
+    const elsewhere = await post("/api/simulator/messages", a.key, { line: second.handle, from: phone(), text: "x", attachment: attachment("b.png") });
+    const here = await post("/api/simulator/messages", a.key, { line: a.line.handle, from: alice, text: "x", attachment: attachment("a.png") });
+    const hidden: string = elsewhere.body.attachments[0].file_id;
+    const visible: string = here.body.attachments[0].file_id;
+    const restricted = await makeKey(a.accountId, { lineIds: [a.line.id] });
+    const uploaded = (await upload(restricted, "mine", { "content-type": "text/plain" })).body.id as string;
+
+    const refused = await get(`/v1/files?id=${hidden}`, restricted);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: "line_not_accessible", param: "id" });
+    expectRequestId(refused);
+    const attach = await post("/v1/messages", restricted, { from: a.line.handle, to: alice, attachments: [hidden] });
+    expect(attach.status).toBe(403);
+    expect(attach.body.error).toMatchObject({ code: "line_not_accessible", param: "attachments" });
+    const memo = await post("/v1/audio-messages", restricted, { from: a.line.handle, to: alice, audio_message: hidden });
+    expect(memo.status).toBe(403);
+    expect(memo.body.error).toMatchObject({ code: "line_not_accessible", param: "audio_message" });
+    const graph = await gql(restricted, `query($id: String!) { file(id: $id) { id url } }`, { id: hidden });
+    expect(graph.body.data?.file ?? null).toBeNull();
+    expect(graph.body.errors[0].extensions).toMatchObject({ code: "line_not_accessible" });
+
+    // Its own line's files, its uploads and the unrestricted key's access are unchanged.
+    for (const id of [visible, uploaded]) expect((await get(`/v1/files?id=${id}`, restricted)).status).toBe(302);
+    expect((await gql(restricted, `query($id: String!) { file(id: $id) { id } }`, { id: visible })).body.data.file.id).toBe(visible);
+    for (const id of [visible, uploaded]) {
+      const sent = await post("/v1/messages", restricted, { from: a.line.handle, to: alice, attachments: [id] });
+      expect(sent.body).toMatchObject({ object: "outbox_item", status: "pending" });
+    }
+    expect((await get(`/v1/files?id=${hidden}`, a.key)).status).toBe(302);
+  });
+
+  it("streams uploads: refused before the body is read for a bad Content-Type or Content-Length, cut off at the limit otherwise, nothing kept", async () => {
+    const f = await makeAccount();
+    /** An endless body that counts how many chunks were read from it and whether it was cancelled. */
+    const endless = () => {
+      const state = { pulls: 0, cancelled: false };
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          state.pulls++;
+          controller.enqueue(new Uint8Array(64 * 1024));
+        },
+        cancel() {
+          state.cancelled = true;
+        },
+      });
+      return { state, body };
+    };
+    const request = (body: ReadableStream<Uint8Array>, headers: Record<string, string>) =>
+      new Request("http://localhost:3000/v1/files", { method: "POST", body, duplex: "half", headers: { authorization: `Bearer ${f.key}`, ...headers } } as RequestInit);
+
+    const badType = endless();
+    const refused = await dispatch(request(badType.body, { "content-type": "not a type" }));
+    expect(refused.status).toBe(400);
+    const json = await refused.json();
+    expect(json.error).toMatchObject({ code: "invalid_parameter_value", param: "Content-Type" });
+    expect(json.request_id).toMatch(/^req_/);
+    expect(badType.state.pulls).toBeLessThanOrEqual(1); // at most the stream's own first pull
+
+    const declared = endless();
+    const tooBig = bodyChunks(request(declared.body, { "content-length": String(200 * 1024 * 1024) }), 1024 * 1024);
+    await expect(storeBlob(tooBig, 1024 * 1024)).rejects.toMatchObject({ code: "file_too_large", status: 400 });
+    expect(declared.state.pulls).toBeLessThanOrEqual(1);
+
+    const growing = endless();
+    await expect(storeBlob(bodyChunks(request(growing.body, {}), 1024 * 1024), 1024 * 1024)).rejects.toMatchObject({ code: "file_too_large" });
+    expect(growing.state.pulls).toBeLessThanOrEqual(20); // 1 MiB is 16 chunks: the rest was never read
+    expect(growing.state.cancelled).toBe(true);
+
+    // On disk, a failed upload leaves neither the file nor its partial copy.
+    const root = await mkdtemp(path.join(os.tmpdir(), "relay-storage-"));
+    try {
+      const failing = async function* () {
+        yield new Uint8Array(10);
+        throw new Error("connection lost");
+      };
+      await expect(localStorage(root).put("ab/file_x", failing())).rejects.toThrow("connection lost");
+      expect(await readdir(path.join(root, "ab"))).toEqual([]);
+      expect(await localStorage(root).open("ab/file_x")).toBeNull();
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("downloads a file whatever its stored name: quotes, apostrophes, non-Latin letters and a lone surrogate", async () => {
+    const f = await makeAccount();
+    const names: [string, string][] = [
+      ["it's (final)*.pdf", `inline; filename="it's (final)*.pdf"; filename*=UTF-8''it%27s%20%28final%29%2A.pdf`],
+      ["x\ud800y.pdf", `inline; filename="x_y.pdf"; filename*=UTF-8''x%EF%BF%BDy.pdf`],
+      ["日本.pdf", `inline; filename="__.pdf"; filename*=UTF-8''%E6%97%A5%E6%9C%AC.pdf`],
+    ];
+    for (const [filename, disposition] of names) {
+      const res = await gql(f.key, `mutation($input: UploadFileInput!) { uploadFile(input: $input) { url } }`, {
+        input: { contentBase64: "JVBERi0=", mimeType: "application/pdf", filename },
+      });
+      const file = await download(res.body.data.uploadFile.url);
+      expect(file.status, filename).toBe(200);
+      expect(file.headers.get("content-disposition")).toBe(disposition);
+    }
   });
 });

@@ -175,6 +175,55 @@ describe("GraphQL mutations: sending", () => {
       param: "audioMessage",
     });
   });
+
+  it("uploadFile refuses a 1 MB hostile contentBase64 in well under a second (linear validation), and decodes wrapped base64", async () => {
+    const f = await makeAccount();
+    await mutate(f, "uploadFile", { contentBase64: "!" }, "id"); // warm-up: the first request builds the schema
+    // Long whitespace runs ending in a character outside the alphabet: the former regex took
+    // quadratic time on these (160 k characters blocked the event loop for 16 s).
+    for (const hostile of [" ".repeat(1_000_000) + "!", "A".repeat(500_000) + "\n".repeat(500_000) + "=!", "=".repeat(1_000_000)]) {
+      const started = performance.now();
+      const res = await mutate(f, "uploadFile", { contentBase64: hostile }, "id");
+      expect(performance.now() - started).toBeLessThan(500); // measured: 11-36 ms each
+      expect(errorOf(res)).toMatchObject({ code: "invalid_parameter_value", param: "contentBase64" });
+    }
+    const bytes = Buffer.from(Array.from({ length: 700_000 }, (_, i) => (i * 7919) % 256));
+    const wrapped = bytes.toString("base64").replace(/.{76}/g, "$&\r\n");
+    const file = dataOf(await mutate(f, "uploadFile", { contentBase64: wrapped, mimeType: "application/octet-stream" }, "id url size"), "uploadFile");
+    expect(file.size).toBe(bytes.length);
+    const { GET } = await import("@/app/api/files/[id]/route");
+    const download = await GET(new Request(file.url), { params: Promise.resolve({ id: file.id }) });
+    expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+});
+
+describe("GraphQL request size", () => {
+  it("a chunked request body (no Content-Length) is cut off at 16 MiB with file_too_large, the rest unread", async () => {
+    const f = await makeAccount();
+    const state = { pulls: 0, cancelled: false };
+    const prefix = new TextEncoder().encode(`{"query":"mutation($c: String!) { uploadFile(input: { contentBase64: $c }) { id } }","variables":{"c":"`);
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(state.pulls++ === 0 ? prefix : new Uint8Array(1024 * 1024).fill(65)); // "AAAA…", endless
+      },
+      cancel() {
+        state.cancelled = true;
+      },
+    });
+    const { dispatch } = await import("./helpers");
+    const res = await dispatch(
+      new Request("http://localhost:3000/api/graphql", {
+        method: "POST",
+        body,
+        duplex: "half",
+        headers: { authorization: `Bearer ${f.key}`, "content-type": "application/json" },
+      } as RequestInit),
+    );
+    const json = await res.json();
+    expect(json.errors[0].extensions).toMatchObject({ code: "file_too_large", request_id: expect.stringMatching(/^req_/) });
+    expect(state.pulls).toBeLessThanOrEqual(20);
+    expect(state.cancelled).toBe(true);
+  });
 });
 
 describe("GraphQL mutations: webhooks and the sandbox", () => {

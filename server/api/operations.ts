@@ -111,7 +111,7 @@ export const OPERATIONS = {
     scope: "messages:write",
     body: SendAudioMessageBody,
     response: R.AcceptedSchema,
-    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable"],
+    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable", "audio_conversion_busy"],
     example: { from: "+15550001000", to: "+15551230001", audio_message: "file_01h..." },
   },
   listReactions: {
@@ -226,7 +226,7 @@ export const OPERATIONS = {
     scope: "files:read",
     query: FileQuery,
     redirect: true,
-    errors: ["file_not_found"],
+    errors: ["file_not_found", "line_not_accessible"],
   },
   listWebhooks: {
     method: "GET",

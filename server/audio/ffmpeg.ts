@@ -14,6 +14,9 @@ import { declareSampleRate } from "./caf";
 // internal 48 kHz into the CAF header whatever it encoded from, so the header is then rewritten
 // to declare 24 kHz, as Apple's voice memos do (server/audio/caf.ts). At most one conversion per
 // CPU runs at a time; the others wait their turn, and the wait counts against their time limit.
+// A conversion reads its input (streamed from storage into its temporary directory) only once
+// it holds a slot, so waiting requests hold no audio in memory; and at most QUEUE_PER_SLOT
+// requests per slot may wait: past that, 503 audio_conversion_busy with Retry-After at once.
 
 export const ACCEPTED_AUDIO_FORMATS = ["m4a", "mp3", "wav", "caf", "aiff"] as const;
 /** ffprobe demuxer names of the accepted formats (m4a is read by the mov/mp4 demuxer). */
@@ -24,6 +27,10 @@ export const CONVERSION_TIMEOUT_MS = 60_000;
 /** The sample rate voice memos are encoded from and declare. */
 const VOICE_MEMO_RATE = 24_000;
 export const MAX_AUDIO_SECONDS = 30 * 60;
+/** Waiting conversions allowed per slot before new ones are refused. */
+const QUEUE_PER_SLOT = 4;
+/** Suggested wait after a refusal for a full queue: a typical conversion takes a few seconds. */
+const BUSY_RETRY_AFTER_SECONDS = 10;
 /** Opus at 32 kbit/s makes about 4 MB per 15 minutes: a generous cap on what one conversion writes. */
 const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
 const MAX_TOOL_OUTPUT_CHARS = 256 * 1024;
@@ -110,13 +117,18 @@ export async function checkFfmpeg(): Promise<{ ok: true; path: string } | { ok: 
 interface ConversionSlots {
   /** How many conversions may run at once. */
   limit: number;
+  /** How many may wait for a slot. */
+  queueLimit: number;
   timeoutMs: number;
   active: number;
   /** Conversions waiting for a slot, first come first served: each is handed one by calling it. */
   waiting: (() => void)[];
 }
 
-const defaultLimits = () => ({ limit: Math.max(1, os.availableParallelism()), timeoutMs: CONVERSION_TIMEOUT_MS });
+const defaultLimits = () => {
+  const limit = Math.max(1, os.availableParallelism());
+  return { limit, queueLimit: limit * QUEUE_PER_SLOT, timeoutMs: CONVERSION_TIMEOUT_MS };
+};
 
 /** One queue per process, whichever bundle converts (server/singleton.ts). */
 const slots = processSingleton("audio-conversion-slots", (): ConversionSlots => ({ ...defaultLimits(), active: 0, waiting: [] }));
@@ -126,11 +138,21 @@ function grantSlots(): void {
   while (slots.active < slots.limit && slots.waiting.length > 0) slots.waiting.shift()!();
 }
 
-/** Takes a conversion slot, waiting for one until `deadline`; false if the deadline came first. */
-function acquireSlot(deadline: number): Promise<boolean> {
+/**
+ * Takes a conversion slot, waiting for one until `deadline`; false if the deadline came first.
+ * Throws audio_conversion_busy when the queue is full.
+ */
+function acquireSlot(deadline: number, param: string): Promise<boolean> {
   if (slots.active < slots.limit && slots.waiting.length === 0) {
     slots.active++;
     return Promise.resolve(true);
+  }
+  if (slots.waiting.length >= slots.queueLimit) {
+    throw new ApiError(
+      "audio_conversion_busy",
+      `The server is converting as much audio as it can and ${slots.waiting.length} more ${slots.waiting.length === 1 ? "request is" : "requests are"} waiting; ${param} was not read. Try again in ${BUSY_RETRY_AFTER_SECONDS} s.`,
+      { headers: { "Retry-After": String(BUSY_RETRY_AFTER_SECONDS) } },
+    );
   }
   return new Promise((resolve) => {
     const grant = () => {
@@ -154,12 +176,14 @@ function releaseSlot(): void {
 
 /**
  * Test hook only (tests/audio.test.ts), not configuration: sets how many conversions may run at
- * once and the time limit of conversions that start from now on; null restores the defaults
- * (os.availableParallelism(), at least 1, and CONVERSION_TIMEOUT_MS).
+ * once, how many may wait, and the time limit of conversions that start from now on; null
+ * restores the defaults (os.availableParallelism(), at least 1; QUEUE_PER_SLOT per slot;
+ * CONVERSION_TIMEOUT_MS).
  */
-export function setConversionLimitsForTests(limits: { concurrency?: number; timeoutMs?: number } | null): void {
+export function setConversionLimitsForTests(limits: { concurrency?: number; queue?: number; timeoutMs?: number } | null): void {
   const defaults = defaultLimits();
   slots.limit = Math.max(1, limits?.concurrency ?? defaults.limit);
+  slots.queueLimit = Math.max(0, limits?.queue ?? slots.limit * QUEUE_PER_SLOT);
   slots.timeoutMs = limits?.timeoutMs ?? defaults.timeoutMs;
   grantSlots();
 }
@@ -218,19 +242,22 @@ async function probeInput(bin: string, dir: string, file: string, budget: Budget
   return demuxers[0]!;
 }
 
+/** The recording: bytes at hand, or an opener called once a slot is held (a stored file, streamed). */
+export type AudioInput = Uint8Array | (() => Promise<AsyncIterable<Uint8Array>>);
+
 /**
  * The upload converted to a voice memo (CAF, Opus 32 kbit/s, mono, 24 kHz). Throws
  * invalid_parameter_value (naming `param`) for anything that is not accepted, decodable audio,
- * and audio_conversion_unavailable when ffmpeg cannot be run or no conversion slot came free
- * within the time limit.
+ * audio_conversion_unavailable when ffmpeg cannot be run or no conversion slot came free
+ * within the time limit, and audio_conversion_busy when too many conversions already wait.
  */
-export async function convertToVoiceMemo(input: Uint8Array, param = "audio_message"): Promise<Buffer> {
+export async function convertToVoiceMemo(input: AudioInput, param = "audio_message"): Promise<Buffer> {
   const start = Date.now();
   const timeoutMs = slots.timeoutMs;
   const deadline = start + timeoutMs;
   const status = await checkFfmpeg();
   if (!status.ok) throw unavailable(status.reason);
-  if (!(await acquireSlot(deadline))) {
+  if (!(await acquireSlot(deadline, param))) {
     throw new ApiError(
       "audio_conversion_unavailable",
       `The server is busy converting other audio: ${param} waited ${timeoutMs / 1000} s for its turn. Try again later.`,
@@ -244,12 +271,12 @@ export async function convertToVoiceMemo(input: Uint8Array, param = "audio_messa
   }
 }
 
-async function convertInSlot(bin: string, input: Uint8Array, param: string, budget: Budget): Promise<Buffer> {
+async function convertInSlot(bin: string, input: AudioInput, param: string, budget: Budget): Promise<Buffer> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "relay-audio-"));
   try {
     const source = path.join(dir, "input");
     const target = path.join(dir, "voice-memo.caf");
-    await writeFile(source, input);
+    await writeFile(source, typeof input === "function" ? await input() : input);
     const demuxer = await probeInput(bin, dir, source, budget, param);
     // -t and -fs bound what one conversion can write, whatever the input's header claims.
     const args = [

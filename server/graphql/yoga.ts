@@ -3,6 +3,7 @@ import { createYoga, isAsyncIterable, mapAsyncIterator, type Plugin } from "grap
 import { config } from "../config";
 import { ApiError } from "../errors";
 import { enforceRateLimit } from "../http/api-rate-limit";
+import { bodyChunks } from "../http/body";
 import { CORS_HEADERS, newRequestId } from "../http/responses";
 import { createContext, type GraphQLContext, graphqlActor, type RequestScope } from "./context";
 import { isHandledError, maskError, withRequestId } from "./errors";
@@ -18,11 +19,22 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 type ServerContext = { scope: RequestScope };
 
+const bodyTooLarge = () =>
+  new ApiError("file_too_large", `GraphQL requests may be at most ${MAX_BODY_BYTES} bytes; upload large files with POST /v1/files.`);
+
 const requestPlugin: Plugin<object, ServerContext> = {
-  onRequestParse({ request }) {
+  onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
     // Thrown here, it is answered like any request-level error (maskError, then request_id).
-    if (Number(request.headers.get("content-length") ?? "0") > MAX_BODY_BYTES) {
-      throw new ApiError("file_too_large", `GraphQL requests may be at most ${MAX_BODY_BYTES} bytes; upload large files with POST /v1/files.`);
+    if (Number(request.headers.get("content-length") ?? "0") > MAX_BODY_BYTES) throw bodyTooLarge();
+    // A body without Content-Length (chunked) is read up to the limit and no further.
+    if (requestParser && request.body && !request.headers.has("content-length")) {
+      setRequestParser(async (req) => {
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of bodyChunks(req, MAX_BODY_BYTES, bodyTooLarge)) chunks.push(chunk);
+        const headers = new fetchAPI.Headers(req.headers);
+        headers.delete("transfer-encoding");
+        return requestParser(new fetchAPI.Request(req.url, { method: req.method, headers, body: Buffer.concat(chunks) }));
+      });
     }
   },
   async onParams({ request, context, setResult }) {

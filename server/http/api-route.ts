@@ -5,7 +5,8 @@ import type { Scope } from "../auth/scopes";
 import { ApiError } from "../errors";
 import { cachedJson } from "../cache/read-cache";
 import { enforceRateLimit } from "./api-rate-limit";
-import { readBody } from "./body";
+import { type StoredBlob, discardBlob, storeBlob } from "../storage/blobs";
+import { bodyChunks } from "./body";
 import { canonicalJson, idempotent, parseIdempotencyKey, requestHash } from "./idempotency";
 import {
   CORS_HEADERS,
@@ -25,8 +26,8 @@ export interface RouteContext<Q, B> {
   actor: Actor;
   query: Q;
   body: B;
-  /** The raw request body, for routes declared with rawBody. */
-  raw: Uint8Array | undefined;
+  /** The request body, already in storage, for routes declared with upload. */
+  upload: StoredBlob | undefined;
   requestId: string;
   request: Request;
 }
@@ -40,8 +41,12 @@ export interface RouteOptions<QS extends z.ZodType | undefined, BS extends z.Zod
   status?: number;
   /** Serve repeated identical reads from the change-versioned read cache. */
   cache?: boolean;
-  /** Read the body as bytes (at most this many) instead of JSON. */
-  rawBody?: number;
+  /**
+   * Stream the body (at most maxBytes) into storage instead of parsing JSON. `check` validates
+   * the headers first, so a bad request is answered before its body is read. A blob the
+   * handler does not get to use (it threw, or an idempotent replay answered) is removed.
+   */
+  upload?: { maxBytes: number; check?: (request: Request) => void };
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -58,20 +63,28 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
   return async (request: Request) => {
     const requestId = newRequestId();
     let headers: Record<string, string> = {};
+    let upload: StoredBlob | undefined;
+    let uploadUsed = false;
     try {
       const actor = await authenticate(request.headers.get("authorization"));
       headers = await enforceRateLimit(actor);
       if (options.scope) requireScope(actor, options.scope);
       const query = (options.query ? parseWith(options.query, queryObject(new URL(request.url))) : undefined) as Out<QS>;
-      const raw = options.rawBody !== undefined ? await readBody(request, options.rawBody) : undefined;
+      options.upload?.check?.(request);
+      upload = options.upload ? await storeBlob(bodyChunks(request, options.upload.maxBytes), options.upload.maxBytes) : undefined;
       const json = options.body ? await jsonBody(request) : undefined;
       const body = (options.body ? parseWith(options.body, json) : undefined) as Out<BS>;
-      const run = () => handler({ actor, query, body, raw, requestId, request });
+      const run = async () => {
+        const value = await handler({ actor, query, body, upload, requestId, request });
+        uploadUsed = true;
+        return value;
+      };
       const idempotencyKey = request.method === "POST" ? parseIdempotencyKey(request.headers.get("idempotency-key")) : null;
       if (idempotencyKey) {
         const url = new URL(request.url);
-        const payload = raw
-          ? Buffer.concat([Buffer.from(`${request.headers.get("content-type")}\n${request.headers.get("x-filename")}\n`), raw])
+        // An upload is identified by its headers and the hash of its bytes, known once stored.
+        const payload = upload
+          ? Buffer.from(`${request.headers.get("content-type")}\n${request.headers.get("x-filename")}\n${upload.sha256}`)
           : canonicalJson(json ?? {});
         const outcome = await idempotent(actor, idempotencyKey, requestHash("POST", url.pathname, payload), "POST", url.pathname, async () => {
           const value = await run();
@@ -97,6 +110,8 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
       return jsonResponse(options.status ?? 200, result, requestId, headers);
     } catch (err) {
       return errorResponse(err, requestId, err instanceof ApiError && err.code === "rate_limit_exceeded" ? {} : headers);
+    } finally {
+      if (upload && !uploadUsed) await discardBlob(upload).catch(() => undefined);
     }
   };
 }

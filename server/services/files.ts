@@ -3,9 +3,10 @@ import { getDb } from "../db";
 import { ApiError, invalidParam } from "../errors";
 import type { File } from "../generated/prisma/client";
 import { isId } from "../ids";
-import { storeBlob } from "../storage/blobs";
+import { type StoredBlob, storeBlob } from "../storage/blobs";
 import { storage } from "../storage";
 import { fileUrlSigner } from "../storage/signed-urls";
+import { fileInScope } from "./tenancy";
 
 // Uploaded files (POST /v1/files): raw bytes with their Content-Type and an optional
 // X-Filename, referenced later by messages and audio messages. Downloads go through signed,
@@ -68,23 +69,68 @@ export function cleanFilename(raw: string | null, mimeType: string): string {
   return `file.${EXTENSIONS[mimeType] ?? "bin"}`;
 }
 
-export async function uploadFile(actor: Actor, input: { bytes: Uint8Array; contentType: string | null; filename: string | null }) {
-  if (input.bytes.byteLength === 0) throw new ApiError("empty_file", "The uploaded file is empty (0 bytes).");
+/** Whether s is base64: its alphabet, ASCII whitespace anywhere, at most two trailing '='. One pass. */
+export function isBase64(s: string): boolean {
+  let padding = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 32 || (c >= 9 && c <= 13)) continue;
+    if (c === 61) {
+      if (++padding > 2) return false;
+      continue;
+    }
+    const alphabet = (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47;
+    if (!alphabet || padding > 0) return false;
+  }
+  return true;
+}
+
+const BASE64_DATA = /[A-Za-z0-9+/]+/g;
+
+/** How many bytes base64 text (checked with isBase64) decodes to. */
+export function base64Size(s: string): number {
+  let chars = 0;
+  for (const [run] of s.matchAll(BASE64_DATA)) chars += run.length;
+  return Math.floor((chars * 3) / 4);
+}
+
+/** The bytes of base64 text (checked with isBase64), decoded a slice at a time rather than all at once. */
+export function* base64Chunks(s: string, sliceChars = 256 * 1024): Generator<Uint8Array> {
+  let pending = "";
+  for (const [run] of s.matchAll(BASE64_DATA)) {
+    pending += run;
+    while (pending.length >= sliceChars) {
+      yield Buffer.from(pending.slice(0, sliceChars), "base64"); // sliceChars is a multiple of 4
+      pending = pending.slice(sliceChars);
+    }
+  }
+  if (pending) yield Buffer.from(pending, "base64");
+}
+
+/**
+ * A new File of the caller's account from an upload already in storage (POST /v1/files streams
+ * it there; GraphQL uploadFile decodes it there). The blob is the caller's to discard if this throws.
+ */
+export async function uploadFile(actor: Actor, input: { blob: StoredBlob; contentType: string | null; filename: string | null }) {
+  if (input.blob.size === 0) throw new ApiError("empty_file", "The uploaded file is empty (0 bytes).");
   const mimeType = mimeTypeOf(input.contentType);
-  const file = await storeFile(actor, { bytes: input.bytes, mimeType, filename: cleanFilename(input.filename, mimeType) });
+  const file = await createFileRow(actor, input.blob, mimeType, cleanFilename(input.filename, mimeType));
   return serializeFile(file, await fileUrlSigner());
 }
 
-/** Stores bytes as a new File of the caller's account (uploads, and files the service makes). */
+/** Stores bytes as a new File of the caller's account (files the service makes). */
 export async function storeFile(actor: Actor, input: { bytes: Uint8Array; mimeType: string; filename: string }): Promise<File> {
-  const blob = await storeBlob(input.bytes);
+  return createFileRow(actor, await storeBlob(input.bytes), input.mimeType, input.filename);
+}
+
+async function createFileRow(actor: Actor, blob: StoredBlob, mimeType: string, filename: string): Promise<File> {
   const db = await getDb();
   return db.file.create({
     data: {
       id: blob.id,
       accountId: actor.accountId,
-      filename: input.filename,
-      mimeType: input.mimeType,
+      filename,
+      mimeType,
       size: blob.size,
       sha256: blob.sha256,
       storageKey: blob.storageKey,
@@ -92,19 +138,22 @@ export async function storeFile(actor: Actor, input: { bytes: Uint8Array; mimeTy
   });
 }
 
-/** The stored bytes of a file found with findFile. */
-export async function readFileBytes(file: File): Promise<Buffer> {
-  const bytes = await storage().get(file.storageKey);
-  if (!bytes) throw new Error(`the bytes of ${file.id} are missing from storage (${file.storageKey})`);
-  return bytes;
+/** The stored bytes of a file found with findFile, as a stream. */
+export async function openFileBytes(file: File): Promise<AsyncIterable<Uint8Array>> {
+  const blob = await storage().open(file.storageKey);
+  if (!blob) throw new Error(`the bytes of ${file.id} are missing from storage (${file.storageKey})`);
+  return blob.stream;
 }
 
-/** A file of the caller's account, or file_not_found. */
+/** A file of the caller's account, or file_not_found; line_not_accessible for a file received on a line the key may not use. */
 export async function findFile(actor: Actor, id: string, param = "id"): Promise<File> {
   if (!isId("file", id)) throw invalidParam(param, `'${id}' is not a valid file_ ID.`);
   const db = await getDb();
   const file = await db.file.findFirst({ where: { id, accountId: actor.accountId } });
   if (!file) throw new ApiError("file_not_found", `No file with ID '${id}'.`, { param });
+  if (!(await fileInScope(actor, file.id))) {
+    throw new ApiError("line_not_accessible", `File '${id}' was received on a line this API key is not allowed to use.`, { param });
+  }
   return file;
 }
 

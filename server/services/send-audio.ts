@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Actor } from "../auth/actor";
 import { convertToVoiceMemo } from "../audio/ffmpeg";
 import type { MessagePayload } from "../delivery/payloads";
-import { findFile, readFileBytes, storeFile } from "./files";
+import { findFile, openFileBytes, storeFile } from "./files";
 import { enforceSandboxQuota, enqueue, handle, parentGuid, prepareWrite, replyTo, target } from "./send";
 
 // POST /v1/audio-messages: an uploaded recording goes out as a native voice memo. The upload is
@@ -29,7 +29,8 @@ export async function sendAudioMessage(actor: Actor, input: SendAudioMessageInpu
   const { line, chat } = await prepareWrite(actor, input.from, input.to, { richOnly: "Audio messages", advanced: "Audio messages" });
   const original = await findFile(actor, input.audio_message, "audio_message");
   const replyToGuid = await parentGuid(actor, chat, input.reply_to);
-  const converted = await convertToVoiceMemo(await readFileBytes(original), "audio_message");
+  // Streamed from storage into the conversion once it has a slot: a queued request holds no audio.
+  const converted = await convertToVoiceMemo(() => openFileBytes(original), "audio_message");
   if (line.isSandbox) await enforceSandboxQuota(actor); // only sends that are accepted count
   const file = await storeFile(actor, { bytes: converted, mimeType: "audio/x-caf", filename: voiceMemoFilename(original.filename) });
   const payload: MessagePayload = { ...target(chat), text: null, attachments: [file.id], reply_to_guid: replyToGuid, is_audio_message: true };

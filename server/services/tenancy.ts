@@ -1,5 +1,6 @@
 import type { Actor } from "../auth/actor";
 import type { Line } from "../generated/prisma/client";
+import { getDb } from "../db";
 import { sandboxLine } from "./lines";
 
 // Which rows a caller may see, as Prisma where-clauses: the rows of its account, on the lines
@@ -32,6 +33,22 @@ export function whereOnLine(actor: Actor, line: Pick<Line, "id">): { accountId: 
 /** Whether one row (or event) of (accountId, lineId) passes a whereForActor filter. */
 export function inScope(scope: ActorScope, row: { accountId: string | null; lineId: string }): boolean {
   return row.accountId === scope.accountId && (!scope.lineId || scope.lineId.in.includes(row.lineId));
+}
+
+/**
+ * Whether the caller may use a file of its account. Files received on a line belong to that
+ * line: a line-restricted key may not download, attach or convert those of lines it may not use.
+ * Uploads (and files received nowhere else) are the account's.
+ */
+export async function fileInScope(actor: Actor, fileId: string): Promise<boolean> {
+  const lineIds = await allowedLineIds(actor);
+  if (!lineIds) return true;
+  const db = await getDb();
+  const elsewhere = await db.attachment.findFirst({
+    where: { fileId, message: { accountId: actor.accountId, isFromMe: false, lineId: { notIn: lineIds } } },
+    select: { id: true },
+  });
+  return !elsewhere;
 }
 
 /** Lines the caller sees: its account's (only the key's, when restricted), and the sandbox line for accounts with an owner. */

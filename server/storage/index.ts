@@ -1,13 +1,21 @@
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { Readable } from "node:stream";
 import { config } from "../config";
 
 // File bytes behind a small interface: a local directory under DATA_DIR by default (memory
-// when DATA_DIR is ":memory:"). An S3-compatible store implements the same three methods.
+// when DATA_DIR is ":memory:"). An S3-compatible store implements the same methods.
+
+/** What put stores: bytes at hand, or chunks as they arrive (an upload being read). */
+export type BlobSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
 
 export interface Storage {
-  put(key: string, bytes: Uint8Array): Promise<void>;
-  get(key: string): Promise<Buffer | null>;
+  /** Stores the blob. If the source fails (e.g. an upload over the limit), nothing is left under key. */
+  put(key: string, source: BlobSource): Promise<void>;
+  /** The blob as a stream of chunks with its size, or null when there is none. */
+  open(key: string): Promise<{ size: number; stream: Readable } | null>;
   delete(key: string): Promise<void>;
 }
 
@@ -16,16 +24,28 @@ export function localStorage(root: string): Storage {
     if (!/^[A-Za-z0-9_./-]+$/.test(key) || key.includes("..")) throw new Error(`invalid storage key ${key}`);
     return path.join(root, key);
   };
+  const missing = (err: unknown) => (err as NodeJS.ErrnoException).code === "ENOENT";
   return {
-    async put(key, bytes) {
-      await mkdir(path.dirname(file(key)), { recursive: true });
-      await writeFile(file(key), bytes);
-    },
-    async get(key) {
+    async put(key, source) {
+      const target = file(key);
+      await mkdir(path.dirname(target), { recursive: true });
+      // Written beside the target and renamed into place, so a reader never sees half a file
+      // and a failed upload leaves nothing under the key.
+      const partial = `${target}.${randomBytes(6).toString("hex")}.part`;
       try {
-        return await readFile(file(key));
+        await writeFile(partial, source);
+        await rename(partial, target);
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+        await rm(partial, { force: true });
+        throw err;
+      }
+    },
+    async open(key) {
+      try {
+        const { size } = await stat(file(key));
+        return { size, stream: createReadStream(file(key)) };
+      } catch (err) {
+        if (missing(err)) return null;
         throw err;
       }
     },
@@ -38,11 +58,18 @@ export function localStorage(root: string): Storage {
 export function memoryStorage(): Storage {
   const blobs = new Map<string, Buffer>();
   return {
-    async put(key, bytes) {
-      blobs.set(key, Buffer.from(bytes));
+    async put(key, source) {
+      if (source instanceof Uint8Array) {
+        blobs.set(key, Buffer.from(source));
+        return;
+      }
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of source) chunks.push(chunk);
+      blobs.set(key, Buffer.concat(chunks));
     },
-    async get(key) {
-      return blobs.get(key) ?? null;
+    async open(key) {
+      const bytes = blobs.get(key);
+      return bytes ? { size: bytes.byteLength, stream: Readable.from([bytes]) } : null;
     },
     async delete(key) {
       blobs.delete(key);

@@ -24,12 +24,19 @@ export type FileUrlSigner = (fileId: string) => string;
 export async function fileUrlSigner(ttlSeconds = FILE_URL_TTL_SECONDS, now = Date.now()): Promise<FileUrlSigner> {
   const key = await loadSigningSecret();
   const expires = Math.floor(now / 1000) + ttlSeconds;
-  const base = config().PUBLIC_URL;
+  const base = filesBaseUrl();
   return (fileId) => `${base}/api/files/${fileId}?expires=${expires}&signature=${sign(key, fileId, expires)}`;
 }
 
+/** Where download links point: FILES_PUBLIC_URL when set, else PUBLIC_URL. */
+export function filesBaseUrl(): string {
+  const c = config();
+  return c.FILES_PUBLIC_URL ?? c.PUBLIC_URL.replace(/\/+$/, "");
+}
+
 export async function verifyFileUrl(fileId: string, expires: string | null, signature: string | null, now = Date.now()): Promise<boolean> {
-  if (!expires || !signature || !/^\d{1,12}$/.test(expires)) return false;
+  // Only the form the signer writes: no leading zeros or signs, so one link has one spelling.
+  if (!expires || !signature || !/^[1-9]\d{0,11}$/.test(expires)) return false;
   if (Number(expires) * 1000 < now) return false;
   const expected = Buffer.from(sign(await loadSigningSecret(), fileId, Number(expires)));
   const given = Buffer.from(signature);
