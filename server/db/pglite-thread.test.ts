@@ -1,6 +1,8 @@
 import { messages, PGlite } from "@electric-sql/pglite";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PGliteThread } from "./pglite-thread";
+import { startQueuedSocket } from "./socket-queue";
 
 // PGliteThread must answer exactly as PGlite in the same thread: same values and types, same
 // errors, same transaction isolation from statements outside the transaction.
@@ -83,6 +85,44 @@ describe("PGlite on its own thread", () => {
   it("answers concurrent statements each with its own result", async () => {
     const results = await Promise.all(Array.from({ length: 200 }, (_, i) => thread.query<{ v: number }>("SELECT $1::int * 2 AS v", [i])));
     expect(results.map((r) => r.rows[0]!.v)).toEqual(Array.from({ length: 200 }, (_, i) => i * 2));
+  });
+
+  it("serves a wire-protocol client (the operator CLI) while the app runs its own statements", async () => {
+    const socket = await startQueuedSocket(thread);
+    const client = new pg.Client({ host: socket.host, port: socket.port, user: "postgres", database: "postgres" });
+    try {
+      await client.connect();
+      let appRunning = true;
+      const app = (async () => {
+        let n = 0;
+        while (appRunning) n += (await thread.query<{ v: number }>("SELECT $1::int + $2::int AS v", [1, 1])).rows[0]!.v;
+        return n;
+      })();
+      // Extended-protocol statements with other parameter counts, and an explicit transaction:
+      // an app statement slipped between their messages would break them.
+      for (let i = 0; i < 30; i++) {
+        const { rows } = await client.query("SELECT $1::int + $2::int + $3::int + $4::int + $5::int AS v", [i, 1, 1, 1, 1]);
+        expect(rows[0].v).toBe(i + 4);
+      }
+      await client.query("BEGIN");
+      await client.query("INSERT INTO t (id) VALUES ($1)", ["from-socket"]);
+      const events: string[] = [];
+      const inside = thread.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE id = 'from-socket'").then((r) => {
+        events.push("app read");
+        return r.rows[0]!.n;
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      events.push("client rolls back");
+      await client.query("ROLLBACK");
+      appRunning = false;
+      expect(await app).toBeGreaterThan(0);
+      // The app's statement waited for the client's transaction to end: it saw no uncommitted row.
+      expect(await inside).toBe(0);
+      expect(events).toEqual(["client rolls back", "app read"]);
+    } finally {
+      await client.end().catch(() => undefined);
+      await socket.close();
+    }
   });
 
   it("fails every call once closed", async () => {

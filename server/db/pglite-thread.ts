@@ -100,6 +100,26 @@ export interface ThreadTransaction {
   readonly closed: boolean;
 }
 
+const RAW_IDLE_MS = 10_000;
+
+/** [type byte, offset, length] of each message in a protocol chunk (a type byte, then a 4-byte length counting itself). */
+function* protocolMessages(data: Uint8Array): Generator<[number, number, number]> {
+  let at = 0;
+  while (at + 5 <= data.length) {
+    const length = ((data[at + 1]! << 24) | (data[at + 2]! << 16) | (data[at + 3]! << 8) | data[at + 4]!) >>> 0;
+    yield [data[at]!, at, length];
+    at += 1 + length;
+  }
+}
+
+/** Whether a client's chunk ends an exchange: its last message is Sync, a simple Query or Terminate (or it is the startup packet). */
+function endsExchange(message: Uint8Array): boolean {
+  if (message[0] === 0) return true; // startup and SSL/cancel requests: no type byte
+  let last = -1;
+  for (const [type] of protocolMessages(message)) last = type;
+  return last === 0x53 || last === 0x51 || last === 0x58;
+}
+
 function toError(e: PlainError): Error {
   if (!e.isDatabaseError) return Object.assign(new Error(e.message), { name: e.name ?? "Error" });
   const err = new messages.DatabaseError(e.message, 0, "error");
@@ -275,13 +295,49 @@ export class PGliteThread implements EmbeddedPg {
     });
   }
 
-  // For the wire-protocol socket (pglite-socket): raw protocol messages in and out.
+  // For the wire-protocol socket (pglite-socket): raw protocol messages in and out. A client's
+  // extended-query exchange (Parse, Bind, ... Sync) may arrive in several chunks, and its
+  // explicit transactions span many: between them no statement of the app may run, or it would
+  // replace the client's unnamed statement or run inside its transaction. So the socket holds
+  // the statement lock from its first chunk until it is idle again (after a Sync or a simple
+  // Query, outside a transaction), or silent for RAW_IDLE_MS (a client that went away).
 
-  runExclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return this.#queryMutex.runExclusive(fn);
+  #rawRelease: (() => void) | null = null;
+  #rawAcquiring: Promise<void> | null = null;
+  #rawIdle: NodeJS.Timeout | null = null;
+  #rawUnitDone = true;
+
+  async #holdForRaw(): Promise<void> {
+    if (this.#rawIdle) clearTimeout(this.#rawIdle);
+    this.#rawIdle = null;
+    if (this.#rawRelease) return;
+    this.#rawAcquiring ??= this.#txMutex.acquire().then((release) => {
+      this.#rawRelease = release;
+      this.#rawAcquiring = null;
+    });
+    await this.#rawAcquiring;
+  }
+
+  #endRawHold(): void {
+    if (this.#rawIdle) clearTimeout(this.#rawIdle);
+    this.#rawIdle = null;
+    const release = this.#rawRelease;
+    this.#rawRelease = null;
+    release?.();
+  }
+
+  async runExclusive<T>(fn: () => Promise<T>): Promise<T> {
+    await this.#holdForRaw();
+    try {
+      return await this.#queryMutex.runExclusive(fn);
+    } finally {
+      if (this.#rawUnitDone && this.#rawTxStatus === "I") this.#endRawHold();
+      else this.#rawIdle = setTimeout(() => this.#endRawHold(), RAW_IDLE_MS).unref();
+    }
   }
 
   async execProtocolRaw(message: Uint8Array, { syncToFs = true }: { syncToFs?: boolean } = {}): Promise<Uint8Array> {
+    this.#rawUnitDone = endsExchange(message);
     const data = (await this.#call({ op: "raw", bytes: message, syncToFs })) as Uint8Array;
     this.#trackTxStatus(data);
     return data;
@@ -298,11 +354,8 @@ export class PGliteThread implements EmbeddedPg {
 
   #trackTxStatus(data: Uint8Array): void {
     // Backend messages: a type byte and a 4-byte length (counting itself); ReadyForQuery is 'Z' with one status byte.
-    let at = 0;
-    while (at + 5 <= data.length) {
-      const length = ((data[at + 1]! << 24) | (data[at + 2]! << 16) | (data[at + 3]! << 8) | data[at + 4]!) >>> 0;
-      if (data[at] === 0x5a && length === 5 && at + 5 < data.length) this.#rawTxStatus = String.fromCharCode(data[at + 5]!);
-      at += 1 + length;
+    for (const [type, at, length] of protocolMessages(data)) {
+      if (type === 0x5a && length === 5 && at + 5 < data.length) this.#rawTxStatus = String.fromCharCode(data[at + 5]!);
     }
   }
 
