@@ -47,8 +47,7 @@ const requestPlugin: Plugin<object, ServerContext> = {
           (err: unknown) => withRequestId({ errors: [maskError(err)] }, requestId),
         ),
       );
-    }
-    else if (!Array.isArray(result)) setResult(withRequestId(result, requestId));
+    } else if (!Array.isArray(result)) setResult(withRequestId(result, requestId));
   },
 };
 
