@@ -35,6 +35,8 @@ export const ERROR_CODES = {
   query_too_complex: { type: "invalid_request_error", status: 400 },
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
   sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },
+  /** Extension: more open streams (GET /v1/listen, GraphQL subscriptions) than MAX_STREAMS_PER_KEY / _PER_ACCOUNT. */
+  too_many_streams: { type: "rate_limit_error", status: 429 },
   internal_error: { type: "api_error", status: 500 },
   /** Extension: POST /v1/audio-messages when ffmpeg (FFMPEG_PATH) cannot be run. */
   audio_conversion_unavailable: { type: "api_error", status: 503 },

@@ -1,8 +1,9 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AuthenticationError, InvalidRequestError, NotFoundError, Relay, verifyWebhook, type Chat } from "@/packages/client/src/index";
+import { revokeApiKeyBySecret } from "@/server/auth/api-keys";
 import { newId } from "@/server/ids";
-import { dispatch, inbound, makeAccount, phone, runDelivery, type Fixture } from "./helpers";
+import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 
 // The client library end to end against the real route handlers, in-process: its fetch hands
 // each request to the route module, so no network server runs.
@@ -152,6 +153,27 @@ describe("the client against the real routes", () => {
     expect(value).toMatchObject({ event: "message.received", data: { id: message.id, text: "heard live" }, delivery_id: expect.stringMatching(/^dlv_/) });
     expect(sessions[0]).toMatch(/^lsn_/);
     controller.abort();
+    await expect(events.next()).resolves.toMatchObject({ done: true });
+  });
+
+  it("stops listening with an AuthenticationError when the key is revoked mid-stream, without reconnecting", async () => {
+    const f = await makeAccount();
+    const key = await makeKey(f.accountId);
+    const relay = relayFor(f, key);
+    const sessions: string[] = [];
+    const reconnects: unknown[] = [];
+    const events = relay.listen({}, { onSession: (s) => sessions.push(s.session), onReconnect: (r) => reconnects.push(r) });
+    const first = events.next();
+    await vi.waitFor(() => expect(sessions).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    expect(await revokeApiKeyBySecret(key)).toBe(true);
+    const error = await first.then(
+      () => null,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(AuthenticationError);
+    expect(error).toMatchObject({ code: "invalid_api_key", status: 401, requestId: expect.stringMatching(/^req_/) });
+    expect(reconnects).toEqual([]);
+    expect(sessions).toHaveLength(1);
     await expect(events.next()).resolves.toMatchObject({ done: true });
   });
 });

@@ -1,15 +1,22 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { config } from "@/server/config";
+import { hashKey } from "@/server/auth/api-keys";
+import { config, resetConfig } from "@/server/config";
 import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { liveListenerReady, liveSubscriberCount } from "@/server/events/live";
 import { newId } from "@/server/ids";
+import { openStreams } from "@/server/services/stream-slots";
 import { db, gql, inbound, makeAccount, makeKey, phone, subscribe } from "./helpers";
 
 // Subscriptions over server-sent events (GraphQL over SSE, distinct connections mode), read
 // from the real route's streaming response.
 
 afterAll(() => stopRunner());
+
+// Small caps for the cap test; the other tests hold at most 2 subscriptions per key at once.
+process.env.MAX_STREAMS_PER_KEY = "2";
+process.env.MAX_STREAMS_PER_ACCOUNT = "3";
+resetConfig();
 
 const MESSAGES = `subscription($from: String, $to: String) { messageReceived(from: $from, to: $to) { id text sender chat { identifier } attachments { filename } } }`;
 const OUTBOX = `subscription($from: String, $to: String, $id: String) { outboxItemUpdated(from: $from, to: $to, id: $id) { status outboxId item { error message { text } } } }`;
@@ -109,5 +116,49 @@ describe("GraphQL subscriptions over server-sent events", () => {
     expect((await stream.next()).data?.data?.messageReceived.id).toBe(local.id);
     expect((await stream.next()).data?.data?.messageReceived.id).toBe(again.id);
     await stream.close();
+  });
+
+  it("a subscription whose key is revoked ends with an invalid_api_key error, then completes", async () => {
+    const a = await makeAccount();
+    const key = await makeKey(a.accountId);
+    const stream = await subscribe(key, MESSAGES, { from: a.line.handle });
+    expect(stream.response.status).toBe(200);
+    const subscribers = liveSubscriberCount();
+    const prisma = await db();
+    // Revoked by another instance: noticed within API_KEY_CACHE_SECONDS, with no event needed.
+    await prisma.apiKey.update({ where: { hash: hashKey(key) }, data: { revokedAt: new Date() } });
+    const revokedAt = Date.now();
+    const ended = await stream.next();
+    expect(Date.now() - revokedAt).toBeLessThan(config().API_KEY_CACHE_SECONDS * 1000 + 2_000);
+    expect(ended.event).toBe("next");
+    expect(ended.data?.errors?.[0]?.extensions).toMatchObject({
+      code: "invalid_api_key",
+      type: "authentication_error",
+      request_id: stream.response.headers.get("request-id"),
+    });
+    expect(ended.data?.errors?.[0]?.extensions).not.toHaveProperty("http");
+    expect((await stream.next()).event).toBe("complete");
+    await vi.waitFor(() => expect(liveSubscriberCount()).toBe(subscribers - 1));
+    expect(openStreams(a.accountId)).toBe(0);
+  });
+
+  it("subscriptions count against the stream caps: too_many_streams beyond them, and a closed one frees its slot", async () => {
+    const a = await makeAccount();
+    const first = await subscribe(a.key, MESSAGES);
+    const second = await subscribe(a.key, MESSAGES);
+    expect(openStreams(a.accountId)).toBe(2);
+    const third = await subscribe(a.key, MESSAGES);
+    expect((await third.next()).data?.errors?.[0]?.extensions).toMatchObject({ code: "too_many_streams", type: "rate_limit_error" });
+    // Read from both, as a connected client does (an unread in-process stream is never pulled).
+    const hello = await inbound(a, phone(), "to both");
+    for (const s of [first, second]) expect((await s.next()).data?.data?.messageReceived.id).toBe(hello.id);
+    await first.close();
+    await vi.waitFor(() => expect(openStreams(a.accountId)).toBe(1));
+    const again = await subscribe(a.key, MESSAGES);
+    const message = await inbound(a, phone(), "after a slot freed");
+    expect((await again.next()).data?.data?.messageReceived.id).toBe(message.id);
+    await second.close();
+    await again.close();
+    await vi.waitFor(() => expect(openStreams(a.accountId)).toBe(0));
   });
 });

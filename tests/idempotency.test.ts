@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { call, db, get, makeAccount, phone } from "./helpers";
+import { deleteExpiredIdempotencyRecords, IDEMPOTENCY_TTL_MS } from "@/server/http/idempotency";
+import { call, db, get, makeAccount, makeKey, phone } from "./helpers";
 
 const q = encodeURIComponent;
 const send = (key: string, idem: string | null, body: unknown) =>
@@ -66,7 +67,7 @@ describe("Idempotency-Key on POST", () => {
     expect(afterExpiry.headers.get("idempotent-replayed")).toBe("false");
   });
 
-  it("keys are per account, and must be printable ASCII", async () => {
+  it("keys of different accounts never meet, and must be printable ASCII", async () => {
     const a = await makeAccount();
     const b = await makeAccount();
     expect((await send(a.key, "shared", { line: a.line.handle, from: phone(), text: "a" })).status).toBe(201);
@@ -84,5 +85,60 @@ describe("Idempotency-Key on POST", () => {
     expect(second.body.id).toBe(first.body.id);
     expect(second.status).toBe(201);
     expect((await up("different")).body.error.code).toBe("idempotency_key_reused");
+  });
+
+  it("keys are per API key: another key of the account runs its own request and never sees the first's response", async () => {
+    const f = await makeAccount();
+    const other = await makeKey(f.accountId);
+    const body = { from: f.line.handle, url: "https://example.com/hook", events: ["message.received"] };
+    const mine = await call("POST", "/v1/webhooks", { key: f.key, body, headers: { "idempotency-key": "hook-1" } });
+    expect(mine.status).toBe(200);
+    const theirs = await call("POST", "/v1/webhooks", { key: other, body, headers: { "idempotency-key": "hook-1" } });
+    expect(theirs.status).toBe(200);
+    expect(theirs.headers.get("idempotent-replayed")).toBe("false");
+    expect(theirs.body.id).not.toBe(mine.body.id);
+    expect(theirs.body.secret).not.toBe(mine.body.secret);
+  });
+
+  it("never stores a webhook secret; a same-key replay re-reads it while unchanged, and omits it once rotated", async () => {
+    const f = await makeAccount();
+    const body = { from: f.line.handle, url: "https://example.com/hook", events: ["message.received"] };
+    const create = () => call("POST", "/v1/webhooks", { key: f.key, body, headers: { "idempotency-key": "hook-secret" } });
+    const first = await create();
+    expect(first.body.secret).toMatch(/^whsec_/);
+    const prisma = await db();
+    const stored = await prisma.idempotencyRecord.findMany({ where: { accountId: f.accountId } });
+    expect(stored).toHaveLength(1);
+    expect(JSON.stringify(stored[0]!.responseBody)).not.toContain(first.body.secret);
+    expect(JSON.stringify(stored[0]!.responseBody)).not.toContain("whsec_");
+
+    const replay = await create();
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.body).toMatchObject({ id: first.body.id, secret: first.body.secret });
+
+    const rotate = () => call("POST", "/v1/webhooks/rotate-secret", { key: f.key, body: { id: first.body.id }, headers: { "idempotency-key": "rotate-1" } });
+    const rotated = await rotate();
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(first.body.secret);
+    const rotatedAgain = await rotate();
+    expect(rotatedAgain.headers.get("idempotent-replayed")).toBe("true");
+    expect(rotatedAgain.body.secret).toBe(rotated.body.secret);
+    // The create's secret is no longer the webhook's: its replay shows the webhook without one.
+    const stale = await create();
+    expect(stale.headers.get("idempotent-replayed")).toBe("true");
+    expect(stale.body.id).toBe(first.body.id);
+    expect(stale.body).not.toHaveProperty("secret");
+    const records = await prisma.idempotencyRecord.findMany({ where: { accountId: f.accountId } });
+    for (const r of records) expect(JSON.stringify(r.responseBody)).not.toContain("whsec_");
+  });
+
+  it("expired records are swept after 24 hours", async () => {
+    const f = await makeAccount();
+    await send(f.key, "key-sweep", { line: f.line.handle, from: phone(), text: "swept" });
+    const prisma = await db();
+    expect(await deleteExpiredIdempotencyRecords(new Date(Date.now() + IDEMPOTENCY_TTL_MS - 60_000))).toBe(0);
+    expect(await prisma.idempotencyRecord.count({ where: { accountId: f.accountId } })).toBe(1);
+    expect(await deleteExpiredIdempotencyRecords(new Date(Date.now() + IDEMPOTENCY_TTL_MS + 1_000))).toBeGreaterThan(0);
+    expect(await prisma.idempotencyRecord.count({ where: { accountId: f.accountId } })).toBe(0);
   });
 });

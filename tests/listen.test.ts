@@ -1,7 +1,15 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { GET } from "@/app/v1/listen/route";
+import { hashKey } from "@/server/auth/api-keys";
+import { config, resetConfig } from "@/server/config";
 import { deleteStaleListenSessions, SESSION_TTL_MS } from "@/server/services/listen";
-import { db, get, inbound, makeAccount, phone, post, runDelivery, type Fixture } from "./helpers";
+import { openStreams } from "@/server/services/stream-slots";
+import { db, get, inbound, makeAccount, makeKey, phone, post, runDelivery, type Fixture } from "./helpers";
+
+// Small caps, so the cap test needs few streams; no other test here opens more than 2 at once per key.
+process.env.MAX_STREAMS_PER_KEY = "2";
+process.env.MAX_STREAMS_PER_ACCOUNT = "3";
+resetConfig();
 
 // GET /v1/listen: the account's webhook events as server-sent events, resumable. The webhook
 // sender runs meanwhile and must leave these deliveries to the stream.
@@ -118,5 +126,81 @@ describe("GET /v1/listen", () => {
     const refused = await open(limited);
     expect(refused.res.status).toBe(403);
     expect((await refused.res.json()).error.code).toBe("insufficient_scope");
+  });
+
+  it("ends the stream with an invalid_api_key error event within API_KEY_CACHE_SECONDS of a revocation elsewhere", async () => {
+    const f = await makeAccount();
+    const stream = await open(f);
+    await stream.next("session");
+    // Revoked by another instance: this process's key cache learns it within API_KEY_CACHE_SECONDS.
+    const prisma = await db();
+    await prisma.apiKey.update({ where: { hash: hashKey(f.key) }, data: { revokedAt: new Date() } });
+    const revokedAt = Date.now();
+    const error = await stream.next("error", 10_000);
+    expect(Date.now() - revokedAt).toBeLessThan(config().API_KEY_CACHE_SECONDS * 1000 + 1_500);
+    expect(JSON.parse(error.data)).toMatchObject({
+      error: { type: "authentication_error", code: "invalid_api_key" },
+      request_id: stream.res.headers.get("request-id"),
+    });
+    await vi.waitFor(() => expect(stream.ended()).toBe(true));
+    // What happens next stays pending for a client with a valid key: nothing was claimed for this one.
+    const m = await inbound({ ...f, key: await makeKey(f.accountId) }, phone(), "after revocation");
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await prisma.webhookDelivery.findFirst({ where: { webhook: { accountId: f.accountId, kind: "stream" }, payload: { path: ["id"], equals: m.id } }, select: { status: true } })).toEqual({ status: "pending" });
+    stream.close();
+  });
+
+  it("ends the stream with an error event when the key expires", async () => {
+    const f = await makeAccount();
+    const key = await makeKey(f.accountId, { expiresAt: new Date(Date.now() + 1_500) });
+    const stream = await open({ ...f, key });
+    await stream.next("session");
+    const error = await stream.next("error", 10_000);
+    expect(JSON.parse(error.data).error).toMatchObject({ code: "invalid_api_key", message: expect.stringContaining("expired") });
+    await vi.waitFor(() => expect(stream.ended()).toBe(true));
+  });
+
+  it("another key cannot resume a session (it answers as unknown), so it cannot take its deliveries", async () => {
+    const f = await makeAccount();
+    const first = await open(f, "?events=message.received");
+    const { session } = JSON.parse((await first.next("session")).data);
+    first.close();
+    await new Promise((r) => setTimeout(r, 100));
+    await inbound(f, phone(), "for the owner of the session");
+
+    const noLines = await makeKey(f.accountId, { lineIds: [] });
+    const thief = await open({ ...f, key: noLines }, `?session=${session}`);
+    expect(thief.res.status).toBe(400);
+    expect(await thief.res.json()).toMatchObject({ error: { code: "invalid_parameter_value", param: "session" }, request_id: expect.stringMatching(/^req_/) });
+    const sibling = await open({ ...f, key: await makeKey(f.accountId) }, `?session=${session}`);
+    expect(sibling.res.status).toBe(400);
+
+    const again = await open(f, `?session=${session}`);
+    expect(JSON.parse((await again.next("message.received")).data).data.text).toBe("for the owner of the session");
+    again.close();
+  });
+
+  it("caps open streams per key and per account: 429 too_many_streams with Retry-After, a slot frees when a stream ends", async () => {
+    const f = await makeAccount();
+    const a = [await open(f), await open(f)];
+    for (const s of a) expect(s.res.status).toBe(200);
+    const third = await open(f);
+    expect(third.res.status).toBe(429);
+    expect(third.res.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await third.res.json()).toMatchObject({ error: { type: "rate_limit_error", code: "too_many_streams" }, request_id: expect.stringMatching(/^req_/) });
+
+    const second = { ...f, key: await makeKey(f.accountId) };
+    const b = await open(second);
+    expect(b.res.status).toBe(200);
+    const overAccount = await open(second);
+    expect(overAccount.res.status).toBe(429);
+    expect((await overAccount.res.json()).error.code).toBe("too_many_streams");
+
+    a[0]!.close();
+    await vi.waitFor(() => expect(openStreams(f.accountId)).toBe(2));
+    const reopened = await open(f);
+    expect(reopened.res.status).toBe(200);
+    for (const s of [a[1]!, b, reopened]) s.close();
+    await vi.waitFor(() => expect(openStreams(f.accountId)).toBe(0));
   });
 });

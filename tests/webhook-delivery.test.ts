@@ -17,6 +17,8 @@ interface Received {
 const received: Received[] = [];
 /** Status codes (and extra headers) to answer, per path, in order; 200 once they run out. */
 const script = new Map<string, (number | { status: number; headers: Record<string, string> })[]>();
+/** Reply bodies (bytes as latin1 strings) per path, in order; "ok" / "status N" once they run out. */
+const replies = new Map<string, string[]>();
 /** Paths whose receiver hangs: no answer until the delivery times out. */
 const stalled = new Set<string>();
 /** Paths whose receiver is down: 503 until removed. */
@@ -29,7 +31,8 @@ const handler: http.RequestListener = (req, res) => {
     const next = down.has(req.url!) ? 503 : (script.get(req.url!)?.shift() ?? 200);
     const { status, headers } = typeof next === "number" ? { status: next, headers: {} } : next;
     received.push({ path: req.url!, rawBody, headers: req.headers, status });
-    res.writeHead(status, { "content-type": "text/plain", ...headers }).end(status === 200 ? "ok" : `status ${status}`);
+    const reply = replies.get(req.url!)?.shift();
+    res.writeHead(status, { "content-type": "text/plain", ...headers }).end(reply !== undefined ? Buffer.from(reply, "latin1") : status === 200 ? "ok" : `status ${status}`);
   });
 };
 const receiver = http.createServer(handler);
@@ -321,4 +324,59 @@ describe("delivery log, resend, rotation, enable and disable", () => {
     expect(new Set(successes.map((r) => r.headers["x-webhook-delivery-id"])).size).toBe(1_000);
     expect(new Set(successes.map((r) => JSON.parse(r.rawBody).data.text)).size).toBe(1_000);
   }, 180_000);
+
+  it("a reply with NUL bytes is logged (NUL as U+FFFD) and retried on the schedule, not every few seconds unlogged", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    script.set(hook.path, [500, 200]);
+    replies.set(hook.path, ["bad\0reply\0", "ok\0"]);
+    await inbound(f, phone(), "nul reply");
+    await vi.waitFor(() => expect(at(hook.path)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    const prisma = await db();
+    const { id } = await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id } });
+    const detail = async () => (await get(`/v1/webhooks/deliveries?id=${id}`, f.key)).body;
+    await vi.waitFor(async () => expect((await detail()).attempt_log).toHaveLength(1), { timeout: 5_000, interval: 50 });
+    const first = await detail();
+    expect(first).toMatchObject({ status: "pending", attempts: 1, last_status_code: 500 });
+    expect(first.attempt_log[0]).toMatchObject({ status_code: 500, response_excerpt: "bad\uFFFDreply\uFFFD" });
+    // The first retry is 5 s (±20%) later.
+    expect(first.next_attempt_at - first.attempt_log[0].started_at).toBeGreaterThanOrEqual(3_900);
+    await prisma.webhookDelivery.update({ where: { id }, data: { nextAttemptAt: new Date() } });
+    wakeWebhooks();
+    await vi.waitFor(async () => expect((await detail()).status).toBe("succeeded"), { timeout: 10_000, interval: 50 });
+    const done = await detail();
+    expect(done.attempt_log.map((a: { status_code: number; response_excerpt: string }) => [a.status_code, a.response_excerpt])).toEqual([
+      [500, "bad\uFFFDreply\uFFFD"],
+      [200, "ok\uFFFD"],
+    ]);
+    expect(at(hook.path)).toHaveLength(2);
+  });
+
+  it("an attempt the database refuses to record still counts: logged without the reply, retried on the schedule", async () => {
+    const f = await makeAccount();
+    const hook = await subscribe(f, ["message.received"]);
+    const prisma = await db();
+    // Whatever else the database might refuse in a reply, stood for by a trigger.
+    await prisma.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION refuse_reply() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW."responseBody" LIKE '%refuse-me%' THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$`);
+    await prisma.$executeRawUnsafe(`CREATE TRIGGER refuse_reply BEFORE INSERT ON "WebhookAttempt" FOR EACH ROW EXECUTE FUNCTION refuse_reply()`);
+    try {
+      script.set(hook.path, [503]);
+      replies.set(hook.path, ["refuse-me"]);
+      await inbound(f, phone(), "unrecordable");
+      await vi.waitFor(() => expect(at(hook.path)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+      const { id } = await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id } });
+      const detail = async () => (await get(`/v1/webhooks/deliveries?id=${id}`, f.key)).body;
+      await vi.waitFor(async () => expect((await detail()).attempt_log).toHaveLength(1), { timeout: 5_000, interval: 50 });
+      const d = await detail();
+      expect(d).toMatchObject({ status: "pending", attempts: 1, last_status_code: 503, last_error: "the attempt could not be recorded (HTTP 503)" });
+      expect(d.attempt_log[0]).toMatchObject({ status_code: 503, response_excerpt: null, error: "the attempt could not be recorded (HTTP 503)" });
+      expect(d.next_attempt_at - Date.now()).toBeGreaterThan(2_000);
+      expect((await prisma.webhook.findUniqueOrThrow({ where: { id: hook.id } })).failingSince).not.toBeNull();
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(at(hook.path)).toHaveLength(1);
+    } finally {
+      await prisma.$executeRawUnsafe(`DROP TRIGGER refuse_reply ON "WebhookAttempt"`);
+    }
+  });
 });

@@ -86,6 +86,10 @@ describe("/v1/webhooks", () => {
       const res = await post("/v1/webhooks", f.key, { ...base, url, events: ["message.sent"] });
       expect(res.status, url).toBe(400);
       expect(res.body.error, url).toMatchObject({ code: "invalid_parameter_value", param: "url" });
+      if (/127\.0|169\.254|::1|10\.1|localhost/.test(url)) {
+        expect(res.body.error.message, url).toMatch(/^destination not allowed/);
+        expect(res.body.error.message, url).not.toMatch(/127\.0\.0\.1|169\.254|::1|10\.1\.2\.3/);
+      }
     }
     process.env.WEBHOOK_ALLOW_INSECURE = "true";
     resetConfig();

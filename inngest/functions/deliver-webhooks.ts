@@ -1,5 +1,6 @@
 import { cron, type Inngest } from "inngest";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "@/server/webhooks/delivery";
+import { deleteExpiredIdempotencyRecords } from "@/server/http/idempotency";
 import { deleteStaleListenSessions } from "@/server/services/listen";
 import { inngest } from "../client";
 import { webhooksDue } from "../events";
@@ -30,6 +31,7 @@ export function createDeliverWebhooks(client: Inngest.Any) {
     async ({ step }) => {
       const released = await step.run("release-expired-leases", async () => {
         await deleteStaleListenSessions();
+        await deleteExpiredIdempotencyRecords();
         return releaseExpiredDeliveries();
       });
       let sent = 0;

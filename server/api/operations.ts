@@ -325,11 +325,11 @@ export const OPERATIONS = {
     tag: "Webhooks",
     summary: "Stream events (extension)",
     description:
-      "The key's webhook events as server-sent events, for a developer's machine that cannot receive webhooks (the CLI's `listen --forward-to`). The first event is `session` ({ session, lines, events }); then one SSE event per delivery: `id` the dlv_ ID, `event` its name, `data` exactly the body a webhook receives. Reconnect with `session=` within 10 minutes to receive what happened meanwhile. A server that is stopping ends its streams and answers new ones 503 `server_shutting_down` (reconnect with backoff).",
+      "The key's webhook events as server-sent events, for a developer's machine that cannot receive webhooks (the CLI's `listen --forward-to`). The first event is `session` ({ session, lines, events }); then one SSE event per delivery: `id` the dlv_ ID, `event` its name, `data` exactly the body a webhook receives. Reconnect with `session=` within 10 minutes to receive what happened meanwhile (only with the key that opened the session; another key's answers as unknown). Once the key is revoked or expires, an `error` event whose data is the error envelope (code invalid_api_key) ends the stream: do not reconnect. Open streams are capped per key and per account (429 `too_many_streams` with Retry-After). A server that is stopping ends its streams and answers new ones 503 `server_shutting_down` (reconnect with backoff).",
     scope: "webhooks:read",
     query: ListenQuery,
     stream: true,
-    errors: [...LINE_ERRORS, "server_shutting_down"],
+    errors: [...LINE_ERRORS, "server_shutting_down", "too_many_streams"],
   },
 } as const satisfies Record<string, Operation>;
 

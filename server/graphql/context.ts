@@ -22,11 +22,25 @@ export async function graphqlActor(request: Request): Promise<Actor> {
   return authenticate(authorization);
 }
 
+/**
+ * Checks that the caller of a long-lived request may still call: for an API key, authenticates
+ * its header again (from the key cache, refreshed every API_KEY_CACHE_SECONDS), throwing what a
+ * new request would get (invalid_api_key once revoked or expired). A dashboard session is not
+ * re-checked.
+ */
+export function callerCheck(request: Request, actor: Actor): () => Promise<void> {
+  const authorization = request.headers.get("authorization");
+  if (actor.keyId === null) return async () => undefined;
+  return async () => void (await authenticate(authorization));
+}
+
 /** What one HTTP request carries through yoga: its ID, its caller and the headers to answer with. */
 export interface RequestScope {
   requestId: string;
   actor: Actor | null;
   headers: Record<string, string>;
+  /** Set with the actor: see callerCheck. */
+  recheckCaller: () => Promise<void>;
 }
 
 export interface GraphQLContext {
@@ -36,6 +50,8 @@ export interface GraphQLContext {
   /** One signer per request, so every file URL of a response expires together (as in /v1). */
   fileUrl: () => Promise<FileUrlSigner>;
   loaders: Loaders;
+  /** Throws once the caller's key is revoked or expired (for subscriptions). */
+  recheckCaller: () => Promise<void>;
 }
 
 export async function createContext(scope: RequestScope): Promise<GraphQLContext> {
@@ -48,5 +64,6 @@ export async function createContext(scope: RequestScope): Promise<GraphQLContext
     prisma,
     fileUrl: () => (signer ??= fileUrlSigner()),
     loaders: createLoaders(scope.actor, prisma),
+    recheckCaller: scope.recheckCaller,
   };
 }

@@ -5,7 +5,7 @@ import { ApiError } from "../errors";
 import { enforceRateLimit } from "../http/api-rate-limit";
 import { bodyChunks } from "../http/body";
 import { CORS_HEADERS, newRequestId } from "../http/responses";
-import { createContext, type GraphQLContext, graphqlActor, type RequestScope } from "./context";
+import { callerCheck, createContext, type GraphQLContext, graphqlActor, type RequestScope } from "./context";
 import { isHandledError, maskError, withRequestId } from "./errors";
 import { schema } from "./schema";
 
@@ -42,14 +42,24 @@ const requestPlugin: Plugin<object, ServerContext> = {
       const actor = await graphqlActor(request);
       Object.assign(context.scope.headers, await enforceRateLimit(actor));
       context.scope.actor = actor;
+      context.scope.recheckCaller = callerCheck(request, actor);
     } catch (err) {
       setResult({ errors: [maskError(err)] });
     }
   },
   onResultProcess({ result, setResult, serverContext }) {
     const { requestId } = serverContext.scope;
-    if (isAsyncIterable(result)) setResult(mapAsyncIterator(result, (r) => withRequestId(r, requestId)));
-    else if (!Array.isArray(result)) setResult(withRequestId(result, requestId));
+    // A subscription whose source fails (its key was revoked, say) ends with that error as its
+    // last event, rather than a broken stream.
+    if (isAsyncIterable(result)) {
+      setResult(
+        mapAsyncIterator(
+          result,
+          (r) => withRequestId(r, requestId),
+          (err: unknown) => withRequestId({ errors: [maskError(err)] }, requestId),
+        ),
+      );
+    } else if (!Array.isArray(result)) setResult(withRequestId(result, requestId));
   },
 };
 
@@ -87,7 +97,7 @@ let server: ReturnType<typeof createServer> | undefined;
 /** The route handler of /api/graphql (GET and POST). */
 export async function handleGraphQL(request: Request): Promise<Response> {
   server ??= createServer();
-  const scope: RequestScope = { requestId: newRequestId(), actor: null, headers: {} };
+  const scope: RequestScope = { requestId: newRequestId(), actor: null, headers: {}, recheckCaller: async () => undefined };
   const response = await server.handleRequest(request, { scope });
   for (const [name, value] of Object.entries({ ...CORS_HEADERS, ...scope.headers, "Request-Id": scope.requestId })) {
     if (!response.headers.has(name)) response.headers.set(name, value);

@@ -7,7 +7,7 @@ import { cachedJson } from "../cache/read-cache";
 import { enforceRateLimit } from "./api-rate-limit";
 import { type StoredBlob, discardBlob, storeBlob } from "../storage/blobs";
 import { bodyChunks } from "./body";
-import { canonicalJson, idempotent, parseIdempotencyKey, requestHash } from "./idempotency";
+import { canonicalJson, type CurrentSecret, idempotent, parseIdempotencyKey, requestHash } from "./idempotency";
 import {
   CORS_HEADERS,
   errorResponse,
@@ -47,6 +47,11 @@ export interface RouteOptions<QS extends z.ZodType | undefined, BS extends z.Zod
    * handler does not get to use (it threw, or an idempotent replay answered) is removed.
    */
   upload?: { maxBytes: number; check?: (request: Request) => void };
+  /**
+   * The response's `secret`, as it is now: an Idempotency-Key replay shows it only while it is
+   * unchanged (it is never stored with the response).
+   */
+  replaySecret?: CurrentSecret;
 }
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -90,7 +95,7 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
           const value = await run();
           if (isResponse(value)) throw new Error("idempotent routes must return JSON objects");
           return { status: options.status ?? 200, body: value };
-        });
+        }, options.replaySecret);
         return jsonResponse(outcome.status, outcome.body, requestId, { ...headers, "Idempotent-Replayed": String(outcome.replayed) });
       }
       if (options.cache) {

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { Actor } from "../auth/actor";
 import { getDb } from "../db";
 import { ApiError, invalidParam } from "../errors";
@@ -7,7 +7,11 @@ import { newId } from "../ids";
 // Idempotency-Key on POST, with Stripe's semantics: the first request with a key runs and its
 // response (any status below 500) is kept for 24 hours; a retry with the same key and the same
 // request gets that response again without running anything; the same key with a different
-// request is a 400; a retry while the first is still running waits for it. Keys are per account.
+// request is a 400; a retry while the first is still running waits for it. Keys are per API
+// key: another key of the same account (say one restricted to other lines) neither replays
+// nor collides with them. A secret in a response (a webhook's signing secret) is never stored:
+// the record keeps its SHA-256, and a replay re-reads the secret from where it lives, showing it
+// only while it is unchanged (README "Idempotency").
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const WAIT_FOR_FIRST_MS = 10_000;
@@ -40,21 +44,33 @@ export function parseIdempotencyKey(header: string | null): string | null {
   return header;
 }
 
-type Outcome = { replay: StoredResponse } | { run: true; recordId: string };
+/**
+ * For routes whose response carries a secret in `secret`: reads the secret as it is now, for
+ * a replay (null when it is gone).
+ */
+export type CurrentSecret = (actor: Actor, body: object) => Promise<string | null>;
+
+const digest = (secret: string) => createHash("sha256").update(secret).digest("hex");
+
+type Outcome = { replay: StoredResponse; secretDigest: string | null } | { run: true; recordId: string };
+
+/** Records belong to an API key; a dashboard session (no key) has none of its own. */
+const ownerOf = (actor: Actor) => actor.keyId ?? `account:${actor.accountId}`;
 
 async function claim(actor: Actor, key: string, hash: string, method: string, path: string): Promise<Outcome> {
   const db = await getDb();
+  const owner = ownerOf(actor);
   const deadline = Date.now() + WAIT_FOR_FIRST_MS;
   for (;;) {
     const now = new Date();
-    await db.idempotencyRecord.deleteMany({ where: { accountId: actor.accountId, key, expiresAt: { lt: now } } });
+    await db.idempotencyRecord.deleteMany({ where: { apiKeyId: owner, key, expiresAt: { lt: now } } });
     const id = newId("idempotency");
     const inserted = await db.$executeRaw`
-      INSERT INTO "IdempotencyRecord" (id, "accountId", key, "requestHash", method, path, "createdAt", "expiresAt")
-      VALUES (${id}, ${actor.accountId}, ${key}, ${hash}, ${method}, ${path}, ${now}, ${new Date(now.getTime() + IDEMPOTENCY_TTL_MS)})
-      ON CONFLICT ("accountId", key) DO NOTHING`;
+      INSERT INTO "IdempotencyRecord" (id, "accountId", "apiKeyId", key, "requestHash", method, path, "createdAt", "expiresAt")
+      VALUES (${id}, ${actor.accountId}, ${owner}, ${key}, ${hash}, ${method}, ${path}, ${now}, ${new Date(now.getTime() + IDEMPOTENCY_TTL_MS)})
+      ON CONFLICT ("apiKeyId", key) DO NOTHING`;
     if (inserted === 1) return { run: true, recordId: id };
-    const existing = await db.idempotencyRecord.findUnique({ where: { accountId_key: { accountId: actor.accountId, key } } });
+    const existing = await db.idempotencyRecord.findUnique({ where: { apiKeyId_key: { apiKeyId: owner, key } } });
     if (!existing) continue; // expired and removed meanwhile: try again
     if (existing.requestHash !== hash) {
       throw new ApiError(
@@ -64,7 +80,7 @@ async function claim(actor: Actor, key: string, hash: string, method: string, pa
       );
     }
     if (existing.responseStatus !== null && existing.responseBody !== null) {
-      return { replay: { status: existing.responseStatus, body: existing.responseBody as object } };
+      return { replay: { status: existing.responseStatus, body: existing.responseBody as object }, secretDigest: existing.secretDigest };
     }
     if (Date.now() > deadline) {
       throw new ApiError("idempotency_key_in_use", `A request with Idempotency-Key '${key}' is still being processed. Retry shortly.`, {
@@ -75,8 +91,16 @@ async function claim(actor: Actor, key: string, hash: string, method: string, pa
   }
 }
 
+/** The replayed body with its secret, re-read, when it is still the one the first response showed. */
+async function withSecret(actor: Actor, body: object, secretDigest: string | null, currentSecret?: CurrentSecret): Promise<object> {
+  if (!secretDigest || !currentSecret) return body;
+  const secret = await currentSecret(actor, body);
+  if (secret === null || !timingSafeEqual(Buffer.from(digest(secret)), Buffer.from(secretDigest))) return body;
+  return { ...body, secret };
+}
+
 /**
- * Runs `execute` at most once per (account, key) within 24 h. Returns the response to send and
+ * Runs `execute` at most once per (API key, key) within 24 h. Returns the response to send and
  * whether it was replayed. Failures of 500 and above are not kept, so a retry may run again.
  */
 export async function idempotent(
@@ -86,9 +110,13 @@ export async function idempotent(
   method: string,
   path: string,
   execute: () => Promise<StoredResponse>,
+  currentSecret?: CurrentSecret,
 ): Promise<StoredResponse & { replayed: boolean }> {
   const outcome = await claim(actor, key, hash, method, path);
-  if ("replay" in outcome) return { ...outcome.replay, replayed: true };
+  if ("replay" in outcome) {
+    const body = await withSecret(actor, outcome.replay.body, outcome.secretDigest, currentSecret);
+    return { status: outcome.replay.status, body, replayed: true };
+  }
   const db = await getDb();
   let result: StoredResponse;
   try {
@@ -102,9 +130,18 @@ export async function idempotent(
     }
     throw err;
   }
+  const { secret, ...rest } = result.body as { secret?: unknown };
+  const kept = typeof secret === "string" ? { body: rest, secretDigest: digest(secret) } : { body: result.body, secretDigest: null };
   await db.idempotencyRecord.update({
     where: { id: outcome.recordId },
-    data: { responseStatus: result.status, responseBody: result.body as object },
+    data: { responseStatus: result.status, responseBody: kept.body, secretDigest: kept.secretDigest },
   });
   return { ...result, replayed: false };
+}
+
+/** Deletes records past their 24 hours (each key's own expired record also goes when it is reused). */
+export async function deleteExpiredIdempotencyRecords(now = new Date()): Promise<number> {
+  const db = await getDb();
+  const { count } = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });
+  return count;
 }

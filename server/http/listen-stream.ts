@@ -1,19 +1,34 @@
+import { ApiError } from "../errors";
 import { subscribeLive } from "../events/live";
 import { claimSessionDeliveries, type ListenSession, markStreamed, touchListenSession } from "../services/listen";
 import { untilShutdown } from "../shutdown";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { renderBody } from "../webhooks/delivery";
+import { errorEnvelope } from "./responses";
 
 // GET /v1/listen's response: server-sent events. First `session` (the lsn_ ID to resume
 // with, the lines and events), then one SSE event per delivery: `id` the dlv_ ID, `event` its
 // name, `data` exactly the body a webhook receives. A comment line every 15 s keeps proxies
-// from closing an idle stream.
+// from closing an idle stream. The key is checked again on every turn of the loop (each poll, and
+// each wake-up by an event, before anything is claimed); authentication's cache reloads it from
+// the database every API_KEY_CACHE_SECONDS. Once it is revoked or expired (or lacks the scope),
+// an `error` event carrying the /v1 error envelope (e.g. invalid_api_key) ends the stream.
 
 const POLL_MS = 500;
 const KEEPALIVE_MS = 15_000;
 const TOUCH_MS = 60_000;
 
-export function listenStream(session: ListenSession, accountId: string, requestSignal: AbortSignal): Response {
+export interface ListenStreamOptions {
+  accountId: string;
+  requestId: string;
+  requestSignal: AbortSignal;
+  /** Throws the ApiError a new request with the same key would get now (revoked, expired). */
+  recheckKey: () => Promise<void>;
+  /** Called once when the stream ends (frees its stream slot). */
+  onEnd: () => void;
+}
+
+export function listenStream(session: ListenSession, { accountId, requestId, requestSignal, recheckKey, onEnd }: ListenStreamOptions): Response {
   const { signal, release } = untilShutdown(requestSignal);
   const encoder = new TextEncoder();
   let cancelled = false;
@@ -31,8 +46,21 @@ export function listenStream(session: ListenSession, accountId: string, requestS
       send(`retry: 2000\nevent: session\ndata: ${JSON.stringify({ session: session.id, lines: session.lines, events: session.events })}\n\n`);
       let lastSend = Date.now();
       let lastTouch = Date.now();
+      /** False once the key no longer authenticates: the client got the `error` event. */
+      const keyStillValid = async () => {
+        try {
+          await recheckKey();
+          return true;
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          send(`event: error\ndata: ${JSON.stringify(errorEnvelope(err, requestId))}\n\n`);
+          return false;
+        }
+      };
       try {
         while (!signal.aborted && !cancelled) {
+          // Before anything is claimed, so a revoked key's deliveries stay for another client.
+          if (!(await keyStillValid())) break;
           const batch = await claimSessionDeliveries(session);
           if (batch.length) {
             const url = await fileUrlSigner();
@@ -66,6 +94,7 @@ export function listenStream(session: ListenSession, accountId: string, requestS
         unsubscribe();
         signal.removeEventListener("abort", onAbort);
         release();
+        onEnd();
         await touchListenSession(session).catch(() => undefined); // the resume window starts now
         try {
           controller.close();

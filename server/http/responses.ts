@@ -30,11 +30,16 @@ export function jsonTextResponse(status: number, json: string, requestId: string
   });
 }
 
+/** The /v1 error envelope of an ApiError: { error: { type, code, message, param? }, request_id }. */
+export function errorEnvelope(err: ApiError, requestId: string): { error: Record<string, string>; request_id: string } {
+  const error: Record<string, string> = { type: err.type, code: err.code, message: err.message };
+  if (err.param !== undefined) error.param = err.param;
+  return { error, request_id: requestId };
+}
+
 export function errorResponse(err: unknown, requestId: string, headers: Record<string, string> = {}): Response {
   if (err instanceof ApiError) {
-    const error: Record<string, string> = { type: err.type, code: err.code, message: err.message };
-    if (err.param !== undefined) error.param = err.param;
-    return jsonResponse(err.status, { error }, requestId, { ...headers, ...err.headers });
+    return jsonResponse(err.status, { error: errorEnvelope(err, requestId).error }, requestId, { ...headers, ...err.headers });
   }
   console.error(`[api] ${requestId} unexpected error`, err);
   return jsonResponse(

@@ -50,9 +50,15 @@ export async function openListenSession(actor: Actor, input: z.output<typeof Lis
   const db = await getDb();
   const url = (id: string) => `stream:${id}`;
   if (input.session) {
-    const rows = isId("listenSession", input.session)
-      ? await db.webhook.findMany({ where: { accountId: actor.accountId, kind: "stream", url: url(input.session) }, include: { line: true } })
-      : [];
+    // Only the key that opened a session resumes it: another key's (which may be restricted to
+    // other lines) answers as an unknown one.
+    const rows =
+      isId("listenSession", input.session) && actor.keyId !== null
+        ? await db.webhook.findMany({
+            where: { accountId: actor.accountId, apiKeyId: actor.keyId, kind: "stream", url: url(input.session) },
+            include: { line: true },
+          })
+        : [];
     if (!rows.length) throw new ApiError("invalid_parameter_value", `No listen session '${input.session}' (sessions end ${SESSION_TTL_MS / 60_000} minutes after a disconnect).`, { param: "session" });
     await db.webhook.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { lastSeenAt: new Date() } });
     return { id: input.session, webhookIds: rows.map((r) => r.id), lines: rows.map((r) => r.line.handle), events: rows[0]!.events as WebhookEvent[] };
@@ -82,6 +88,7 @@ export async function openListenSession(actor: Actor, input: z.output<typeof Lis
     secret: newWebhookSecret(),
     kind: "stream",
     lastSeenAt: now,
+    apiKeyId: actor.keyId,
   }));
   await db.webhook.createMany({ data: rows });
   return { id, webhookIds: rows.map((r) => r.id), lines: usable.map((l) => l.handle), events };

@@ -95,6 +95,19 @@ export async function deleteWebhook(actor: Actor, input: z.output<typeof DeleteW
   return { id: webhook.id, deleted: true as const };
 }
 
+/**
+ * The signing secret of the webhook a create or rotate-secret response showed, for an
+ * Idempotency-Key replay by the same key; null when the webhook is gone or out of reach.
+ */
+export async function currentWebhookSecret(actor: Actor, body: object): Promise<string | null> {
+  const id = (body as { id?: unknown }).id;
+  if (typeof id !== "string") return null;
+  return findWebhook(actor, id).then(
+    (w) => w.secret,
+    () => null,
+  );
+}
+
 /** One webhook, without its secret. */
 export async function getWebhook(actor: Actor, id: string) {
   return serializeWebhook(await findWebhook(actor, id));

@@ -87,6 +87,16 @@ function secretsOf(webhook: Webhook, now: number): string[] {
   return previousValid ? [webhook.previousSecret!] : [];
 }
 
+/**
+ * Text PostgreSQL can store: a receiver's reply or an error message may hold NUL characters
+ * (which `text` refuses, failing the whole recording) or lone surrogates; both become U+FFFD.
+ */
+export function storableText(value: string | null): string | null {
+  if (value === null) return null;
+  // eslint-disable-next-line no-control-regex -- NUL is exactly what must go
+  return value.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
+}
+
 /** One finished attempt, as recorded. */
 interface Outcome {
   delivery: WebhookDelivery;
@@ -108,8 +118,8 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
       startedAt,
       result.durationMs,
       result.statusCode,
-      result.responseExcerpt,
-      result.error,
+      storableText(result.responseExcerpt),
+      storableText(result.error),
     ]),
     ["", "", "::timestamptz", "::int", "::int", "", ""],
   );
@@ -121,7 +131,7 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
         delivery.id,
         status,
         result.statusCode,
-        result.ok ? null : (result.error ?? `HTTP ${result.statusCode}`),
+        result.ok ? null : storableText(result.error ?? `HTTP ${result.statusCode}`),
         retryIn === null ? null : new Date(now.getTime() + retryIn),
         status === "pending" ? null : now,
       ];
@@ -184,6 +194,36 @@ const recordOutcome = batcher<Outcome, void>(async (outcomes) => {
 }, 500, 2);
 
 /**
+ * An attempt whose recording failed (something in it the database refused, or the database
+ * itself) still counts, so the delivery follows the retry schedule and the failing streak
+ * (auto-disable) instead of being retried at once forever: recorded again without the
+ * receiver's reply, as a failure unless the receiver answered 2xx. Should even that fail, the
+ * delivery is put back on the schedule directly; failing that too, its lease runs out.
+ */
+async function recordUnrecordable(delivery: WebhookDelivery, startedAt: Date, sent: PostResult | null): Promise<void> {
+  const result: PostResult = {
+    ok: sent?.ok ?? false,
+    statusCode: sent?.statusCode ?? null,
+    durationMs: sent?.durationMs ?? Date.now() - startedAt.getTime(),
+    responseExcerpt: null,
+    error: sent?.ok ? null : `the attempt could not be recorded${sent?.statusCode ? ` (HTTP ${sent.statusCode})` : ""}`,
+    retryAfterMs: sent?.retryAfterMs ?? null,
+    gone: sent?.gone ?? false,
+  };
+  try {
+    await recordOutcomes([{ delivery, startedAt, result }]);
+  } catch (err) {
+    if ((err as { code?: string }).code === "23503") return;
+    const retryIn = result.ok ? null : retryDelayMs(delivery.attempts);
+    await sql(
+      `UPDATE "WebhookDelivery" SET status = $2, "leaseExpiresAt" = NULL, "nextAttemptAt" = coalesce($3, "nextAttemptAt"),
+         "completedAt" = CASE WHEN $2 = 'pending' THEN NULL ELSE now() END, "lastError" = $4 WHERE id = $1`,
+      [delivery.id, result.ok ? "succeeded" : retryIn === null ? "failed" : "pending", retryIn === null ? null : new Date(Date.now() + retryIn), result.error],
+    ).catch(() => undefined);
+  }
+}
+
+/**
  * POSTs each claimed delivery to its webhook and records the attempt; `onSettled` is called as
  * each delivery finishes (the embedded sender frees its slot then).
  */
@@ -207,23 +247,19 @@ export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?:
         const webhook = webhooks.get(delivery.webhookId);
         if (!webhook) return; // deleted meanwhile: its deliveries went with it
         const startedAt = new Date();
+        let result: PostResult | null = null;
         try {
           const timestamp = startedAt.getTime();
           const rawBody = renderBody(delivery, url, timestamp);
           const headers = signWebhook({ secret: webhook.secret, secrets: secretsOf(webhook, timestamp), rawBody, timestamp, deliveryId: delivery.id });
-          const result = await postWebhook(webhook.url, rawBody, headers, { timeoutMs: RESPONSE_TIMEOUT_MS, allowInsecure });
+          result = await postWebhook(webhook.url, rawBody, headers, { timeoutMs: RESPONSE_TIMEOUT_MS, allowInsecure });
           await recordOutcome({ delivery, startedAt, result });
         } catch (err) {
           // The webhook (and with it this delivery) was deleted while the attempt was under
           // way: there is nothing left to record.
           if ((err as { code?: string }).code === "23503") return;
-          // Not recorded (the database was unreachable, say): try again shortly. Should even
-          // this fail, the lease expires and the delivery is retried, with the same ID.
-          console.error(`[webhooks] delivery ${delivery.id} failed unexpectedly`, err);
-          await sql(`UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL, "nextAttemptAt" = $2 WHERE id = $1`, [
-            delivery.id,
-            new Date(Date.now() + 5_000),
-          ]).catch(() => undefined);
+          console.error(`[webhooks] delivery ${delivery.id} could not be recorded`, err);
+          await recordUnrecordable(delivery, startedAt, result);
         }
       } finally {
         onSettled?.();

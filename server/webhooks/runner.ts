@@ -1,6 +1,7 @@
 import { config } from "../config";
 import { announceWebhooks } from "../delivery/engine";
 import { wait } from "../delivery/runner";
+import { deleteExpiredIdempotencyRecords } from "../http/idempotency";
 import { deleteStaleListenSessions } from "../services/listen";
 import { processSingleton } from "../singleton";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "./delivery";
@@ -65,6 +66,7 @@ async function loop(): Promise<void> {
         lastSweep = Date.now();
         await releaseExpiredDeliveries();
         await deleteStaleListenSessions();
+        await deleteExpiredIdempotencyRecords();
       }
       if (state.inFlight > MAX_IN_FLIGHT - BATCH) {
         await sleep(IDLE_POLL_MS);

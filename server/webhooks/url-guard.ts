@@ -82,9 +82,12 @@ export function isForbiddenAddress(ip: string): boolean {
   return false;
 }
 
-export function forbiddenAddressMessage(address: string): string {
-  return `forbidden address ${address} (private, loopback or metadata addresses are not allowed)`;
-}
+/**
+ * What a refused destination is called wherever it is shown (API error, attempt log,
+ * dashboard). It never names the address: for a host name that would tell whoever chose the
+ * URL what it resolves to inside the server's network.
+ */
+export const FORBIDDEN_DESTINATION = "destination not allowed (private, loopback, link-local or metadata addresses are not allowed)";
 
 // Names that are local by definition (RFC 6761 localhost, the .internal TLD reserved for
 // private use, which also holds metadata.google.internal); others are judged by what they
@@ -114,8 +117,8 @@ export function checkWebhookUrl(url: string, { allowInsecure }: { allowInsecure:
     // The URL parser has already normalised numeric forms (http://2130706433, 0x7f.1) to
     // dotted IPv4 and IPv6 to its compressed form.
     const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
-    if (isForbiddenAddress(host)) throw new Error(forbiddenAddressMessage(host));
-    if (isLocalName(host)) throw new Error(`forbidden host ${host} (local host names are not allowed)`);
+    if (isForbiddenAddress(host)) throw new Error(FORBIDDEN_DESTINATION);
+    if (isLocalName(host)) throw new Error("destination not allowed (local host names such as localhost are not allowed)");
   }
   return parsed;
 }
@@ -127,7 +130,7 @@ export class ForbiddenAddressError extends Error {
     readonly hostname: string,
     readonly address: string,
   ) {
-    super(forbiddenAddressMessage(address));
+    super(FORBIDDEN_DESTINATION);
     this.name = "ForbiddenAddressError";
   }
 }

@@ -1,12 +1,14 @@
 // GET /v1/listen - extension: this key's webhook events as server-sent events (the CLI's `listen`), resumable by ?session=
+import { authenticate, requireScope } from "@/server/auth/api-keys";
 import { apiRoute, routes } from "@/server/http/api-route";
 import { listenStream } from "@/server/http/listen-stream";
 import { ApiError } from "@/server/errors";
 import { shutdownSignal } from "@/server/shutdown";
 import { ListenQuery, openListenSession } from "@/server/services/listen";
+import { acquireStreamSlot } from "@/server/services/stream-slots";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  GET: apiRoute({ scope: "webhooks:read", query: ListenQuery }, async ({ actor, query, request }) => {
+  GET: apiRoute({ scope: "webhooks:read", query: ListenQuery }, async ({ actor, query, request, requestId }) => {
     if (shutdownSignal().aborted) {
       // Connection: close, so the client's next attempt cannot reuse this socket and keep a
       // stopping server alive.
@@ -14,6 +16,14 @@ export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
         headers: { "Retry-After": "1", Connection: "close" },
       });
     }
-    return listenStream(await openListenSession(actor, query), actor.accountId, request.signal);
+    const releaseSlot = acquireStreamSlot(actor);
+    try {
+      const session = await openListenSession(actor, query);
+      const recheckKey = async () => requireScope(await authenticate(request.headers.get("authorization")), "webhooks:read");
+      return listenStream(session, { accountId: actor.accountId, requestId, requestSignal: request.signal, recheckKey, onEnd: releaseSlot });
+    } catch (err) {
+      releaseSlot();
+      throw err;
+    }
   }),
 });

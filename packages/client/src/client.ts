@@ -1,4 +1,4 @@
-import { ConnectionError, errorFromResponse, RelayError, TimeoutError } from "./errors.js";
+import { ConnectionError, errorFromResponse, errorFromStreamEvent, RelayError, TimeoutError } from "./errors.js";
 import { readServerSentEvents, type ServerSentEvent } from "./sse.js";
 import type { WebhookEvent } from "./webhooks.js";
 import {
@@ -353,7 +353,8 @@ export class Relay {
    * connection (network error, no data for idleTimeoutMs, server restart, 5xx, 429) is reopened
    * with the session, backing off from retryDelayMs to 10 s (longer when the server sends
    * Retry-After), so what happened meanwhile still arrives. A session lasts 10 minutes after a
-   * disconnect; past that a new one is opened. `reconnect: false` ends the iteration at the
+   * disconnect; past that a new one is opened. An `error` event (the key was revoked or
+   * expired) is thrown as its RelayError, never reconnected. `reconnect: false` ends the iteration at the
    * first disconnect instead. Deliveries may repeat around a reconnect: deduplicate on
    * `delivery_id`. Stop with `break` or the signal.
    */
@@ -390,6 +391,9 @@ export class Relay {
           if (next.done) break;
           // Errors from here on (a throwing onSession, unreadable data) are not the network's:
           // they end the iteration.
+          // The server ended the stream for good (the key was revoked or expired): reconnecting
+          // would only be refused again, so the error is thrown.
+          if (next.value.event === "error") throw errorFromStreamEvent(next.value.data);
           if (next.value.event === "session") {
             const info = JSON.parse(next.value.data) as ListenSession;
             session = info.session;

@@ -47,7 +47,7 @@ export class AuthorizationError extends RelayError {}
 export class InvalidRequestError extends RelayError {}
 /** 404. */
 export class NotFoundError extends RelayError {}
-/** 429: rate limit or sandbox quota; see retryAfterMs. */
+/** 429: rate limit, sandbox quota or too many open streams (too_many_streams); see retryAfterMs. */
 export class RateLimitError extends RelayError {}
 /** 5xx. */
 export class ApiError extends RelayError {}
@@ -72,6 +72,30 @@ function typeForStatus(status: number): string {
   if (status === 429) return "rate_limit_error";
   if (status >= 500) return "api_error";
   return "invalid_request_error";
+}
+
+const STATUS_BY_TYPE: Record<string, number> = {
+  authentication_error: 401,
+  authorization_error: 403,
+  invalid_request_error: 400,
+  not_found_error: 404,
+  rate_limit_error: 429,
+  api_error: 500,
+};
+
+/**
+ * The typed error of an `error` event that ends a stream (GET /v1/listen): its data is the
+ * usual envelope, and the status is the one its type has in a response.
+ */
+export function errorFromStreamEvent(data: string): RelayError {
+  let body: unknown;
+  try {
+    body = JSON.parse(data);
+  } catch {
+    body = {};
+  }
+  const type = (body as { error?: { type?: unknown } }).error?.type;
+  return errorFromResponse(typeof type === "string" ? (STATUS_BY_TYPE[type] ?? 500) : 500, body, new Headers(), undefined);
 }
 
 /** The typed error for a non-2xx answer (its JSON envelope if it has one). */

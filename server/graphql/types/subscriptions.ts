@@ -1,9 +1,11 @@
+import { config } from "../../config";
 import { missingParam } from "../../errors";
 import { type LiveEvent, liveEvents } from "../../events/live";
 import { ListMessagesQuery, OutboxQuery } from "../../schemas/v1";
 import { resolveChat } from "../../services/chats";
 import { resolveLine } from "../../services/lines";
 import { findOutboxItem } from "../../services/outbox";
+import { acquireStreamSlot } from "../../services/stream-slots";
 import { inScope, whereForActor } from "../../services/tenancy";
 import { builder } from "../builder";
 import type { GraphQLContext } from "../context";
@@ -13,9 +15,56 @@ import { OutboxStatus } from "./outbox";
 // Live updates over server-sent events (server/events/live.ts): inbound messages and outbox
 // status changes on the caller's lines. Filters are checked like the matching queries when
 // the subscription starts (a foreign line is line_not_found); every event is matched against
-// the caller's account and lines, and its object is loaded through the same filter.
+// the caller's account and lines, and its object is loaded through the same filter. Each open
+// subscription takes a stream slot (the caps of GET /v1/listen), and its key is checked again
+// on every event and at least every API_KEY_CACHE_SECONDS: once revoked or expired, the
+// subscription's last event is that error (invalid_api_key) and the stream completes.
 
 type EventOf<T extends LiveEvent["type"]> = Extract<LiveEvent, { type: T }>;
+
+/**
+ * `source` while `check` passes (before each event and every `everyMs`); a failing check ends it,
+ * thrown once from next(). `onEnd` runs once, however it ends.
+ */
+function whileAllowed<T>(source: AsyncIterableIterator<T>, check: () => Promise<void>, everyMs: number, onEnd: () => void): AsyncIterableIterator<T> {
+  let failure: { error: unknown } | null = null;
+  let finished = false;
+  const fail = (error: unknown) => {
+    failure ??= { error };
+    void source.return?.();
+  };
+  const timer = setInterval(() => check().catch(fail), everyMs);
+  timer.unref?.();
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    clearInterval(timer);
+    onEnd();
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      const result = finished ? { value: undefined, done: true as const } : await source.next();
+      if (!result.done && !failure) await check().catch(fail);
+      if (failure && !finished) {
+        finish();
+        throw failure.error;
+      }
+      if (result.done || failure) {
+        finish();
+        return { value: undefined, done: true };
+      }
+      return result;
+    },
+    async return() {
+      finish();
+      await source.return?.();
+      return { value: undefined, done: true };
+    },
+  };
+}
 
 /** The events of one type this caller may see, narrowed to a line (`from`) and a chat (`to`). */
 async function subscribeTo<T extends LiveEvent["type"]>(
@@ -34,7 +83,9 @@ async function subscribeTo<T extends LiveEvent["type"]>(
     (!line || e.lineId === line.id) &&
     (!chat || e.chatId === chat.id) &&
     (!outboxId || (e.type === "outbox.status" && e.outboxId === outboxId));
-  return liveEvents(wanted) as AsyncIterable<EventOf<T>>;
+  const release = acquireStreamSlot(ctx.actor);
+  const everyMs = Math.max(1_000, config().API_KEY_CACHE_SECONDS * 1000);
+  return whileAllowed(liveEvents(wanted) as AsyncIterableIterator<EventOf<T>>, ctx.recheckCaller, everyMs, release);
 }
 
 const OutboxItemUpdate = builder.objectRef<EventOf<"outbox.status">>("OutboxItemUpdate").implement({
