@@ -41,15 +41,12 @@ const EnvSchema = z.object({
   SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),
   /** Seconds a verified API key stays cached; revocations take effect within this time. */
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
-<<<<<<< HEAD
   /** Run embedded PGlite on its own thread (default), so queries do not take the event loop's time. */
   PGLITE_THREAD: bool.default(true),
-=======
   /** Open long-lived streams (GET /v1/listen, GraphQL subscriptions) per API key, per instance. */
   MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(10),
   /** Open long-lived streams per account (all its keys and dashboard sessions), per instance. */
   MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100_000).default(50),
->>>>>>> h-streams
   /** Port of the loopback socket through which the operator CLI reaches embedded PGlite (0 = any). */
   PGLITE_SOCKET_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   EMBEDDED_SEED: bool.optional(),
