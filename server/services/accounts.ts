@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { hashPassword, verifyPassword } from "../auth/passwords";
+import { hashPassword, needsRehash, verifyPassword } from "../auth/passwords";
 import { getDb } from "../db";
 import { ApiError } from "../errors";
 import type { Account } from "../generated/prisma/client";
@@ -71,6 +71,10 @@ export async function verifyCredentials(email: string, password: string): Promis
     return null;
   }
   if (!(await verifyPassword(password, user.passwordHash))) return null;
+  if (needsRehash(user.passwordHash)) {
+    // Upgraded in place while the plain password is at hand; only if nobody changed it meanwhile.
+    await db.user.updateMany({ where: { id: user.id, passwordHash: user.passwordHash }, data: { passwordHash: await hashPassword(password) } });
+  }
   const account = user.accounts[0];
   return account ? { userId: user.id, accountId: account.id, email: user.email } : null;
 }
