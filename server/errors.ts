@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   route_not_found: { type: "not_found_error", status: 404 },
   /** Extension: a GraphQL operation over the depth, breadth or cost limit (README "GraphQL"). */
   query_too_complex: { type: "invalid_request_error", status: 400 },
+  /** Extension (dashboard tRPC): a batched request with more calls than allowed (README "Dashboard security"). */
+  batch_too_large: { type: "invalid_request_error", status: 400 },
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
   sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },
   internal_error: { type: "api_error", status: 500 },

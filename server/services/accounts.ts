@@ -4,6 +4,7 @@ import { getDb } from "../db";
 import { ApiError } from "../errors";
 import type { Account } from "../generated/prisma/client";
 import { newId } from "../ids";
+import { throttleAuthAttempt } from "./auth-throttle";
 
 export const EmailSchema = z.string().trim().toLowerCase().email("must be an email address").max(320);
 export const PasswordSchema = z.string().min(8, "must be at least 8 characters").max(200);
@@ -49,8 +50,9 @@ export const SignUpBody = z.object({
   name: z.string().trim().max(100).optional(),
 });
 
-/** Dashboard sign-up: a user and the account they own. */
-export async function signUp(input: z.output<typeof SignUpBody>): Promise<Account> {
+/** Dashboard sign-up: a user and the account they own; limited per client address and email. */
+export async function signUp(input: z.output<typeof SignUpBody>, client: { ip: string | null }): Promise<Account> {
+  await throttleAuthAttempt("sign_up", { ip: client.ip, email: input.email });
   return createAccount({ email: input.email, password: input.password, name: input.name });
 }
 
