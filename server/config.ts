@@ -29,8 +29,6 @@ const EnvSchema = z.object({
   SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),
   /** Seconds a verified API key stays cached; revocations take effect within this time. */
   API_KEY_CACHE_SECONDS: z.coerce.number().min(0).max(60).default(5),
-  /** Port of the loopback socket through which the operator CLI reaches embedded PGlite (0 = any). */
-  PGLITE_SOCKET_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   EMBEDDED_SEED: bool.optional(),
   /**
    * Behind a reverse proxy that sets X-Forwarded-For: take the client's address from its first
