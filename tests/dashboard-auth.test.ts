@@ -4,8 +4,12 @@ import { authOptions } from "@/server/auth/session";
 import { resetConfig } from "@/server/config";
 import { createAccount } from "@/server/services/accounts";
 import { handleTrpc } from "@/server/trpc/http";
+import { createTRPCClient } from "@trpc/client";
 import { safeCallbackPath } from "@/lib/safe-callback";
-import { db } from "./helpers";
+import { dashboardLink } from "@/lib/trpc-link";
+import { sessionActorFor } from "@/server/auth/session";
+import type { AppRouter } from "@/server/trpc/router";
+import { db, makeAccount } from "./helpers";
 
 // Brute force and amplification on the dashboard's public doors: sign-in (next-auth's
 // credentials callback), sign-up (tRPC) and tRPC batching; and where sign-in may send the
@@ -148,6 +152,29 @@ describe("sign-up throttling and tRPC batches", () => {
     expect(two.status).toBe(207);
     expect(two.body[0].result.data.email).toBe(emails[0]);
     expect(two.body[1].error.data.code).toBe("invalid_parameter_value");
+  });
+});
+
+describe("the dashboard's tRPC client", () => {
+  it("splits many concurrent calls into batches the server accepts", async () => {
+    const f = await makeAccount();
+    const sizes: number[] = [];
+    const client = createTRPCClient<AppRouter>({
+      links: [
+        dashboardLink({
+          url: "http://localhost:3000/api/trpc",
+          fetch: async (input, init) => {
+            const req = new Request(input, init);
+            if (new URL(req.url).searchParams.get("batch") === "1") sizes.push(new URL(req.url).pathname.split(",").length);
+            return handleTrpc(req, async () => sessionActorFor(f.accountId));
+          },
+        }),
+      ],
+    });
+    const results = await Promise.all(Array.from({ length: 25 }, () => client.account.me.query()));
+    expect(results.every((me) => me.id === f.accountId)).toBe(true);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(10);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(25);
   });
 });
 

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
+import { MAX_TRPC_BATCH } from "../../lib/trpc-batch";
 import type { Actor } from "../auth/actor";
 import { ApiError, type ErrorCode } from "../errors";
 
@@ -15,8 +16,8 @@ export interface TrpcContext {
   clientIp?: string | null;
 }
 
-/** Calls one batched request may carry: each sign-up runs a password hash. */
-export const MAX_BATCH_SIZE = 10;
+/** Calls one batched request may carry (each sign-up runs a password hash); the dashboard's link splits to fit. */
+export const MAX_BATCH_SIZE = MAX_TRPC_BATCH;
 /** tRPC's own message when a batch is over maxBatchSize. */
 const BATCH_TOO_LARGE = "Batch call exceeds maximum size";
 
