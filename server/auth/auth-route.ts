@@ -16,8 +16,9 @@ type Handler = (req: Request, context: AuthRouteContext) => Promise<Response>;
 const nextAuth: Handler = async (req, context) => NextAuth(req as never, context as never, await authOptions());
 
 export async function handleAuth(req: Request, context: AuthRouteContext, inner: Handler = nextAuth): Promise<Response> {
-  const url = new URL(req.url);
-  if (req.method === "POST" && url.pathname.endsWith("/callback/credentials")) {
+  // The segments next-auth itself dispatches on: a credentials sign-in is POST callback/credentials.
+  const [action, provider] = (await context.params).nextauth;
+  if (req.method === "POST" && action === "callback" && provider === "credentials") {
     const form = await req
       .clone()
       .formData()
