@@ -4,8 +4,8 @@
 //   npm run -s admin -- key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
 //   npm run -s admin -- key revoke --key sk_live_...
 // On PostgreSQL (DATABASE_URL) it connects directly. On embedded PGlite it reaches a running
-// server's database through the loopback socket the server opened, or opens DATA_DIR itself
-// when no server runs.
+// server's database through the Unix socket the server opened in DATA_DIR/run (only the
+// server's OS user may connect), or opens DATA_DIR itself when no server runs.
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -20,9 +20,10 @@ const USAGE = `usage:
 
 class UsageError extends Error {}
 
+/** Whether a server answers on the Unix socket `host`/.s.PGSQL.`port` (libpq's naming). */
 function canConnect(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect({ host, port });
+    const socket = net.connect({ path: path.join(host, `.s.PGSQL.${port}`) });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
@@ -49,8 +50,12 @@ async function useRunningServer(): Promise<void> {
   } catch {
     return;
   }
-  if (!(await canConnect(info.pgliteSocket.host, info.pgliteSocket.port))) return;
-  process.env.DATABASE_URL = `postgresql://postgres@${info.pgliteSocket.host}:${info.pgliteSocket.port}/postgres`;
+  const { host, port } = info.pgliteSocket;
+  // Servers before the Unix socket wrote a TCP host; the CLI then opens DATA_DIR itself (and
+  // is told the directory is in use).
+  if (typeof host !== "string" || !path.isAbsolute(host) || !Number.isInteger(port)) return;
+  if (!(await canConnect(host, port))) return;
+  process.env.DATABASE_URL = `postgresql://postgres@localhost:${port}/postgres?host=${encodeURIComponent(host)}`;
   process.env.DATABASE_POOL_SIZE = "1";
 }
 

@@ -1,20 +1,24 @@
-import { rm, writeFile } from "node:fs/promises";
+import { rmSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { config } from "./config";
 import { startChangeListener } from "./cache/changes";
 import { database } from "./db";
-import { startQueuedSocket } from "./db/socket-queue";
+import { SocketPathTooLongError, startQueuedSocket } from "./db/socket-queue";
 import { sandboxLine } from "./services/lines";
 import { loadSigningSecret } from "./storage/signed-urls";
 
 // Server start: open (and migrate) the database, make sure the sandbox line and the signing
-// secret exist, and on embedded PGlite open a loopback socket so the operator CLI can reach
-// the same database while the server runs.
+// secret exist, and on embedded PGlite open a Unix socket (DATA_DIR/run, this OS user only)
+// so the operator CLI can reach the same database while the server runs.
 
 export const SERVER_INFO_FILE = "server.json";
+/** Holds the PGlite sockets; mode 0700. */
+export const SOCKET_DIR = "run";
 
 export interface ServerInfo {
   pid: number;
+  /** A Unix socket: `host` is its directory (as for libpq and node-postgres), `port` names the file. */
   pgliteSocket: { host: string; port: number };
 }
 
@@ -25,12 +29,19 @@ export async function bootstrap(): Promise<void> {
   await startChangeListener();
   const c = config();
   if (db.kind === "pglite" && db.pglite && c.dataDir) {
-    const socket = await startQueuedSocket(db.pglite, "127.0.0.1", c.PGLITE_SOCKET_PORT);
+    let socket: Awaited<ReturnType<typeof startQueuedSocket>>;
+    try {
+      socket = await startQueuedSocket(db.pglite, path.join(c.dataDir, SOCKET_DIR));
+    } catch (err) {
+      if (!(err instanceof SocketPathTooLongError)) throw err;
+      console.warn(`[db] ${err.message} The operator CLI cannot reach this server's database while it runs.`);
+      return;
+    }
     const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port } };
     const file = path.join(c.dataDir, SERVER_INFO_FILE);
     await writeFile(file, JSON.stringify(info));
     const cleanup = () => {
-      void rm(file, { force: true });
+      rmSync(file, { force: true });
     };
     process.once("exit", cleanup);
   }

@@ -47,9 +47,15 @@ const EnvSchema = z.object({
   MAX_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(10),
   /** Open long-lived streams per account (all its keys and dashboard sessions), per instance. */
   MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100_000).default(50),
-  /** Port of the loopback socket through which the operator CLI reaches embedded PGlite (0 = any). */
-  PGLITE_SOCKET_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   EMBEDDED_SEED: bool.optional(),
+  /**
+   * Behind a reverse proxy that sets X-Forwarded-For: take the client's address from its first
+   * hop (for the sign-in and sign-up limits). Off, the header is ignored (a client could forge
+   * it) and every client shares one per-address budget.
+   */
+  TRUST_PROXY: bool.default(false),
+  /** Who may introspect the GraphQL schema: callers with a key or session, everyone, or nobody. */
+  GRAPHQL_INTROSPECTION: z.enum(["authenticated", "on", "off"]).default("authenticated"),
   /** The ffmpeg binary that converts audio messages; ffprobe is expected next to it. */
   FFMPEG_PATH: z.string().trim().min(1).default("ffmpeg"),
   /**

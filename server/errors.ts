@@ -33,6 +33,12 @@ export const ERROR_CODES = {
   route_not_found: { type: "not_found_error", status: 404 },
   /** Extension: a GraphQL operation over the depth, breadth or cost limit (README "GraphQL"). */
   query_too_complex: { type: "invalid_request_error", status: 400 },
+  /** Extension (dashboard tRPC): a batched request with more calls than allowed (README "Dashboard security"). */
+  batch_too_large: { type: "invalid_request_error", status: 400 },
+  /** Extension (GraphQL): a request authenticated by the session cookie without the CSRF header or a JSON body. */
+  csrf_header_required: { type: "invalid_request_error", status: 403 },
+  /** Extension (GraphQL): __schema or __type on a server with GRAPHQL_INTROSPECTION=off. */
+  introspection_disabled: { type: "invalid_request_error", status: 400 },
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
   sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },
   /** Extension: more open streams (GET /v1/listen, GraphQL subscriptions) than MAX_STREAMS_PER_KEY / _PER_ACCOUNT. */

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -9,7 +9,7 @@ import { get } from "./helpers";
 // The operator CLI as a user runs it: a separate process, results on stdout, errors on stderr.
 // On PostgreSQL it shares this test file's schema, so its results are checked through the API.
 // On PGlite a separate server process owns the data directory (as `npm run dev` would) and the
-// CLI must reach it through the server's loopback socket.
+// CLI must reach it through the server's Unix socket.
 
 const onPostgres = !!process.env.DATABASE_URL;
 const TSX = path.resolve("node_modules/.bin/tsx");
@@ -56,6 +56,48 @@ async function keyRowsThroughServerSocket(): Promise<{ name: string; scopes: str
   await client.end();
   return rows;
 }
+
+/** Inodes of the TCP sockets a process listens on (Linux /proc). */
+function tcpListenInodes(pid: number): string[] {
+  const own = new Set(
+    readdirSync(`/proc/${pid}/fd`)
+      .map((fd) => {
+        try {
+          return readlinkSync(`/proc/${pid}/fd/${fd}`);
+        } catch {
+          return "";
+        }
+      })
+      .map((target) => /^socket:\[(\d+)\]$/.exec(target)?.[1])
+      .filter((inode): inode is string => !!inode),
+  );
+  const listening = ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((file) =>
+    readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .slice(1)
+      .map((row) => row.trim().split(/\s+/))
+      .filter((cols) => cols[3] === "0A") // LISTEN
+      .map((cols) => cols[9]!),
+  );
+  return listening.filter((inode) => own.has(inode));
+}
+
+describe.skipIf(onPostgres)("the embedded database's socket", () => {
+  it("is a Unix socket in DATA_DIR only the server's OS user can open (0600 in a 0700 directory), and no TCP port", () => {
+    const info = JSON.parse(readFileSync(path.join(dataDir, "server.json"), "utf8"));
+    expect(info.pgliteSocket.host).toBe(path.join(dataDir, "run"));
+    expect(statSync(info.pgliteSocket.host).mode & 0o777).toBe(0o700);
+    const sockets = readdirSync(info.pgliteSocket.host);
+    expect(sockets).toContain(`.s.PGSQL.${info.pgliteSocket.port}`);
+    for (const name of sockets) {
+      const stat = statSync(path.join(info.pgliteSocket.host, name));
+      expect(stat.isSocket(), name).toBe(true);
+      expect(stat.mode & 0o777, name).toBe(0o600);
+    }
+    if (process.platform === "linux") expect(tcpListenInodes(info.pid)).toEqual([]);
+  });
+});
 
 // Each CLI call is a fresh process (tsx, database connection): allow for a busy machine.
 describe("operator CLI", { timeout: 180_000 }, () => {

@@ -1,6 +1,7 @@
 import type { AuthOptions } from "next-auth";
 import { getServerSession } from "next-auth";
 import CredentialsProvider from "next-auth/providers/credentials";
+import { safeCallbackPath } from "../../lib/safe-callback";
 import { config } from "../config";
 import { getDb } from "../db";
 import { instanceSecret } from "../secrets";
@@ -48,6 +49,10 @@ export function authOptions(): Promise<AuthOptions> {
         }),
       ],
       callbacks: {
+        // next-auth's default keeps `${baseUrl}//evil.example`-style URLs; allow same-origin paths only.
+        redirect({ url, baseUrl }) {
+          return new URL(safeCallbackPath(url, baseUrl), baseUrl).href;
+        },
         jwt({ token, user }) {
           if (user) {
             token.userId = user.id;

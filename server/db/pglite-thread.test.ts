@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { messages, PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,7 +91,8 @@ describe("PGlite on its own thread", () => {
   });
 
   it("serves a wire-protocol client (the operator CLI) while the app runs its own statements", async () => {
-    const socket = await startQueuedSocket(thread);
+    const dir = mkdtempSync(path.join(tmpdir(), "relay-sock-"));
+    const socket = await startQueuedSocket(thread, path.join(dir, "run"));
     const client = new pg.Client({ host: socket.host, port: socket.port, user: "postgres", database: "postgres" });
     try {
       await client.connect();
@@ -122,6 +126,7 @@ describe("PGlite on its own thread", () => {
     } finally {
       await client.end().catch(() => undefined);
       await socket.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

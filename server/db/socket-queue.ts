@@ -1,34 +1,64 @@
+import { chmod, mkdir, rm } from "node:fs/promises";
 import net from "node:net";
+import path from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import type { PGliteThread } from "./pglite-thread";
 
-// Serves the embedded PGlite over the PostgreSQL wire protocol on loopback, for the operator
-// CLI. pglite-socket 0.1.x breaks when two clients are connected at once, so this front
-// accepts every connection and hands them to it one at a time: a second CLI command waits
-// for the first to finish instead of failing.
+// Serves the embedded PGlite over the PostgreSQL wire protocol, for the operator CLI. PGlite
+// has no authentication, so it is served on Unix sockets only, in a directory of mode 0700
+// (sockets 0600): only the server's own OS user can connect; never on a TCP port, which any
+// local user could reach. pglite-socket 0.1.x breaks when two clients are connected at once,
+// so a front socket accepts every connection and hands them to the inner one at a time: a
+// second CLI command waits for the first to finish instead of failing.
+
+/** PostgreSQL's name for a server socket: clients take the directory as host and this port. */
+export const SOCKET_PORT = 5432;
+const SOCKET_FILE = `.s.PGSQL.${SOCKET_PORT}`;
+const INNER_FILE = "pglite-inner.sock";
+/** Linux's sun_path holds 107 bytes (macOS 103). */
+const MAX_SOCKET_PATH = process.platform === "linux" ? 107 : 103;
 
 export interface QueuedSocket {
+  /** The directory holding the socket: libpq's and node-postgres's `host` for Unix sockets. */
   host: string;
   port: number;
+  /** The socket file itself. */
+  path: string;
   close(): Promise<void>;
 }
 
-function listen(server: net.Server, host: string, port: number): Promise<number> {
+export class SocketPathTooLongError extends Error {}
+
+function listen(server: net.Server, file: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => resolve((server.address() as net.AddressInfo).port));
+    server.listen(file, () => {
+      server.off("error", reject);
+      resolve();
+    });
   });
 }
 
-export async function startQueuedSocket(db: PGlite | PGliteThread, host = "127.0.0.1", port = 0): Promise<QueuedSocket> {
+/**
+ * Opens the sockets in `dir` (created 0700, or tightened to it). The caller must own the data
+ * directory (its lock), since socket files left by a crashed server there are replaced.
+ */
+export async function startQueuedSocket(db: PGlite | PGliteThread, dir: string): Promise<QueuedSocket> {
+  const frontPath = path.join(dir, SOCKET_FILE);
+  const innerPath = path.join(dir, INNER_FILE);
+  if (Buffer.byteLength(frontPath) > MAX_SOCKET_PATH || Buffer.byteLength(innerPath) > MAX_SOCKET_PATH) {
+    throw new SocketPathTooLongError(`The socket path ${frontPath} is longer than Unix sockets allow; use a shorter DATA_DIR.`);
+  }
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700);
+  await Promise.all([rm(frontPath, { force: true }), rm(innerPath, { force: true })]);
+
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
-  const probe = net.createServer();
-  const innerPort = await listen(probe, "127.0.0.1", 0); // a free port for the inner server
-  await new Promise<void>((r) => probe.close(() => r()));
   // The socket server is typed for PGlite's class; it uses waitReady, runExclusive, exec,
   // isInTransaction and execProtocolRawStream, which PGliteThread implements.
-  const inner = new PGLiteSocketServer({ db: db as PGlite, host: "127.0.0.1", port: innerPort });
+  const inner = new PGLiteSocketServer({ db: db as PGlite, path: innerPath });
   await inner.start();
+  await chmod(innerPath, 0o600);
 
   const waiting: net.Socket[] = [];
   let active = false;
@@ -38,7 +68,7 @@ export async function startQueuedSocket(db: PGlite | PGliteThread, host = "127.0
     if (!client) return;
     if (client.destroyed) return next();
     active = true;
-    const upstream = net.connect(innerPort, "127.0.0.1");
+    const upstream = net.connect(innerPath);
     let finished = false;
     const done = () => {
       if (finished) return;
@@ -63,13 +93,21 @@ export async function startQueuedSocket(db: PGlite | PGliteThread, host = "127.0
     waiting.push(socket);
     next();
   });
-  const actualPort = await listen(front, host, port);
+  try {
+    await listen(front, frontPath);
+    await chmod(frontPath, 0o600);
+  } catch (err) {
+    await inner.stop();
+    throw err;
+  }
   return {
-    host,
-    port: actualPort,
+    host: dir,
+    port: SOCKET_PORT,
+    path: frontPath,
     async close() {
       await new Promise<void>((r) => front.close(() => r()));
       await inner.stop();
+      await Promise.all([rm(frontPath, { force: true }), rm(innerPath, { force: true })]);
     },
   };
 }

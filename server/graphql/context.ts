@@ -8,14 +8,18 @@ import { createLoaders, type Loaders } from "./loaders";
 
 const SESSION_COOKIE = /(?:^|;\s*)(?:__Secure-)?next-auth\.session-token=/;
 
+/** Whether the request carries the dashboard's session cookie. */
+export const hasSessionCookie = (request: Request) => SESSION_COOKIE.test(request.headers.get("cookie") ?? "");
+
 /**
  * The caller of a GraphQL request: the API key in `Authorization`, or else the dashboard's
- * signed-in session. The session cookie is SameSite=Lax and CORS never allows credentials, so
- * another site cannot make a signed-in browser call this API.
+ * signed-in session. The session cookie is SameSite=Lax and CORS never allows credentials, and
+ * cookie-authenticated requests must pass the CSRF check of yoga.ts, so another site cannot make
+ * a signed-in browser call this API.
  */
 export async function graphqlActor(request: Request): Promise<Actor> {
   const authorization = request.headers.get("authorization");
-  if (!authorization && SESSION_COOKIE.test(request.headers.get("cookie") ?? "")) {
+  if (!authorization && hasSessionCookie(request)) {
     const actor = await sessionActor();
     if (actor) return actor;
   }

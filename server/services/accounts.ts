@@ -1,9 +1,10 @@
 import { z } from "zod";
-import { hashPassword, verifyPassword } from "../auth/passwords";
+import { hashPassword, needsRehash, verifyPassword } from "../auth/passwords";
 import { getDb } from "../db";
 import { ApiError } from "../errors";
 import type { Account } from "../generated/prisma/client";
 import { newId } from "../ids";
+import { throttleAuthAttempt } from "./auth-throttle";
 
 export const EmailSchema = z.string().trim().toLowerCase().email("must be an email address").max(320);
 export const PasswordSchema = z.string().min(8, "must be at least 8 characters").max(200);
@@ -49,8 +50,9 @@ export const SignUpBody = z.object({
   name: z.string().trim().max(100).optional(),
 });
 
-/** Dashboard sign-up: a user and the account they own. */
-export async function signUp(input: z.output<typeof SignUpBody>): Promise<Account> {
+/** Dashboard sign-up: a user and the account they own; limited per client address and email. */
+export async function signUp(input: z.output<typeof SignUpBody>, client: { ip: string | null }): Promise<Account> {
+  await throttleAuthAttempt("sign_up", { ip: client.ip, email: input.email });
   return createAccount({ email: input.email, password: input.password, name: input.name });
 }
 
@@ -71,6 +73,10 @@ export async function verifyCredentials(email: string, password: string): Promis
     return null;
   }
   if (!(await verifyPassword(password, user.passwordHash))) return null;
+  if (needsRehash(user.passwordHash)) {
+    // Upgraded in place while the plain password is at hand; only if nobody changed it meanwhile.
+    await db.user.updateMany({ where: { id: user.id, passwordHash: user.passwordHash }, data: { passwordHash: await hashPassword(password) } });
+  }
   const account = user.accounts[0];
   return account ? { userId: user.id, accountId: account.id, email: user.email } : null;
 }

@@ -1,6 +1,8 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
+import { MAX_TRPC_BATCH } from "../../lib/trpc-batch";
 import type { Actor } from "../auth/actor";
 import { ApiError, type ErrorCode } from "../errors";
 
@@ -10,7 +12,14 @@ import { ApiError, type ErrorCode } from "../errors";
 export interface TrpcContext {
   actor: Actor | null;
   requestId: string;
+  /** The caller's address when known (TRUST_PROXY), for sign-up's per-address limit. */
+  clientIp?: string | null;
 }
+
+/** Calls one batched request may carry (each sign-up runs a password hash); the dashboard's link splits to fit. */
+export const MAX_BATCH_SIZE = MAX_TRPC_BATCH;
+/** tRPC's own message when a batch is over maxBatchSize. */
+const BATCH_TOO_LARGE = "Batch call exceeds maximum size";
 
 const STATUS_TO_TRPC: Record<number, TRPC_ERROR_CODE_KEY> = {
   400: "BAD_REQUEST",
@@ -26,22 +35,35 @@ function apiCode(error: TRPCError): { code: ErrorCode; param: string | null } {
   const cause = error.cause;
   if (cause instanceof ApiError) return { code: cause.code, param: cause.param ?? null };
   if (cause instanceof ZodError) return { code: "invalid_parameter_value", param: cause.issues[0]?.path.join(".") || null };
+  if (error.code === "BAD_REQUEST" && error.message === BATCH_TOO_LARGE) return { code: "batch_too_large", param: null };
   if (error.code === "UNAUTHORIZED") return { code: "session_required", param: null };
   if (error.code === "NOT_FOUND") return { code: "route_not_found", param: null };
   if (error.code === "BAD_REQUEST" || error.code === "PARSE_ERROR") return { code: "invalid_json", param: null };
   return { code: "internal_error", param: null };
 }
 
+/**
+ * The request ID of the HTTP request being served, for errors tRPC raises before it creates the
+ * context (an oversized batch, a body that is not JSON).
+ */
+const currentRequestId = new AsyncLocalStorage<string>();
+export const runWithRequestId = <T>(requestId: string, fn: () => T): T => currentRequestId.run(requestId, fn);
+
 const t = initTRPC.context<TrpcContext>().create({
   errorFormatter({ shape, error, ctx }) {
     const { code, param } = apiCode(error);
+    const requestId = ctx?.requestId ?? currentRequestId.getStore() ?? null;
     const masked = code === "internal_error";
-    if (masked) console.error(`[trpc] ${ctx?.requestId ?? ""}`, error.cause ?? error);
+    if (masked) console.error(`[trpc] ${requestId ?? ""}`, error.cause ?? error);
     return {
       ...shape,
       // Unexpected errors say nothing of their cause on the wire.
-      message: masked ? "Something went wrong on our side. Try again; if it persists, quote the request ID." : shape.message,
-      data: { code, param, requestId: ctx?.requestId ?? null, httpStatus: shape.data.httpStatus, path: shape.data.path },
+      message: masked
+        ? "Something went wrong on our side. Try again; if it persists, quote the request ID."
+        : code === "batch_too_large"
+          ? `A batch may carry at most ${MAX_BATCH_SIZE} calls; send the rest in another request.`
+          : shape.message,
+      data: { code, param, requestId, httpStatus: shape.data.httpStatus, path: shape.data.path },
     };
   },
 });

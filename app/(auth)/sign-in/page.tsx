@@ -3,10 +3,11 @@ import { signIn } from "next-auth/react";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { type FormEvent, Suspense, useState } from "react";
+import { safeCallbackPath } from "@/lib/safe-callback";
 
 function SignInForm() {
   const router = useRouter();
-  const next = useSearchParams().get("callbackUrl") ?? "/dashboard";
+  const next = useSearchParams().get("callbackUrl");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -17,7 +18,8 @@ function SignInForm() {
     setError(null);
     const res = await signIn("credentials", { email: String(form.get("email")), password: String(form.get("password")), redirect: false });
     setBusy(false);
-    if (res?.ok) router.push(next.startsWith("/") ? next : "/dashboard");
+    if (res?.ok) router.push(safeCallbackPath(next, window.location.origin));
+    else if (res?.error === "rate_limit_exceeded") setError("Too many sign-in attempts. Wait a few minutes, then try again.");
     else setError("Wrong email or password.");
   }
 

@@ -5,8 +5,8 @@ import { protectedProcedure, publicProcedure, router } from "../init";
 
 export const accountRouter = router({
   /** Creates a user and their account; the page then signs in through next-auth. */
-  signUp: publicProcedure.input(SignUpBody).mutation(async ({ input }) => {
-    const account = await signUp(input);
+  signUp: publicProcedure.input(SignUpBody).mutation(async ({ ctx, input }) => {
+    const account = await signUp(input, { ip: ctx.clientIp ?? null });
     return { id: account.id, email: account.email };
   }),
   me: protectedProcedure.query(async ({ ctx }) => {

@@ -1,11 +1,6 @@
-// /api/auth/* - next-auth: dashboard sign-in with email and password, sign-out, session
-import NextAuth from "next-auth";
-import { authOptions } from "@/server/auth/session";
+// /api/auth/* - next-auth: dashboard sign-in with email and password (throttled), sign-out, session
+import { type AuthRouteContext, handleAuth } from "@/server/auth/auth-route";
 
-type Context = { params: Promise<{ nextauth: string[] }> };
-
-async function handler(req: Request, context: Context): Promise<Response> {
-  return NextAuth(req as never, context as never, await authOptions());
-}
+const handler = (req: Request, context: AuthRouteContext) => handleAuth(req, context);
 
 export { handler as GET, handler as POST };

@@ -1,0 +1,42 @@
+import NextAuth from "next-auth";
+import { config } from "../config";
+import { ApiError } from "../errors";
+import { clientIp } from "../http/client-ip";
+import { newRequestId } from "../http/responses";
+import { throttleAuthAttempt } from "../services/auth-throttle";
+import { authOptions } from "./session";
+
+// /api/auth/*: next-auth, with sign-in attempts (POST callback/credentials) counted per client
+// address and per email before next-auth verifies a password. A refused attempt answers 429
+// with the API's error envelope plus the `url` next-auth's signIn() reads its error from.
+
+export type AuthRouteContext = { params: Promise<{ nextauth: string[] }> };
+type Handler = (req: Request, context: AuthRouteContext) => Promise<Response>;
+
+const nextAuth: Handler = async (req, context) => NextAuth(req as never, context as never, await authOptions());
+
+export async function handleAuth(req: Request, context: AuthRouteContext, inner: Handler = nextAuth): Promise<Response> {
+  // The segments next-auth itself dispatches on: a credentials sign-in is POST callback/credentials.
+  const [action, provider] = (await context.params).nextauth;
+  if (req.method === "POST" && action === "callback" && provider === "credentials") {
+    const form = await req
+      .clone()
+      .formData()
+      .catch(() => null);
+    const email = form?.get("email");
+    try {
+      await throttleAuthAttempt("sign_in", { ip: clientIp(req.headers), email: typeof email === "string" ? email : null });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      const requestId = newRequestId();
+      const signInUrl = new URL("/sign-in", config().PUBLIC_URL);
+      signInUrl.searchParams.set("error", err.code);
+      const body = { url: signInUrl.href, error: { type: err.type, code: err.code, message: err.message }, request_id: requestId };
+      return new Response(JSON.stringify(body), {
+        status: err.status,
+        headers: { "Content-Type": "application/json; charset=utf-8", "Request-Id": requestId, ...err.headers },
+      });
+    }
+  }
+  return inner(req, context);
+}
