@@ -8,6 +8,8 @@ import path from "node:path";
 
 export interface LoadOptions {
   url: string;
+  /** Requests per second in total (a fixed rate, autocannon's -R); unset: as fast as the server answers. */
+  rate?: number;
   method?: "GET" | "POST";
   headers?: Record<string, string>;
   body?: string;
@@ -71,7 +73,7 @@ function run(command: string, args: string[], timeoutMs: number): Promise<string
 
 export async function load(o: LoadOptions): Promise<LoadResult> {
   const timeoutMs = (o.seconds + 30) * 1000;
-  if (loadGenerator === "wrk") {
+  if (loadGenerator === "wrk" && o.rate === undefined) {
     const dir = mkdtempSync(path.join(tmpdir(), "relay-wrk-"));
     try {
       const script = path.join(dir, "request.lua");
@@ -99,6 +101,7 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
     }
   }
   const args = ["--json", "-c", String(o.connections), "-d", String(o.seconds), "-m", o.method ?? "GET"];
+  if (o.rate !== undefined) args.push("-R", String(o.rate));
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push("-H", `${k}=${v}`);
   if (o.body !== undefined) args.push("-b", o.body);
   args.push(o.url);

@@ -4,7 +4,8 @@
 // (/api/bench/echo) in the same run. Load comes from a separate process (wrk, or the
 // autocannon CLI: bench/load.ts). Loopback only; bounded in time.
 //   BENCH_SECONDS (default 10) per measurement, BENCH_ROUNDS (default 3, median reported),
-//   BENCH_CONNECTIONS (default 32), BENCH_LOAD=autocannon to use autocannon even where wrk is
+//   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
+//   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
 //   reads,writes,webhooks) to run only some parts, BENCH_DRAIN / BENCH_DRAIN_PGLITE and
 //   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_NODE_ARGS for the server's
@@ -20,6 +21,8 @@ import { measureWebhooks, type WebhookResults } from "./webhooks";
 import { measureWrites, type WriteResults } from "./writes";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+/** The fixed rate at which CPU per request is also measured (autocannon -R): efficiency without saturation. */
+const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
@@ -34,6 +37,8 @@ const TSX = path.resolve("node_modules/.bin/tsx");
 interface Row extends Measured {
   database: string;
   route: string;
+  /** Server CPU ms per request at FIXED_RATE requests/s. */
+  cpuMsAtRate: number;
   /** Requests/s as a share of the trivial route answering the same envelope. */
   ratio: number | null;
 }
@@ -108,9 +113,13 @@ async function measureReads(database: string, base: string, auth: Record<string,
     const all = [...runs.get(name)!].sort((a, b) => a.rps - b.rps);
     return all[Math.floor(all.length / 2)]!;
   };
+  const atRate = new Map<string, number>();
+  for (const [name, url, headers] of targets) {
+    atRate.set(name, (await measureWithCpu(serverPid, { url, headers, connections: 8, seconds: SECONDS, rate: FIXED_RATE })).cpuMs);
+  }
   const row = (route: string, trivial: string | null): Row => {
     const m = median(route);
-    return { database, route, ...m, ratio: trivial ? m.rps / median(trivial).rps : null };
+    return { database, route, ...m, cpuMsAtRate: atRate.get(route)!, ratio: trivial ? m.rps / median(trivial).rps : null };
   };
   return [
     row("GET /api/health", null),
@@ -189,6 +198,7 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
         rounds: ROUNDS,
         drainCount: DRAIN[database],
         connections: CONNECTIONS,
+        fixedRate: FIXED_RATE,
         serverPid: server.pid!,
       });
       writeRows.push({ database, w });
@@ -227,19 +237,19 @@ async function main(): Promise<void> {
   console.log(`\n${CONNECTIONS} connections, ${SECONDS}s per route, median of ${ROUNDS} interleaved rounds, loopback, next start, load from ${loadGenerator} (a separate process)`);
   if (rows.length) {
     console.log("\nReads: each next to the trivial route handler answering the same envelope (target: GET /v1/chats >= 80%)");
-    console.log("database   route                        req/s     p50 ms   p99 ms   errors  CPU ms/req   vs trivial");
+    console.log(`database   route                        req/s     p50 ms   p99 ms   errors  CPU ms/req  at ${FIXED_RATE}/s   vs trivial`);
     for (const r of rows) {
       console.log(
-        `${r.database.padEnd(10)} ${r.route.padEnd(28)} ${r.rps.toFixed(0).padStart(7)} ${r.p50.toFixed(1).padStart(9)} ${r.p99.toFixed(1).padStart(8)} ${String(r.errors).padStart(8)} ${r.cpuMs.toFixed(2).padStart(11)}   ${r.ratio === null ? "" : `${(r.ratio * 100).toFixed(0).padStart(5)}%`}`,
+        `${r.database.padEnd(10)} ${r.route.padEnd(28)} ${r.rps.toFixed(0).padStart(7)} ${r.p50.toFixed(1).padStart(9)} ${r.p99.toFixed(1).padStart(8)} ${String(r.errors).padStart(8)} ${r.cpuMs.toFixed(2).padStart(11)} ${r.cpuMsAtRate.toFixed(2).padStart(9)}   ${r.ratio === null ? "" : `${(r.ratio * 100).toFixed(0).padStart(5)}%`}`,
       );
     }
   }
   if (writeRows.length) {
     console.log("\nWrites (targets: POST /v1/messages >= 70% of the trivial route answering the same envelope; drain >= 1,000/s on PostgreSQL with 0 lost and 0 duplicated; idle POST-to-sent p50 < 50 ms)");
-    console.log("database   trivial req/s  POST /v1/messages req/s  p99 ms  errors  CPU ms/req (trivial/POST)  vs trivial   drained  items/s  seconds  lost  dup   POST->sent p50/p99 ms");
+    console.log(`database   trivial req/s  POST /v1/messages req/s  p99 ms  errors  CPU ms/req (trivial/POST)  at ${FIXED_RATE}/s  vs trivial   drained  items/s  seconds  lost  dup   POST->sent p50/p99 ms`);
     for (const { database, w } of writeRows) {
       console.log(
-        `${database.padEnd(10)} ${w.trivial.rps.toFixed(0).padStart(13)} ${w.accept.rps.toFixed(0).padStart(24)} ${w.accept.p99.toFixed(1).padStart(7)} ${String(w.accept.errors).padStart(7)} ${`${w.trivial.cpuMs.toFixed(2)}/${w.accept.cpuMs.toFixed(2)}`.padStart(25)} ${((w.accept.rps / w.trivial.rps) * 100).toFixed(0).padStart(10)}% ${String(w.drained).padStart(9)} ${w.drainPerSecond.toFixed(0).padStart(8)} ${w.drainSeconds.toFixed(1).padStart(8)} ${String(w.lost).padStart(5)} ${String(w.duplicated).padStart(4)}   ${w.latencyP50.toFixed(0)}/${w.latencyP99.toFixed(0)}`,
+        `${database.padEnd(10)} ${w.trivial.rps.toFixed(0).padStart(13)} ${w.accept.rps.toFixed(0).padStart(24)} ${w.accept.p99.toFixed(1).padStart(7)} ${String(w.accept.errors).padStart(7)} ${`${w.trivial.cpuMs.toFixed(2)}/${w.accept.cpuMs.toFixed(2)}`.padStart(25)} ${`${w.trivialCpuAtRate.toFixed(2)}/${w.acceptCpuAtRate.toFixed(2)}`.padStart(10)} ${((w.accept.rps / w.trivial.rps) * 100).toFixed(0).padStart(10)}% ${String(w.drained).padStart(9)} ${w.drainPerSecond.toFixed(0).padStart(8)} ${w.drainSeconds.toFixed(1).padStart(8)} ${String(w.lost).padStart(5)} ${String(w.duplicated).padStart(4)}   ${w.latencyP50.toFixed(0)}/${w.latencyP99.toFixed(0)}`,
       );
     }
   }

@@ -8,6 +8,9 @@ export interface WriteResults {
   /** The trivial route (answering the same envelope) in the same round as the reported accept rate. */
   trivial: Measured;
   accept: Measured;
+  /** Server CPU ms per request at the fixed rate (the accepted items are delivered meanwhile, as in production). */
+  trivialCpuAtRate: number;
+  acceptCpuAtRate: number;
   drained: number;
   drainSeconds: number;
   drainPerSecond: number;
@@ -29,6 +32,7 @@ interface Target {
   rounds: number;
   drainCount: number;
   connections: number;
+  fixedRate: number;
   serverPid: number;
 }
 
@@ -84,6 +88,11 @@ export async function measureWrites(t: Target): Promise<WriteResults> {
   }
   rounds.sort((a, b) => a.accept.rps / a.trivial.rps - b.accept.rps / b.trivial.rps);
   const { accept, trivial } = rounds[Math.floor(rounds.length / 2)]!;
+  await drained();
+  const atRate = async (url: string) =>
+    (await measureWithCpu(t.serverPid, { url, method: "POST", headers, body, connections: 8, seconds: t.seconds, rate: t.fixedRate })).cpuMs;
+  const trivialCpuAtRate = await atRate(`${t.base}/api/bench/echo?name=outbox`);
+  const acceptCpuAtRate = await atRate(`${t.base}/v1/messages`);
 
   // 3. Drain: once the accept runs have drained, queue drainCount items at once.
   await drained();
@@ -119,6 +128,8 @@ export async function measureWrites(t: Target): Promise<WriteResults> {
   return {
     trivial,
     accept,
+    trivialCpuAtRate,
+    acceptCpuAtRate,
     drained: done,
     drainSeconds,
     drainPerSecond: done / drainSeconds,
