@@ -24,6 +24,8 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().default("./data"),
   /** Base URL used in links the API hands out (file downloads). */
   PUBLIC_URL: z.string().url().default(`http://localhost:${process.env.PORT ?? 3000}`),
+  /** Largest JSON request body (/v1, tRPC, sign-in); larger ones answer 413 request_too_large unread. */
+  MAX_JSON_BODY_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(1024 * 1024),
   RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10_000),
   SANDBOX_LINE_HANDLE: z.string().min(3).default("+15555550100"),
   SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),

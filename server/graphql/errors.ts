@@ -8,6 +8,18 @@ import { ApiError } from "../errors";
 // answer with. Anything else a resolver throws is masked; its cause is logged with the
 // request ID.
 
+/**
+ * Codes of the errors GraphQL and yoga find themselves (README "GraphQL"), kept as they are;
+ * every other code is one of the REST table's.
+ */
+export const GRAPHQL_PROTOCOL_CODES = [
+  "GRAPHQL_PARSE_FAILED",
+  "GRAPHQL_VALIDATION_FAILED",
+  "BAD_USER_INPUT",
+  "OPERATION_RESOLUTION_FAILURE",
+  "BAD_REQUEST",
+] as const;
+
 /** REST parameter names in the GraphQL spelling: reply_to -> replyTo, attachment.mime_type -> attachment.mimeType. */
 export const graphqlParam = (param: string) => param.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 

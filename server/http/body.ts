@@ -1,11 +1,27 @@
+import { config } from "../config";
 import { ApiError } from "../errors";
 
+// Request bodies are read with a cap, enforced while streaming: a body over it is refused
+// (413) from its Content-Length without reading it, or as soon as the bytes read pass the
+// cap, and the rest is never read or buffered.
+
+type TooLargeCode = "file_too_large" | "request_too_large";
+
+const mib = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
+
+function tooLarge(code: TooLargeCode, max: number): ApiError {
+  return code === "file_too_large"
+    ? new ApiError("file_too_large", `Files may be at most ${max} bytes (${mib(max)}).`)
+    : new ApiError("request_too_large", `Request bodies may be at most ${max} bytes (${mib(max)}).`);
+}
+
+/** The largest JSON request body (MAX_JSON_BODY_BYTES). */
+export const jsonBodyLimit = () => config().MAX_JSON_BODY_BYTES;
+
 /** Reads a request body up to `max` bytes, failing early past it. */
-export async function readBody(request: Request, max: number): Promise<Uint8Array> {
-  const tooLarge = () =>
-    new ApiError("file_too_large", `Files may be at most ${max} bytes (${Math.round(max / 1024 / 1024)} MiB).`);
+export async function readBody(request: Request, max: number, code: TooLargeCode = "file_too_large"): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > max) throw tooLarge();
+  if (Number.isFinite(declared) && declared > max) throw tooLarge(code, max);
   if (!request.body) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -15,8 +31,8 @@ export async function readBody(request: Request, max: number): Promise<Uint8Arra
     if (done) break;
     size += value.byteLength;
     if (size > max) {
-      await reader.cancel();
-      throw tooLarge();
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge(code, max);
     }
     chunks.push(value);
   }
@@ -27,4 +43,19 @@ export async function readBody(request: Request, max: number): Promise<Uint8Arra
     offset += c.byteLength;
   }
   return bytes;
+}
+
+/** A request body as text, at most `max` bytes (request_too_large past it). */
+export async function readText(request: Request, max: number): Promise<string> {
+  return new TextDecoder().decode(await readBody(request, max, "request_too_large"));
+}
+
+/**
+ * The same request with its body read (at most `max` bytes) and held in memory, for handlers
+ * of libraries that would otherwise buffer a body of any size (tRPC, next-auth).
+ */
+export async function boundedRequest(request: Request, max: number): Promise<Request> {
+  if (!request.body) return request;
+  const body = await readBody(request, max, "request_too_large");
+  return new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal });
 }
