@@ -70,7 +70,8 @@ export function withRequestId<R extends ExecutionResult>(result: R, requestId: s
     return new GraphQLError(error.message, {
       ...located(error),
       originalError: error.originalError,
-      extensions: { ...error.extensions, request_id: requestId },
+      // GraphQL leaves variable coercion errors ($x got an invalid value) without a code.
+      extensions: { ...error.extensions, code: error.extensions.code ?? "BAD_USER_INPUT", request_id: requestId },
     });
   });
   return { ...result, errors };
