@@ -36,6 +36,8 @@ const EnvSchema = z.object({
     .transform((u) => u.replace(/\/+$/, ""))
     .optional()
     .or(z.literal("").transform(() => undefined)),
+  /** Largest JSON request body (/v1, tRPC, sign-in); larger ones answer 413 request_too_large unread. */
+  MAX_JSON_BODY_BYTES: z.coerce.number().int().min(1024).max(100 * 1024 * 1024).default(1024 * 1024),
   RATE_LIMIT_PER_HOUR: z.coerce.number().int().min(1).default(10_000),
   SANDBOX_LINE_HANDLE: z.string().min(3).default("+15555550100"),
   SANDBOX_DAILY_LIMIT: z.coerce.number().int().min(1).default(50),

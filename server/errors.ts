@@ -14,7 +14,12 @@ export const ERROR_CODES = {
   invalid_parameter_value: { type: "invalid_request_error", status: 400 },
   invalid_json: { type: "invalid_request_error", status: 400 },
   empty_file: { type: "invalid_request_error", status: 400 },
-  file_too_large: { type: "invalid_request_error", status: 400 },
+  /** Extension: 413, an upload over the file limit (POST /v1/files 100 MiB). */
+  file_too_large: { type: "invalid_request_error", status: 413 },
+  /** Extension: a request body over the limit (JSON bodies MAX_JSON_BODY_BYTES, 1 MiB by default; GraphQL 16 MiB). */
+  request_too_large: { type: "invalid_request_error", status: 413 },
+  /** Extension (GraphQL): a POST whose Content-Type is not application/json. */
+  unsupported_media_type: { type: "invalid_request_error", status: 415 },
   advanced_features_required: { type: "invalid_request_error", status: 400 },
   sandbox_contact_mismatch: { type: "invalid_request_error", status: 400 },
   idempotency_key_reused: { type: "invalid_request_error", status: 400 },

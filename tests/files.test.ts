@@ -68,7 +68,7 @@ describe("files", () => {
     expect(badType.body.error).toMatchObject({ code: "invalid_parameter_value", param: "Content-Type" });
 
     const stream = new Request("http://x/", { method: "POST", body: new Uint8Array(2048) });
-    await expect(readBody(stream, 1024)).rejects.toMatchObject({ code: "file_too_large", status: 400 });
+    await expect(readBody(stream, 1024)).rejects.toMatchObject({ code: "file_too_large", status: 413 });
 
     expect((await get(`/v1/files?id=${newId("file")}`, f.key)).body.error).toMatchObject({ code: "file_not_found", param: "id" });
     expect((await get(`/v1/files?id=msg_123`, f.key)).body.error).toMatchObject({ code: "invalid_parameter_value", param: "id" });

@@ -373,8 +373,8 @@ describe("GraphQL errors and limits", () => {
       raw: "{}",
       headers: { "content-type": "application/json", "content-length": String(64 * 1024 * 1024) },
     });
-    expect(tooBig.status).toBe(400);
-    expectGraphQLError(tooBig, "file_too_large", { type: "invalid_request_error" });
+    expect(tooBig.status).toBe(413);
+    expectGraphQLError(tooBig, "request_too_large", { type: "invalid_request_error" });
     expect(tooBig.body.errors[0].extensions.http).toBeUndefined();
   });
 

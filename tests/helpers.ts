@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import { createApiKey } from "@/server/auth/api-keys";
 import { SCOPES, type Scope } from "@/server/auth/scopes";
@@ -71,10 +73,29 @@ export async function dispatch(request: Request): Promise<Response> {
     const { GET } = await import("@/app/api/files/[id]/route");
     return GET(request, { params: Promise.resolve({ id: url.pathname.split("/").pop()! }) });
   }
-  const loader = ROUTES[url.pathname] ?? (() => import("@/app/v1/[...path]/route") as Promise<RouteModule>);
+  const loader = ROUTES[url.pathname] ?? v1CatchAll(url.pathname);
+  // What Next answers where no route module matches, or the module lacks the method.
+  if (!loader) return new Response("<!DOCTYPE html><title>404: This page could not be found.</title>", { status: 404, headers: { "content-type": "text/html; charset=utf-8" } });
   const mod = await loader();
-  const handler = mod[request.method] as (r: Request) => Promise<Response>;
+  const handler = mod[request.method] as ((r: Request) => Promise<Response>) | undefined;
+  if (!handler) return new Response(null, { status: 405 });
   return handler(request);
+}
+
+/**
+ * The /v1 catch-all route, matched as Next matches it: `[...path]` needs at least one segment
+ * after /v1, `[[...path]]` also matches /v1 itself.
+ */
+function v1CatchAll(pathname: string): (() => Promise<RouteModule>) | undefined {
+  const v1 = path.resolve(import.meta.dirname, "../app/v1");
+  for (const [dir, matches] of [
+    ["[[...path]]", /^\/v1(\/.*)?$/],
+    ["[...path]", /^\/v1\/.+$/],
+  ] as const) {
+    const file = path.join(v1, dir, "route.ts");
+    if (existsSync(file) && matches.test(pathname)) return () => import(/* @vite-ignore */ file) as Promise<RouteModule>;
+  }
+  return undefined;
 }
 
 export async function call(method: string, pathAndQuery: string, options: CallOptions = {}): Promise<ApiResult> {

@@ -27,6 +27,8 @@ const STATUS_TEXT: Record<number, string> = {
   403: "Not allowed",
   404: "Not found",
   409: "Conflict",
+  413: "Content too large",
+  415: "Unsupported media type",
   429: "Rate limited",
   500: "Unexpected error",
   503: "Unavailable",
@@ -34,7 +36,9 @@ const STATUS_TEXT: Record<number, string> = {
 
 function errorResponses(op: Operation) {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of new Set<ErrorCode>([...op.errors, ...COMMON_ERRORS])) {
+  // Every JSON body is read with the MAX_JSON_BODY_BYTES limit.
+  const bodyErrors: ErrorCode[] = op.body ? ["request_too_large"] : [];
+  for (const code of new Set<ErrorCode>([...op.errors, ...bodyErrors, ...COMMON_ERRORS])) {
     if (!op.scope && code === "insufficient_scope") continue;
     const { status } = ERROR_CODES[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);

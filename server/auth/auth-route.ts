@@ -1,8 +1,10 @@
 import NextAuth from "next-auth";
+import { NextRequest } from "next/server";
 import { config } from "../config";
 import { ApiError } from "../errors";
+import { boundedRequest, jsonBodyLimit } from "../http/body";
 import { clientIp } from "../http/client-ip";
-import { newRequestId } from "../http/responses";
+import { errorResponse, newRequestId } from "../http/responses";
 import { throttleAuthAttempt } from "../services/auth-throttle";
 import { authOptions } from "./session";
 
@@ -15,7 +17,15 @@ type Handler = (req: Request, context: AuthRouteContext) => Promise<Response>;
 
 const nextAuth: Handler = async (req, context) => NextAuth(req as never, context as never, await authOptions());
 
-export async function handleAuth(req: Request, context: AuthRouteContext, inner: Handler = nextAuth): Promise<Response> {
+export async function handleAuth(original: Request, context: AuthRouteContext, inner: Handler = nextAuth): Promise<Response> {
+  let req: Request;
+  try {
+    // next-auth would buffer a body of any size before looking at it.
+    const bounded = await boundedRequest(original, jsonBodyLimit());
+    req = bounded === original ? original : new NextRequest(bounded);
+  } catch (err) {
+    return errorResponse(err, newRequestId());
+  }
   // The segments next-auth itself dispatches on: a credentials sign-in is POST callback/credentials.
   const [action, provider] = (await context.params).nextauth;
   if (req.method === "POST" && action === "callback" && provider === "credentials") {

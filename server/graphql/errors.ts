@@ -8,6 +8,18 @@ import { ApiError } from "../errors";
 // answer with. Anything else a resolver throws is masked; its cause is logged with the
 // request ID.
 
+/**
+ * Codes of the errors GraphQL and yoga find themselves (README "GraphQL"), kept as they are;
+ * every other code is one of the REST table's.
+ */
+export const GRAPHQL_PROTOCOL_CODES = [
+  "GRAPHQL_PARSE_FAILED",
+  "GRAPHQL_VALIDATION_FAILED",
+  "BAD_USER_INPUT",
+  "OPERATION_RESOLUTION_FAILURE",
+  "BAD_REQUEST",
+] as const;
+
 /** REST parameter names in the GraphQL spelling: reply_to -> replyTo, attachment.mime_type -> attachment.mimeType. */
 export const graphqlParam = (param: string) => param.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
@@ -58,7 +70,8 @@ export function withRequestId<R extends ExecutionResult>(result: R, requestId: s
     return new GraphQLError(error.message, {
       ...located(error),
       originalError: error.originalError,
-      extensions: { ...error.extensions, request_id: requestId },
+      // GraphQL leaves variable coercion errors ($x got an invalid value) without a code.
+      extensions: { ...error.extensions, code: error.extensions.code ?? "BAD_USER_INPUT", request_id: requestId },
     });
   });
   return { ...result, errors };

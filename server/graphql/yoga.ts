@@ -1,9 +1,10 @@
-import { createYoga, isAsyncIterable, mapAsyncIterator, type Plugin } from "graphql-yoga";
+import { createYoga, type GraphQLParams, isAsyncIterable, mapAsyncIterator, type Plugin } from "graphql-yoga";
 import { config } from "../config";
 import { ApiError } from "../errors";
 import { enforceRateLimit } from "../http/api-rate-limit";
-import { bodyChunks } from "../http/body";
+import { jsonBodyLimit, readText } from "../http/body";
 import { CORS_HEADERS, newRequestId } from "../http/responses";
+import { parseJson } from "../http/validation";
 import { callerCheck, createContext, type GraphQLContext, graphqlActor, hasSessionCookie, type RequestScope } from "./context";
 import { isHandledError, maskError, withRequestId } from "./errors";
 import { anonymousIntrospection, type IntrospectionMode, introspectionDisabledRule } from "./introspection";
@@ -14,13 +15,73 @@ import { schema } from "./schema";
 // unauthenticated client learns nothing about the schema (unless GRAPHQL_INTROSPECTION=on lets
 // it introspect). Outside production, GraphiQL is served on GET.
 
-/** Request bodies above this are refused before parsing (uploadFile takes at most 10 MiB, base64). */
+/**
+ * Request bodies above this are refused (413 request_too_large) before parsing, unless the
+ * JSON body limit is larger: uploadFile takes 10 MiB, which is 13.3 MiB of base64.
+ */
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+const bodyLimit = () => Math.max(MAX_BODY_BYTES, jsonBodyLimit());
+
+/** Tokens an operation may have (about 50 times what the field limits allow a real one). */
+const MAX_TOKENS = 10_000;
+/** Nesting of { ( [ an operation document may have, checked before the recursive parser. */
+const MAX_DOCUMENT_DEPTH = 64;
+
+/** Whether a GraphQL document nests deeper than `max`: one pass, outside strings and comments. */
+export function documentTooDeep(source: string, max = MAX_DOCUMENT_DEPTH): boolean {
+  let depth = 0;
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === "#") {
+      while (i < source.length && source[i] !== "\n" && source[i] !== "\r") i++;
+    } else if (c === '"') {
+      if (source.startsWith('"""', i)) {
+        const end = source.indexOf('"""', i + 3);
+        i = end < 0 ? source.length : end + 2;
+      } else {
+        for (i++; i < source.length && source[i] !== '"' && source[i] !== "\n"; i++) if (source[i] === "\\") i++;
+      }
+    } else if (c === "{" || c === "(" || c === "[") {
+      if (++depth > max) return true;
+    } else if (c === "}" || c === ")" || c === "]") depth--;
+  }
+  return false;
+}
+
+const isJson = (contentType: string | null) => {
+  const type = contentType?.split(";", 1)[0]!.trim().toLowerCase();
+  return type === "application/json" || type === "application/graphql+json";
+};
+
+function jsonParam(text: string | null, name: string): unknown {
+  return text ? parseJson(text, `The ${name} parameter`) : undefined;
+}
+
+/** GraphQL-over-HTTP parameters from a JSON body or a GET query string, with the limits of /v1. */
+async function requestParams(request: Request): Promise<GraphQLParams> {
+  let params: Record<string, unknown>;
+  if (request.method === "GET") {
+    const search = new URL(request.url).searchParams;
+    params = {
+      query: search.get("query") ?? undefined,
+      operationName: search.get("operationName") ?? undefined,
+      variables: jsonParam(search.get("variables"), "variables"),
+      extensions: jsonParam(search.get("extensions"), "extensions"),
+    };
+  } else {
+    const parsed = parseJson(await readText(request, bodyLimit()));
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw new ApiError("invalid_json", "The request body must be a JSON object ({ query, variables, operationName }).");
+    }
+    params = parsed as Record<string, unknown>;
+  }
+  if (typeof params.query === "string" && documentTooDeep(params.query)) {
+    throw new ApiError("query_too_complex", `The operation nests deeper than ${MAX_DOCUMENT_DEPTH} levels.`);
+  }
+  return params as GraphQLParams;
+}
 
 type ServerContext = { scope: RequestScope };
-
-const bodyTooLarge = () =>
-  new ApiError("file_too_large", `GraphQL requests may be at most ${MAX_BODY_BYTES} bytes; upload large files with POST /v1/files.`);
 
 /** The header a cookie-authenticated request may carry to pass the CSRF check (graphql-yoga's name). */
 export const CSRF_HEADER = "x-graphql-yoga-csrf";
@@ -45,20 +106,16 @@ function checkCsrf(request: Request): void {
 
 function requestPlugin(introspection: IntrospectionMode): Plugin<object, ServerContext> {
   return {
-    onRequestParse({ request, requestParser, setRequestParser, fetchAPI }) {
-      // Thrown here, it is answered like any request-level error (maskError, then request_id).
+    onRequestParse({ request, setRequestParser }) {
+      // Thrown here, an error is answered like any request-level error (maskError, then request_id).
       checkCsrf(request);
-      if (Number(request.headers.get("content-length") ?? "0") > MAX_BODY_BYTES) throw bodyTooLarge();
-      // A body without Content-Length (chunked) is read up to the limit and no further.
-      if (requestParser && request.body && !request.headers.has("content-length")) {
-        setRequestParser(async (req) => {
-          const chunks: Uint8Array[] = [];
-          for await (const chunk of bodyChunks(req, MAX_BODY_BYTES, bodyTooLarge)) chunks.push(chunk);
-          const headers = new fetchAPI.Headers(req.headers);
-          headers.delete("transfer-encoding");
-          return requestParser(new fetchAPI.Request(req.url, { method: req.method, headers, body: Buffer.concat(chunks) }));
-        });
+      if (request.method === "POST" && !isJson(request.headers.get("content-type"))) {
+        throw new ApiError("unsupported_media_type", "GraphQL requests are POSTed as application/json (or sent by GET).");
       }
+      if (request.method === "GET" || request.method === "POST") setRequestParser(requestParams);
+    },
+    onParse({ parseFn, setParseFn }) {
+      setParseFn((source, options) => parseFn(source, { ...options, maxTokens: MAX_TOKENS }));
     },
     async onParams({ request, params, context, setResult }) {
       try {
@@ -107,6 +164,8 @@ function createServer() {
     graphiql: !production && { title: "Relay GraphQL", headers: JSON.stringify({ Authorization: "Bearer sk_live_..." }) },
     landingPage: false,
     batching: false,
+    multipart: false,
+    maxRequestBodySize: false, // requestParams reads the body with its own limit
     cors: false, // the /v1 CORS headers are added below, for every response
     logging: {
       debug: () => undefined,

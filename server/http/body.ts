@@ -1,13 +1,31 @@
+import { config } from "../config";
+import { ApiError } from "../errors";
 import { fileTooLarge } from "../storage/blobs";
+
+// Request bodies are read with a cap, enforced while streaming: a body over it is refused
+// (413) from its Content-Length without reading it, or as soon as the bytes read pass the
+// cap, and the rest is never read or buffered.
+
+type TooLargeCode = "file_too_large" | "request_too_large";
+
+const mib = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
+
+function tooLarge(code: TooLargeCode, max: number): ApiError {
+  return code === "file_too_large"
+    ? fileTooLarge(max)
+    : new ApiError("request_too_large", `Request bodies may be at most ${max} bytes (${mib(max)}).`);
+}
+
+/** The largest JSON request body (MAX_JSON_BODY_BYTES). */
+export const jsonBodyLimit = () => config().MAX_JSON_BODY_BYTES;
 
 /**
  * The request body as chunks, at most `max` bytes: a declared Content-Length over it is refused
- * before anything is read, and a body that grows past it is cut off (the rest unread) with
- * file_too_large.
+ * before anything is read, and a body that grows past it is cut off (the rest unread).
  */
-export async function* bodyChunks(request: Request, max: number, tooLarge = () => fileTooLarge(max)): AsyncGenerator<Uint8Array> {
+export async function* bodyChunks(request: Request, max: number, tooBig = () => fileTooLarge(max)): AsyncGenerator<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > max) throw tooLarge();
+  if (Number.isFinite(declared) && declared > max) throw tooBig();
   if (!request.body) return;
   const reader = request.body.getReader();
   let size = 0;
@@ -20,7 +38,7 @@ export async function* bodyChunks(request: Request, max: number, tooLarge = () =
         return;
       }
       size += next.value.byteLength;
-      if (size > max) throw tooLarge();
+      if (size > max) throw tooBig();
       yield next.value;
     }
   } finally {
@@ -29,8 +47,23 @@ export async function* bodyChunks(request: Request, max: number, tooLarge = () =
 }
 
 /** Reads a request body up to `max` bytes, failing early past it. */
-export async function readBody(request: Request, max: number): Promise<Uint8Array> {
+export async function readBody(request: Request, max: number, code: TooLargeCode = "file_too_large"): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
-  for await (const chunk of bodyChunks(request, max)) chunks.push(chunk);
-  return Buffer.concat(chunks);
+  for await (const chunk of bodyChunks(request, max, () => tooLarge(code, max))) chunks.push(chunk);
+  return new Uint8Array(Buffer.concat(chunks));
+}
+
+/** A request body as text, at most `max` bytes (request_too_large past it). */
+export async function readText(request: Request, max: number): Promise<string> {
+  return new TextDecoder().decode(await readBody(request, max, "request_too_large"));
+}
+
+/**
+ * The same request with its body read (at most `max` bytes) and held in memory, for handlers
+ * of libraries that would otherwise buffer a body of any size (tRPC, next-auth).
+ */
+export async function boundedRequest(request: Request, max: number): Promise<Request> {
+  if (!request.body) return request;
+  const body = await readBody(request, max, "request_too_large");
+  return new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal });
 }

@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { ApiError, invalidParam, missingParam } from "../errors";
+import { jsonBodyLimit, readText } from "./body";
 
 // Turns zod failures into the SPEC.md codes: a field that is absent is
 // missing_required_parameter, any other failure invalid_parameter_value; `param` names it.
@@ -13,19 +14,35 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
-/** PostgreSQL text cannot hold NUL: refuse it up front, naming the field. */
-function rejectNul(value: unknown, path: string): void {
-  if (typeof value === "string") {
-    if (value.includes("\u0000")) throw invalidParam(path || "body", `Invalid value for '${path}': must not contain NUL characters.`);
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => rejectNul(v, path ? `${path}.${i}` : String(i)));
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) rejectNul(v, path ? `${path}.${k}` : k);
+// A lone UTF-16 surrogate (JSON "\ud800") cannot be encoded as UTF-8: the database driver
+// fails on it. Without the u flag the regexp sees code units; each alternative looks one unit
+// around, so the scan is linear.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Refuses strings the database cannot store (NUL, lone surrogates) anywhere in `input`,
+ * naming the field. Iterative, so no input nests deep enough to overflow the stack.
+ */
+export function rejectUnsafeStrings(input: unknown, root = ""): void {
+  const stack: [unknown, string][] = [[input, root]];
+  while (stack.length) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === "string") {
+      const problem = value.includes("\u0000") ? "NUL characters" : LONE_SURROGATE.test(value) ? "unpaired UTF-16 surrogates" : null;
+      if (problem) throw invalidParam(path || "body", `Invalid value for '${path || "body"}': must not contain ${problem}.`);
+    } else if (value !== null && typeof value === "object") {
+      // Pushed in reverse, so the first offending field in document order is reported.
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, v] = entries[i]!;
+        stack.push([v, path ? `${path}.${k}` : k]);
+      }
+    }
   }
 }
 
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
-  rejectNul(input, "");
+  rejectUnsafeStrings(input);
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
@@ -45,16 +62,45 @@ export function queryObject(url: URL): Record<string, string> {
   return out;
 }
 
-/** Reads a JSON object body; an empty body is {} (then missing fields are reported). */
-export async function jsonBody(request: Request): Promise<Record<string, unknown>> {
-  const text = await request.text();
-  if (text.trim() === "") return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new ApiError("invalid_json", "The request body is not valid JSON.");
+/** Deepest nesting of arrays and objects a JSON request may have. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests deeper than `max`: one linear pass over the brackets outside
+ * strings, so a hostile body is refused before anything recursive (parsers, validators,
+ * walkers) meets it.
+ */
+export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
   }
+  return false;
+}
+
+/** JSON.parse for request input: invalid_json for malformed or too deeply nested text. */
+export function parseJson(text: string, what = "The request body"): unknown {
+  if (jsonTooDeep(text)) throw new ApiError("invalid_json", `${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError("invalid_json", `${what} is not valid JSON.`);
+  }
+}
+
+/** Reads a JSON object body (at most MAX_JSON_BODY_BYTES); an empty body is {} (then missing fields are reported). */
+export async function jsonBody(request: Request): Promise<Record<string, unknown>> {
+  const text = await readText(request, jsonBodyLimit());
+  if (text.trim() === "") return {};
+  const parsed = parseJson(text);
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new ApiError("invalid_json", "The request body must be a JSON object.");
   }

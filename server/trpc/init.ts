@@ -5,6 +5,7 @@ import { ZodError } from "zod";
 import { MAX_TRPC_BATCH } from "../../lib/trpc-batch";
 import type { Actor } from "../auth/actor";
 import { ApiError, type ErrorCode } from "../errors";
+import { rejectUnsafeStrings } from "../http/validation";
 
 // tRPC for the dashboard. Procedures are thin: parse with the shared zod schema, call one
 // service with the session's Actor. Errors keep the REST code (data.code) and request ID.
@@ -78,9 +79,16 @@ const translateErrors = t.middleware(async ({ next }) => {
   return result;
 });
 
+/** The database cannot store NUL or lone surrogates: refused as in /v1, naming the field. */
+const rejectUnsafeInput = t.middleware(async ({ getRawInput, next }) => {
+  // Unparsable input is left to the input parser, after the session check (401 first).
+  rejectUnsafeStrings(await getRawInput().catch(() => undefined));
+  return next();
+});
+
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
-export const publicProcedure = t.procedure.use(translateErrors);
+export const publicProcedure = t.procedure.use(translateErrors).use(rejectUnsafeInput);
 
 /** Signed in: ctx.actor is the session's account. */
 export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {

@@ -45,10 +45,12 @@ function forbiddenV4(n: number): boolean {
 /** The eight 16-bit groups of a valid IPv6 address (a trailing dotted IPv4 part included). */
 function ipv6Groups(ip: string): number[] {
   let text = ip;
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (dotted) {
-    const n = ipv4ToInt(dotted[0]);
-    text = `${text.slice(0, dotted.index)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+  // The dotted IPv4 tail, if any, is what follows the last colon (an anchored test: linear).
+  const tailStart = text.lastIndexOf(":") + 1;
+  const dotted = text.slice(tailStart);
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(dotted)) {
+    const n = ipv4ToInt(dotted);
+    text = `${text.slice(0, tailStart)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
   }
   const [head = "", tail] = text.split("::");
   const parse = (part: string) => (part ? part.split(":").map((g) => parseInt(g, 16)) : []);
@@ -76,7 +78,9 @@ function forbiddenV6(g: number[]): boolean {
 
 /** Whether a literal IP address is one a webhook may not be delivered to; false for non-IPs. */
 export function isForbiddenAddress(ip: string): boolean {
-  const address = ip.replace(/^\[(.*)\]$/, "$1").replace(/%.*$/, ""); // brackets, IPv6 zone id
+  const unbracketed = ip.replace(/^\[(.*)\]$/, "$1");
+  const zone = unbracketed.indexOf("%"); // an IPv6 zone id; not a regexp, which backtracks on many '%'
+  const address = zone < 0 ? unbracketed : unbracketed.slice(0, zone);
   if (net.isIPv4(address)) return forbiddenV4(ipv4ToInt(address));
   if (net.isIPv6(address)) return forbiddenV6(ipv6Groups(address));
   return false;

@@ -1,9 +1,9 @@
 // GET /v1/openapi.json - the OpenAPI 3.1 document of /v1 (no key needed)
 import { openApiDocument } from "@/server/api/openapi";
-import { CORS_HEADERS, preflightResponse } from "@/server/http/responses";
+import { routes } from "@/server/http/api-route";
+import { CORS_HEADERS, newRequestId } from "@/server/http/responses";
 
-export function GET(): Response {
-  return Response.json(openApiDocument(), { headers: { ...CORS_HEADERS, "Cache-Control": "public, max-age=300" } });
-}
-
-export const OPTIONS = preflightResponse;
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
+  GET: () =>
+    Response.json(openApiDocument(), { headers: { ...CORS_HEADERS, "Cache-Control": "public, max-age=300", "Request-Id": newRequestId() } }),
+});

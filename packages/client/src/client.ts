@@ -128,7 +128,10 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 
 /** The URL of an operation: baseUrl + path + query string (undefined and null values left out). */
 export function buildUrl(baseUrl: string, path: string, query?: Record<string, unknown>): string {
-  const url = new URL(baseUrl.replace(/\/+$/, "") + path);
+  // Trailing slashes trimmed by a loop: /\/+$/ backtracks quadratically on a long run of them.
+  let end = baseUrl.length;
+  while (end > 0 && baseUrl[end - 1] === "/") end--;
+  const url = new URL(baseUrl.slice(0, end) + path);
   for (const [name, value] of Object.entries(query ?? {})) {
     if (value === undefined || value === null) continue;
     url.searchParams.append(name, String(value));
