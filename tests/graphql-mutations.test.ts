@@ -198,7 +198,7 @@ describe("GraphQL mutations: sending", () => {
 });
 
 describe("GraphQL request size", () => {
-  it("a chunked request body (no Content-Length) is cut off at 16 MiB with file_too_large, the rest unread", async () => {
+  it("a chunked request body (no Content-Length) is cut off at 16 MiB with request_too_large, the rest unread", async () => {
     const f = await makeAccount();
     const state = { pulls: 0, cancelled: false };
     const prefix = new TextEncoder().encode(`{"query":"mutation($c: String!) { uploadFile(input: { contentBase64: $c }) { id } }","variables":{"c":"`);
@@ -220,7 +220,8 @@ describe("GraphQL request size", () => {
       } as RequestInit),
     );
     const json = await res.json();
-    expect(json.errors[0].extensions).toMatchObject({ code: "file_too_large", request_id: expect.stringMatching(/^req_/) });
+    expect(res.status).toBe(413);
+    expect(json.errors[0].extensions).toMatchObject({ code: "request_too_large", request_id: expect.stringMatching(/^req_/) });
     expect(state.pulls).toBeLessThanOrEqual(20);
     expect(state.cancelled).toBe(true);
   });
