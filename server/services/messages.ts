@@ -5,7 +5,8 @@ import type { Message } from "../generated/prisma/client";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
 import { serializeMessage, serializeReaction } from "../serializers";
 import { fileUrlSigner } from "../storage/signed-urls";
-import { getChat, rejectForeignId, resolveChat } from "./chats";
+import { getChat, resolveChat } from "./chats";
+import { rejectForeignId } from "./id-params";
 import { assertLineIdAccess, resolveLine } from "./lines";
 import { whereOnLine } from "./tenancy";
 

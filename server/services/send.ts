@@ -9,11 +9,12 @@ import { ApiError, invalidParam, missingParam } from "../errors";
 import type { Chat, Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { hit } from "../http/rate-limit";
-import { isId, newId } from "../ids";
+import { newId } from "../ids";
 import { processSingleton } from "../singleton";
 import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../platform/events";
 import { resolveChat } from "./chats";
 import { findFile } from "./files";
+import { requireIdKind } from "./id-params";
 import { resolveLine } from "./lines";
 import { findMessage } from "./messages";
 import { DAY_MS, sandboxQuotaBucket } from "./sandbox";
@@ -144,7 +145,7 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
   const attachments = input.attachments ?? [];
   if (text === null && attachments.length === 0) throw missingParam("text");
   for (const id of attachments) {
-    if (!isId("file", id)) throw invalidParam("attachments", `'${id}' is not a file_ ID; upload files with POST /v1/files first.`);
+    requireIdKind("file", id, "attachments");
   }
   const { line, chat } = await prepareWrite(actor, input.from, input.to);
   for (const id of attachments) await findFile(actor, id, "attachments");
