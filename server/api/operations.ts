@@ -226,7 +226,7 @@ export const OPERATIONS = {
     scope: "files:read",
     query: FileQuery,
     redirect: true,
-    errors: ["file_not_found"],
+    errors: ["file_not_found", "invalid_parameter_value"],
   },
   listWebhooks: {
     method: "GET",
