@@ -124,6 +124,7 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
     PUBLIC_URL: base,
     PORT: String(port),
     WEBHOOK_ALLOW_INSECURE: "true",
+    SIMULATOR_ENABLED: "true",
   };
   let dataDir: string | undefined;
   const schema = `bench_${Date.now()}`;
