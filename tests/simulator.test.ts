@@ -3,7 +3,7 @@ import { sessionActorFor } from "@/server/auth/session";
 import { resetConfig } from "@/server/config";
 import { ingestInbound } from "@/server/services/inbound";
 import { createCaller } from "@/server/trpc/router";
-import { call, type Fixture, get, makeAccount, makeKey, phone, post } from "./helpers";
+import { call, type Fixture, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 
 // The simulated other phone (/api/simulator/*) is a tool for one account's own lines: it never
 // shows another account's messages, never takes another account's paired sandbox phone,
@@ -79,6 +79,28 @@ describe("guid dedupe is per line", () => {
     );
     expect(results.map((r) => r.status)).toEqual(Array(6).fill(201));
     expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+  });
+
+  it("a guid used on two lines of one account: replies and reactions find the message in their own chat", async () => {
+    const f = await makeAccount();
+    const { createLine } = await import("@/server/services/lines");
+    const second = await createLine({ accountId: f.accountId, handle: phone(), advancedFeatures: true });
+    const guid = `TWO-LINES-${Date.now()}`;
+    const contact = phone();
+    const onFirst = await post("/api/simulator/messages", f.key, { line: f.line.handle, from: contact, text: "parent on line 1", guid });
+    const onSecond = await post("/api/simulator/messages", f.key, { line: second.handle, from: contact, text: "parent on line 2", guid });
+    expect(onSecond.body.id).not.toBe(onFirst.body.id);
+    const reply = await post("/api/simulator/messages", f.key, { line: f.line.handle, from: contact, text: "reply", reply_to_guid: guid });
+
+    const res = await gql(f.key, `query($id: String!) { message(id: $id) { replyTo { id } } }`, { id: reply.body.id });
+    expect(res.body.errors).toBeUndefined();
+    expect(res.body.data.message.replyTo).toEqual({ id: onFirst.body.id });
+
+    // A reply sent from line 1 naming the GUID is in the same chat, not refused as another chat's.
+    const sent = await post("/v1/messages", f.key, { from: f.line.handle, to: contact, text: "answer", reply_to: guid });
+    expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+    const reacted = await post("/v1/reactions", f.key, { from: second.handle, to: contact, message_id: guid, type: "love" });
+    expect(reacted.status, JSON.stringify(reacted.body)).toBe(200);
   });
 
   it("a platform bridge's guid is scoped to the line too", async () => {
