@@ -142,6 +142,7 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
     PORT: String(port),
     WEBHOOK_ALLOW_INSECURE: "true",
     BENCH_ECHO: "true",
+    SIMULATOR_ENABLED: "true",
   };
   let dataDir: string | undefined;
   const schema = `bench_${Date.now()}`;

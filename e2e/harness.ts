@@ -40,6 +40,8 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NODE_ENV: "production" as const,
+    // The e2e suites drive the other phone through the simulator, off by default in production.
+    SIMULATOR_ENABLED: "true",
     NEXT_TELEMETRY_DISABLED: "1",
     DATA_DIR: dataDir,
     PUBLIC_URL: base,

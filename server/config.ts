@@ -68,8 +68,10 @@ const EnvSchema = z.object({
   INNGEST_EVENT_KEY: z.string().trim().optional(),
   INNGEST_SIGNING_KEY: z.string().trim().optional(),
   INNGEST_BASE_URL: z.string().url().optional().or(z.literal("").transform(() => undefined)),
-  /** Allow http:// and private/loopback webhook URLs (default: on except in production). */
+  /** Allow http:// and private/loopback webhook URLs (default: on only in development and test). */
   WEBHOOK_ALLOW_INSECURE: bool.optional(),
+  /** The simulated other phone at /api/simulator/* (default: on only in development and test). */
+  SIMULATOR_ENABLED: bool.optional(),
   /** "1"/"true" for an Inngest dev server (no signatures), "0" for a self-hosted or cloud server; or the dev server's URL. */
   INNGEST_DEV: z.string().trim().optional(),
   /** Serves /api/bench/echo, the trivial route npm run bench measures /v1 against. */
@@ -81,23 +83,32 @@ export type Config = z.infer<typeof EnvSchema> & {
   /** Which engine delivers the outbox: the embedded runner, or Inngest functions. */
   deliveryEngine: "embedded" | "inngest";
   webhookAllowInsecure: boolean;
+  simulatorEnabled: boolean;
+  /**
+   * Production-like: any NODE_ENV but development and test (staging, preview, a typo), so a
+   * deployment gets the secure defaults unless it says otherwise: no insecure webhook URLs,
+   * GraphiQL or introspection, development seed account, or simulator.
+   */
   isProduction: boolean;
   isTest: boolean;
 };
 
-function parse(env: NodeJS.ProcessEnv): Config {
+/** Parses an environment (process.env, or a literal one in tests). */
+export function parseConfig(env: Record<string, string | undefined>): Config {
   const result = EnvSchema.safeParse(env);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`Invalid environment configuration:\n${lines.join("\n")}`);
   }
   const c = result.data;
+  const isProduction = c.NODE_ENV !== "development" && c.NODE_ENV !== "test";
   return {
     ...c,
     dataDir: c.DATA_DIR === ":memory:" ? null : path.resolve(c.DATA_DIR),
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
-    webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? c.NODE_ENV !== "production",
-    isProduction: c.NODE_ENV === "production",
+    webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? !isProduction,
+    simulatorEnabled: c.SIMULATOR_ENABLED ?? !isProduction,
+    isProduction,
     isTest: c.NODE_ENV === "test",
   };
 }
@@ -105,7 +116,7 @@ function parse(env: NodeJS.ProcessEnv): Config {
 let cached: Config | undefined;
 
 export function config(): Config {
-  cached ??= parse(process.env);
+  cached ??= parseConfig(process.env);
   return cached;
 }
 

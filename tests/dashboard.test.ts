@@ -172,6 +172,7 @@ describe("tenancy", () => {
       "simulator.reaction": () => outsider.simulator.reaction({ line: a.line.handle, from: alice, message_id: m.id, type: "like", added: true }),
       "simulator.typing": () => outsider.simulator.typing({ line: a.line.handle, from: alice, is_typing: true }),
       "simulator.inbox": () => outsider.simulator.inbox({ line: a.line.handle, contact: alice, limit: 100 }),
+      "simulator.status": () => outsider.simulator.status(),
     };
     expect(Object.keys(calls).sort()).toEqual(Object.keys(appRouter._def.procedures).sort());
 

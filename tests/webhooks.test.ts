@@ -78,7 +78,9 @@ describe("/v1/webhooks", () => {
       param: "url",
     });
     expect((await del(f.key, {})).body.error).toMatchObject({ code: "missing_required_parameter", param: "id" });
-    expect((await del(f.key, { id: "msg_123" })).body.error.code).toBe("webhook_not_found");
+    // SPEC.md: a wrong ID prefix is invalid_parameter_value; a wh_ ID that names nothing is webhook_not_found.
+    expect((await del(f.key, { id: "msg_123" })).body.error).toMatchObject({ code: "invalid_parameter_value", param: "id" });
+    expect((await del(f.key, { id: "wh_123" })).body.error).toMatchObject({ code: "webhook_not_found", param: "id" });
 
     process.env.WEBHOOK_ALLOW_INSECURE = "false";
     resetConfig();

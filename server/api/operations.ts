@@ -226,7 +226,7 @@ export const OPERATIONS = {
     scope: "files:read",
     query: FileQuery,
     redirect: true,
-    errors: ["file_not_found", "line_not_accessible"],
+    errors: ["file_not_found", "line_not_accessible", "invalid_parameter_value"],
   },
   listWebhooks: {
     method: "GET",

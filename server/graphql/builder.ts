@@ -6,6 +6,7 @@ import ScopeAuthPlugin from "@pothos/plugin-scope-auth";
 import { getNullableType, type GraphQLField, GraphQLList } from "graphql";
 import { requireScope } from "../auth/api-keys";
 import type { Scope } from "../auth/scopes";
+import { config } from "../config";
 import { ApiError } from "../errors";
 import type PrismaTypes from "../generated/pothos-prisma-types";
 import { getDatamodel } from "../generated/pothos-prisma-types";
@@ -66,7 +67,7 @@ export const builder = new SchemaBuilder<{
     filterConnectionTotalCount: true,
     defaultConnectionSize: DEFAULT_LIMIT,
     maxConnectionSize: MAX_LIMIT,
-    onUnusedQuery: process.env.NODE_ENV === "production" ? null : "error",
+    onUnusedQuery: config().isProduction ? null : "error",
   },
   complexity: {
     fieldComplexity,

@@ -12,15 +12,15 @@ import { whereForActor } from "../services/tenancy";
 type MessageQuery = Pick<Prisma.MessageFindManyArgs, "include" | "select">;
 
 export interface Loaders {
-  /** The caller's messages by platform GUID. */
-  messageByGuid(query: MessageQuery): DataLoader<string, Message | null>;
+  /** The caller's messages by `${chatId} ${guid}` (a GUID is unique per line, not per account). */
+  messageInChatByGuid(query: MessageQuery): DataLoader<string, Message | null>;
   /** The caller's messages by the outbox item that sent them. */
   messageByOutboxId(query: MessageQuery): DataLoader<string, Message | null>;
 }
 
 export function createLoaders(actor: Actor, prisma: PrismaClient): Loaders {
   const loaders = new Map<string, DataLoader<string, Message | null>>();
-  const messagesBy = (key: "guid" | "outboxId") => (query: MessageQuery) => {
+  const messagesBy = (key: "outboxId") => (query: MessageQuery) => {
     const name = `${key} ${JSON.stringify(query)}`;
     let loader = loaders.get(name);
     if (!loader) {
@@ -40,5 +40,25 @@ export function createLoaders(actor: Actor, prisma: PrismaClient): Loaders {
     }
     return loader;
   };
-  return { messageByGuid: messagesBy("guid"), messageByOutboxId: messagesBy("outboxId") };
+  const inChatByGuid = (query: MessageQuery) => {
+    const name = `chat-guid ${JSON.stringify(query)}`;
+    let loader = loaders.get(name);
+    if (!loader) {
+      loader = new DataLoader(
+        async (keys: readonly string[]) => {
+          const pairs = keys.map((k) => {
+            const at = k.indexOf(" "); // chat IDs have no spaces; GUIDs may
+            return { chatId: k.slice(0, at), guid: k.slice(at + 1) };
+          });
+          const rows = await prisma.message.findMany({ ...query, where: { ...(await whereForActor(actor)), OR: pairs } });
+          const byKey = new Map(rows.map((m) => [`${m.chatId} ${m.guid}`, m]));
+          return keys.map((k) => byKey.get(k) ?? null);
+        },
+        { cache: false },
+      );
+      loaders.set(name, loader);
+    }
+    return loader;
+  };
+  return { messageInChatByGuid: inChatByGuid, messageByOutboxId: messagesBy("outboxId") };
 }

@@ -126,9 +126,19 @@ type RouteHandler = (request: Request) => Promise<Response> | Response;
 
 /**
  * Completes a route module: CORS preflight, and a JSON 404 (Stripe's "Unrecognized request
- * URL") for every method the path does not implement, instead of Next's empty 405.
+ * URL") for every method the path does not implement, instead of Next's empty 405. A path
+ * whose `enabled()` is false (a feature switched off) answers like an unknown one, before
+ * authentication.
  */
-export function routes(handlers: Partial<Record<Method, RouteHandler>>): Record<Method | "OPTIONS", RouteHandler> {
-  const pick = (m: Method): RouteHandler => handlers[m] ?? routeNotFound;
+export function routes(
+  handlers: Partial<Record<Method, RouteHandler>>,
+  options: { enabled?: () => boolean } = {},
+): Record<Method | "OPTIONS", RouteHandler> {
+  const { enabled } = options;
+  const pick = (m: Method): RouteHandler => {
+    const handler = handlers[m];
+    if (!handler) return routeNotFound;
+    return enabled ? (request) => (enabled() ? handler(request) : routeNotFound(request)) : handler;
+  };
   return { GET: pick("GET"), POST: pick("POST"), PUT: pick("PUT"), PATCH: pick("PATCH"), DELETE: pick("DELETE"), OPTIONS: preflightResponse };
 }

@@ -1,26 +1,13 @@
 import type { Actor } from "../auth/actor";
 import { getDb } from "../db";
-import { ApiError, invalidParam } from "../errors";
+import { ApiError } from "../errors";
 import type { Chat, Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
-import { ID_PREFIXES, isId } from "../ids";
 import { serializeChat } from "../serializers";
+import { rejectForeignId } from "./id-params";
 import { assertLineAccess, resolveLine } from "./lines";
 import { whereOnLine } from "./tenancy";
-
-const FOREIGN_PREFIX = new RegExp(`^(${Object.values(ID_PREFIXES).join("|")})_`);
-
-/** Throws invalid_parameter_value for a value carrying another resource's ID prefix. */
-export function rejectForeignId(value: string, allowed: "chat" | "message" | null, param: string): void {
-  const m = FOREIGN_PREFIX.exec(value);
-  if (!m) return;
-  if (allowed && m[1] === ID_PREFIXES[allowed]) {
-    if (!isId(allowed, value)) throw invalidParam(param, `'${value}' is not a valid ${ID_PREFIXES[allowed]}_ ID.`);
-    return;
-  }
-  throw invalidParam(param, `'${value}' has the wrong ID prefix for '${param}'.`);
-}
 
 /** The chat named by `to` (cht_ ID, phone number or account ID) on a line, for this account. */
 export async function resolveChat(actor: Actor, line: Line, to: string, param = "to"): Promise<Chat> {

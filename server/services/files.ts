@@ -2,10 +2,10 @@ import type { Actor } from "../auth/actor";
 import { getDb } from "../db";
 import { ApiError, invalidParam } from "../errors";
 import type { File } from "../generated/prisma/client";
-import { isId } from "../ids";
 import { type StoredBlob, storeBlob } from "../storage/blobs";
 import { storage } from "../storage";
 import { fileUrlSigner } from "../storage/signed-urls";
+import { requireIdKind } from "./id-params";
 import { fileInScope } from "./tenancy";
 
 // Uploaded files (POST /v1/files): raw bytes with their Content-Type and an optional
@@ -147,7 +147,7 @@ export async function openFileBytes(file: File): Promise<AsyncIterable<Uint8Arra
 
 /** A file of the caller's account, or file_not_found; line_not_accessible for a file received on a line the key may not use. */
 export async function findFile(actor: Actor, id: string, param = "id"): Promise<File> {
-  if (!isId("file", id)) throw invalidParam(param, `'${id}' is not a valid file_ ID.`);
+  requireIdKind("file", id, param);
   const db = await getDb();
   const file = await db.file.findFirst({ where: { id, accountId: actor.accountId } });
   if (!file) throw new ApiError("file_not_found", `No file with ID '${id}'.`, { param });

@@ -109,7 +109,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
   const db = await getDb();
   const sender = normalizeHandle(event.sender);
   if (event.guid) {
-    const existing = await db.message.findUnique({ where: { guid: event.guid } });
+    const existing = await db.message.findUnique({ where: { lineId_guid: { lineId: line.id, guid: event.guid } } });
     if (existing) return { message: existing, created: false };
   }
   const text = event.text ?? null;
@@ -129,68 +129,79 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
   const service = event.service ?? lineService(line);
   const unpaired: string[] = [];
   const url = await fileUrlSigner(); // not inside the transaction: PGlite has one connection
-  const message = await db.$transaction(async (tx) => {
-    const accountId = await routeAccount(tx, line, sender, text, now, unpaired);
-    let chat: Chat;
-    if (event.group) {
-      const participants = [...new Set([sender, ...event.group.participants.map(normalizeHandle)])].filter(
-        (p) => p !== line.handle,
-      );
-      const identifier = event.group.id ?? groupIdentifier(line.id, participants);
-      chat = await upsertChat(tx, line, accountId, identifier, { isGroup: true, participants, name: event.group.name, service });
-    } else {
-      chat = await directChat(tx, line, accountId, sender);
-    }
-    const id = newId("message");
-    let attachment: Attachment | null = null;
-    const created = await tx.message.create({
-      data: {
-        id,
-        accountId,
-        lineId: line.id,
-        chatId: chat.id,
-        guid: event.guid ?? randomUUID().toUpperCase(),
-        sender,
-        text: text === "" ? null : text,
-        isFromMe: false,
-        isAudioMessage: event.attachment?.mimeType.startsWith("audio/") || isAudio ? isAudio : null,
-        service,
-        replyToGuid: event.replyToGuid ?? null,
-        sentAt,
-      },
-    });
-    if (file && event.attachment) {
-      await tx.file.create({
+  let message: Message;
+  try {
+    message = await db.$transaction(async (tx) => {
+      const accountId = await routeAccount(tx, line, sender, text, now, unpaired);
+      let chat: Chat;
+      if (event.group) {
+        const participants = [...new Set([sender, ...event.group.participants.map(normalizeHandle)])].filter(
+          (p) => p !== line.handle,
+        );
+        const identifier = event.group.id ?? groupIdentifier(line.id, participants);
+        chat = await upsertChat(tx, line, accountId, identifier, { isGroup: true, participants, name: event.group.name, service });
+      } else {
+        chat = await directChat(tx, line, accountId, sender);
+      }
+      const id = newId("message");
+      let attachment: Attachment | null = null;
+      const created = await tx.message.create({
         data: {
-          id: file.id,
+          id,
           accountId,
-          filename: event.attachment.filename,
-          mimeType: event.attachment.mimeType,
-          size: file.size,
-          sha256: file.sha256,
-          storageKey: file.storageKey,
+          lineId: line.id,
+          chatId: chat.id,
+          guid: event.guid ?? randomUUID().toUpperCase(),
+          sender,
+          text: text === "" ? null : text,
+          isFromMe: false,
+          isAudioMessage: event.attachment?.mimeType.startsWith("audio/") || isAudio ? isAudio : null,
+          service,
+          replyToGuid: event.replyToGuid ?? null,
+          sentAt,
         },
       });
-      attachment = await tx.attachment.create({
-        data: {
-          id: newId("attachment"),
-          messageId: id,
-          fileId: file.id,
-          filename: event.attachment.filename,
-          mimeType: event.attachment.mimeType,
-          size: file.size,
-          transcription: isAudio ? (event.transcription ?? null) : null,
-        },
-      });
-    }
-    const later = chat.lastMessageAt && chat.lastMessageAt > sentAt ? chat.lastMessageAt : sentAt;
-    await tx.chat.update({ where: { id: chat.id }, data: { hasReceivedInbound: true, lastMessageAt: later } });
-    const attachments = attachment ? [attachment] : [];
-    const data = { ...serializeMessage({ ...created, attachments }, url), line_handle: line.handle };
-    await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: "message.received", data }]);
-    await notifyLiveAtCommit(prismaQuery(tx), [receivedEvent(created)]);
-    return created;
-  });
+      if (file && event.attachment) {
+        await tx.file.create({
+          data: {
+            id: file.id,
+            accountId,
+            filename: event.attachment.filename,
+            mimeType: event.attachment.mimeType,
+            size: file.size,
+            sha256: file.sha256,
+            storageKey: file.storageKey,
+          },
+        });
+        attachment = await tx.attachment.create({
+          data: {
+            id: newId("attachment"),
+            messageId: id,
+            fileId: file.id,
+            filename: event.attachment.filename,
+            mimeType: event.attachment.mimeType,
+            size: file.size,
+            transcription: isAudio ? (event.transcription ?? null) : null,
+          },
+        });
+      }
+      const later = chat.lastMessageAt && chat.lastMessageAt > sentAt ? chat.lastMessageAt : sentAt;
+      await tx.chat.update({ where: { id: chat.id }, data: { hasReceivedInbound: true, lastMessageAt: later } });
+      const attachments = attachment ? [attachment] : [];
+      const data = { ...serializeMessage({ ...created, attachments }, url), line_handle: line.handle };
+      await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: "message.received", data }]);
+      await notifyLiveAtCommit(prismaQuery(tx), [receivedEvent(created)]);
+      return created;
+    });
+  } catch (err) {
+    // The same GUID ingested concurrently: the other request stored it; this one is a repeat.
+    const existing =
+      event.guid && (err as { code?: unknown }).code === "P2002"
+        ? await db.message.findUnique({ where: { lineId_guid: { lineId: line.id, guid: event.guid } } })
+        : null;
+    if (existing) return { message: existing, created: false };
+    throw err;
+  }
   for (const accountId of new Set([message.accountId, ...unpaired])) await notifyChange(accountId);
   publishLocal([receivedEvent(message)]);
   wakeWebhooks();

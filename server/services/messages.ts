@@ -5,20 +5,26 @@ import type { Message } from "../generated/prisma/client";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
 import { serializeMessage, serializeReaction } from "../serializers";
 import { fileUrlSigner } from "../storage/signed-urls";
-import { getChat, rejectForeignId, resolveChat } from "./chats";
+import { getChat, resolveChat } from "./chats";
+import { rejectForeignId } from "./id-params";
 import { assertLineIdAccess, resolveLine } from "./lines";
 import { whereOnLine } from "./tenancy";
 
 export type MessageJson = ReturnType<typeof serializeMessage>;
 
-/** Finds a message of the caller's account by msg_ ID or platform GUID, checking line access. */
-export async function findMessage(actor: Actor, ref: string, param: string): Promise<Message> {
+/**
+ * Finds a message of the caller's account by msg_ ID or platform GUID, checking line access.
+ * A GUID is unique per line, so one account may hold it on several lines: the one in
+ * `inChat` (the chat a reply or reaction goes to) wins.
+ */
+export async function findMessage(actor: Actor, ref: string, param: string, inChat?: string): Promise<Message> {
   const db = await getDb();
   const value = ref.trim();
   rejectForeignId(value, "message", param);
-  const message = await db.message.findFirst({
-    where: value.startsWith("msg_") ? { id: value, accountId: actor.accountId } : { guid: value, accountId: actor.accountId },
-  });
+  const message = value.startsWith("msg_")
+    ? await db.message.findFirst({ where: { id: value, accountId: actor.accountId } })
+    : ((inChat ? await db.message.findFirst({ where: { guid: value, accountId: actor.accountId, chatId: inChat } }) : null) ??
+      (await db.message.findFirst({ where: { guid: value, accountId: actor.accountId }, orderBy: { id: "asc" } })));
   if (!message) throw new ApiError("message_not_found", `No message with ID or GUID '${value}'.`, { param });
   await assertLineIdAccess(actor, message.lineId);
   return message;

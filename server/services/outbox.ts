@@ -1,8 +1,8 @@
 import type { Actor } from "../auth/actor";
 import { getDb } from "../db";
-import { ApiError, invalidParam } from "../errors";
+import { ApiError } from "../errors";
 import { keysetDesc, type Page, toPage } from "../http/pagination";
-import { isId } from "../ids";
+import { requireIdKind } from "./id-params";
 import { serializeOutboxItem } from "../serializers";
 import { assertLineIdAccess, resolveLine } from "./lines";
 import { whereForActor, whereOnLine } from "./tenancy";
@@ -13,7 +13,7 @@ export { OUTBOX_STATUSES, type OutboxStatus };
 
 /** An outbox item of the caller's account on a line it may use, or outbox_item_not_found. */
 export async function findOutboxItem(actor: Actor, id: string) {
-  if (!isId("outbox", id)) throw invalidParam("id", `'${id}' is not a valid obx_ ID.`);
+  requireIdKind("outbox", id, "id");
   const db = await getDb();
   const item = await db.outboxItem.findFirst({ where: { id, accountId: actor.accountId } });
   if (!item) throw new ApiError("outbox_item_not_found", `No outbox item with ID '${id}'.`, { param: "id" });

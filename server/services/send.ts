@@ -9,11 +9,12 @@ import { ApiError, invalidParam, missingParam } from "../errors";
 import type { Chat, Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { hit } from "../http/rate-limit";
-import { isId, newId } from "../ids";
+import { newId } from "../ids";
 import { processSingleton } from "../singleton";
 import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../platform/events";
 import { resolveChat } from "./chats";
 import { findFile } from "./files";
+import { requireIdKind } from "./id-params";
 import { resolveLine } from "./lines";
 import { findMessage } from "./messages";
 import { DAY_MS, sandboxQuotaBucket } from "./sandbox";
@@ -134,7 +135,7 @@ export const target = (chat: Chat) => ({ chat_id: chat.id, to: chat.identifier, 
 /** The GUID of the message `reply_to` names, which must be in the chat being sent to. */
 export async function parentGuid(actor: Actor, chat: Chat, replyTo: string | null | undefined): Promise<string | null> {
   if (!replyTo) return null;
-  const parent = await findMessage(actor, replyTo, "reply_to");
+  const parent = await findMessage(actor, replyTo, "reply_to", chat.id);
   if (parent.chatId !== chat.id) throw invalidParam("reply_to", "reply_to must be a message in the same chat.");
   return parent.guid;
 }
@@ -144,7 +145,7 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
   const attachments = input.attachments ?? [];
   if (text === null && attachments.length === 0) throw missingParam("text");
   for (const id of attachments) {
-    if (!isId("file", id)) throw invalidParam("attachments", `'${id}' is not a file_ ID; upload files with POST /v1/files first.`);
+    requireIdKind("file", id, "attachments");
   }
   const { line, chat } = await prepareWrite(actor, input.from, input.to);
   for (const id of attachments) await findFile(actor, id, "attachments");
@@ -163,7 +164,7 @@ export const SendReactionBody = z.object({
 
 export async function sendReaction(actor: Actor, input: z.output<typeof SendReactionBody>, requestId: string) {
   const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Reactions" });
-  const message = await findMessage(actor, input.message_id, "message_id");
+  const message = await findMessage(actor, input.message_id, "message_id", chat.id);
   if (message.chatId !== chat.id) throw invalidParam("message_id", "message_id must be a message in the chat named by 'to'.");
   const payload: ReactionPayload = { ...target(chat), message_id: message.id, message_guid: message.guid, type: input.type };
   return enqueue(actor, line, "reaction", payload, requestId);

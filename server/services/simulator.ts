@@ -1,11 +1,13 @@
 import type { z } from "zod";
 import type { Actor } from "../auth/actor";
+import { config } from "../config";
 import { getDb } from "../db";
 import { ApiError, invalidParam } from "../errors";
 import type { Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { MAX_INBOUND_ATTACHMENT_BYTES } from "../platform/events";
 import type {
+  SimulatorInboxQuery,
   SimulatorMessageBody,
   SimulatorReactionBody,
   SimulatorReceiptBody,
@@ -14,15 +16,32 @@ import type {
 import { serializeMessage, serializeReaction, serializeReceipt, serializeTyping } from "../serializers";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
+import { assertLineAccess } from "./lines";
+import { listMessages } from "./messages";
 import { normalizeActivationCode } from "./sandbox";
 import { requireSandboxOwner } from "./sandbox-state";
 
 // The simulated platform's other phone: lets a person or a test act as a contact texting a
-// line. Any API key of the line's account may drive it (no scope, no line restriction); any
-// key of an owned account may drive the sandbox line, but only as its own paired phone or to
-// text its own activation code.
+// line. A key of the line's account drives it within its line restriction (the routes ask for
+// messages:write to inject, messages:read to read); any key of an owned account may drive the
+// sandbox line, but only as its own paired phone or to text its own activation code from a
+// phone no other account has paired. SIMULATOR_ENABLED switches it off (production default).
+
+export const simulatorEnabled = (): boolean => config().simulatorEnabled;
+
+/** The simulator's routes and procedures answer like an unknown route while it is off. */
+export function requireSimulator(): void {
+  if (!simulatorEnabled()) {
+    throw new ApiError("route_not_found", "The simulator is off on this server (SIMULATOR_ENABLED).");
+  }
+}
+
+export function simulatorStatus() {
+  return { object: "simulator_status" as const, enabled: simulatorEnabled() };
+}
 
 async function simulatedLine(actor: Actor, handle: string, from: string, text?: string | null): Promise<Line> {
+  requireSimulator();
   const db = await getDb();
   const line = handle.startsWith("ln_")
     ? await db.line.findUnique({ where: { id: handle } })
@@ -31,11 +50,23 @@ async function simulatedLine(actor: Actor, handle: string, from: string, text?: 
     throw new ApiError("line_not_found", `No line with handle '${handle}'.`, { param: "line" });
   }
   if (line.platform !== "simulated") throw invalidParam("line", "This line is not on the simulated platform.");
+  if (!line.isSandbox) await assertLineAccess(actor, line);
   if (line.isSandbox) {
     requireSandboxOwner(actor);
     const state = await db.sandboxState.findUnique({ where: { accountId: actor.accountId } });
     const isOwnCode = !!text && !!state && normalizeActivationCode(text) === state.activationCode;
     const isOwnPhone = !!state && state.status === "active" && state.contactIdentifier === normalizeHandle(from);
+    if (isOwnCode) {
+      // Texting a code pairs the sending phone, unpairing it elsewhere: a real phone proves
+      // possession that way, a simulated one proves nothing, so it may not take another
+      // account's phone.
+      const holder = await db.sandboxState.findUnique({ where: { contactIdentifier: normalizeHandle(from) } });
+      if (holder && holder.accountId !== actor.accountId) {
+        throw new ApiError("sandbox_contact_mismatch", "This phone is paired with another account's sandbox; text your code from another number.", {
+          param: "from",
+        });
+      }
+    }
     if (!isOwnCode && !isOwnPhone) {
       if (!state || state.status !== "active") {
         throw new ApiError(
@@ -74,9 +105,20 @@ export async function simulateMessage(actor: Actor, input: z.output<typeof Simul
     group: input.group,
     replyToGuid: input.reply_to_guid,
   });
+  // The GUID is unique per line; on the shared sandbox line it may name another account's
+  // message, which is not the caller's to see.
+  if (message.accountId !== actor.accountId) {
+    throw invalidParam("guid", "This guid names a message of another account on this line; use a new one.");
+  }
   const db = await getDb();
   const full = await db.message.findUniqueOrThrow({ where: { id: message.id }, include: { attachments: true } });
   return serializeMessage(full, await fileUrlSigner());
+}
+
+/** What the simulated phones received from the line, newest first. */
+export async function simulatorInbox(actor: Actor, input: z.output<typeof SimulatorInboxQuery>) {
+  requireSimulator();
+  return listMessages(actor, { from: input.line, to: input.contact, limit: input.limit, cursor: input.cursor, fromMe: true });
 }
 
 export async function simulateReaction(actor: Actor, input: z.output<typeof SimulatorReactionBody>) {

@@ -4,10 +4,10 @@ import { getDb, sql } from "../db";
 import { ApiError, invalidParam } from "../errors";
 import type { WebhookAttempt, WebhookDelivery } from "../generated/prisma/client";
 import { keysetDesc, type Page, PageQuery, toPage } from "../http/pagination";
-import { isId } from "../ids";
 import { serializeWebhook } from "../serializers";
 import { newWebhookSecret } from "../webhooks/signing";
 import { wakeWebhooks } from "../webhooks/runner";
+import { requireIdKind } from "./id-params";
 import { findWebhook } from "./webhooks";
 
 // The owner's view of webhook deliveries: the log with every attempt, resending, secret
@@ -56,7 +56,7 @@ export const ListDeliveriesQuery = PageQuery.extend({
 /** A delivery of one of the caller's webhooks (see findWebhook), or delivery_not_found. */
 export async function findDelivery(actor: Actor, id: string) {
   const notFound = () => new ApiError("delivery_not_found", `No webhook delivery with ID '${id}'.`, { param: "id" });
-  if (!isId("delivery", id)) throw notFound();
+  requireIdKind("delivery", id, "id");
   const db = await getDb();
   const delivery = await db.webhookDelivery.findUnique({ where: { id }, include: { webhook: { select: { accountId: true } } } });
   if (!delivery || delivery.webhook.accountId !== actor.accountId) throw notFound();

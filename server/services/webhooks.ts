@@ -4,11 +4,12 @@ import { config } from "../config";
 import { getDb } from "../db";
 import { ApiError, invalidParam } from "../errors";
 import { keysetDesc, type Page, PageQuery, toPage } from "../http/pagination";
-import { isId, newId } from "../ids";
+import { newId } from "../ids";
 import { serializeWebhook } from "../serializers";
 import { newWebhookSecret } from "../webhooks/signing";
 import { WEBHOOK_EVENTS, type WebhookEvent } from "../webhooks/event-names";
 import { checkWebhookUrl } from "../webhooks/url-guard";
+import { requireIdKind } from "./id-params";
 import { resolveLine } from "./lines";
 import { whereForActor, whereOnLine } from "./tenancy";
 
@@ -81,7 +82,7 @@ export async function listWebhooks(
 /** A webhook of the caller's account on a line its key may use; otherwise webhook_not_found. */
 export async function findWebhook(actor: Actor, id: string, param = "id") {
   const notFound = () => new ApiError("webhook_not_found", `No webhook with ID '${id}'.`, { param });
-  if (!isId("webhook", id)) throw notFound();
+  requireIdKind("webhook", id, param);
   const db = await getDb();
   const webhook = await db.webhook.findFirst({ where: { id, ...(await whereForActor(actor)), kind: "http" } });
   if (!webhook) throw notFound();

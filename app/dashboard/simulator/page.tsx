@@ -19,9 +19,11 @@ export default function SimulatorPage() {
   const [line, setLine] = useState("");
   const [phone, setPhone] = useState("+15551230001");
   const lineHandle = line || lines.lines[0]?.handle || "";
+  const status = useQuery(trpc.simulator.status.queryOptions());
+  const on = status.data?.enabled === true;
   const inbox = useQuery({
     ...trpc.simulator.inbox.queryOptions({ line: lineHandle, contact: phone, limit: 20 }),
-    enabled: !!lineHandle && phone.length > 3,
+    enabled: on && !!lineHandle && phone.length > 3,
     refetchInterval: 1_500,
   });
   const message = useMutation(trpc.simulator.message.mutationOptions());
@@ -49,6 +51,20 @@ export default function SimulatorPage() {
     });
     setSentNote(`Delivered to the line as ${m.id}.`);
     formEl.reset();
+  }
+
+  if (status.isPending) return <Loading />;
+  if (!on) {
+    return (
+      <>
+        <h1>Simulator</h1>
+        <p className="muted">
+          The simulator is off on this server. It is a development and testing tool; an operator can turn it on with
+          SIMULATOR_ENABLED=true.
+        </p>
+        {status.error && <ErrorText error={status.error} />}
+      </>
+    );
   }
 
   return (

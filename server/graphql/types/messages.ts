@@ -69,10 +69,9 @@ export const Message = builder.prismaObject("Message", {
       nullable: true,
       description: "The message this one replies to, when it is stored in the same chat.",
       resolve: async (query, message, _args, ctx) => {
-        const loader = ctx.loaders.messageByGuid(query);
+        const loader = ctx.loaders.messageInChatByGuid(query); // first: Pothos requires the query to be used
         if (!message.replyToGuid) return null;
-        const parent = await loader.load(message.replyToGuid);
-        return parent?.chatId === message.chatId ? parent : null;
+        return loader.load(`${message.chatId} ${message.replyToGuid}`);
       },
     }),
     reactions: t.relatedConnection(

@@ -1,6 +1,5 @@
 import { SimulatorInboxQuery, SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "../../schemas/simulator";
-import { listMessages } from "../../services/messages";
-import { simulateMessage, simulateReaction, simulateTyping } from "../../services/simulator";
+import { simulateMessage, simulateReaction, simulateTyping, simulatorInbox, simulatorStatus } from "../../services/simulator";
 import { protectedProcedure, router } from "../init";
 
 // The virtual phone: what /api/simulator does, for the dashboard's simulator page.
@@ -9,7 +8,7 @@ export const simulatorRouter = router({
   reaction: protectedProcedure.input(SimulatorReactionBody).mutation(({ ctx, input }) => simulateReaction(ctx.actor, input)),
   typing: protectedProcedure.input(SimulatorTypingBody).mutation(({ ctx, input }) => simulateTyping(ctx.actor, input)),
   /** What the phone received from the line (the line's replies), newest first. */
-  inbox: protectedProcedure
-    .input(SimulatorInboxQuery)
-    .query(({ ctx, input }) => listMessages(ctx.actor, { from: input.line, to: input.contact, limit: input.limit, cursor: input.cursor, fromMe: true })),
+  inbox: protectedProcedure.input(SimulatorInboxQuery).query(({ ctx, input }) => simulatorInbox(ctx.actor, input)),
+  /** Whether SIMULATOR_ENABLED is on: the page says the simulator is off instead of failing. */
+  status: protectedProcedure.query(() => simulatorStatus()),
 });

@@ -1,8 +1,9 @@
 // POST /api/simulator/reactions - the simulated other phone: a contact adds or removes a reaction
 import { apiRoute, routes } from "@/server/http/api-route";
 import { SimulatorReactionBody } from "@/server/schemas/simulator";
-import { simulateReaction } from "@/server/services/simulator";
+import { simulateReaction, simulatorEnabled } from "@/server/services/simulator";
 
-export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  POST: apiRoute({ body: SimulatorReactionBody }, ({ actor, body }) => simulateReaction(actor, body)),
-});
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(
+  { POST: apiRoute({ scope: "messages:write", body: SimulatorReactionBody }, ({ actor, body }) => simulateReaction(actor, body)) },
+  { enabled: simulatorEnabled },
+);

@@ -1,0 +1,100 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { parseConfig, resetConfig } from "@/server/config";
+import { call, db, makeAccount, phone, post } from "./helpers";
+
+// Only NODE_ENV=development and test get the insecure conveniences; staging, preview or any
+// other value is production-like: no insecure webhook URLs, GraphiQL, introspection,
+// development account with a printed key, or simulator, unless an operator turns one on.
+
+describe("config: production-like is anything but development and test", () => {
+  it.each([
+    ["staging", true],
+    ["production", true],
+    ["preview", true],
+    ["development", false],
+    ["test", false],
+  ])("NODE_ENV=%s -> isProduction %s, and the insecure defaults follow", (NODE_ENV, productionLike) => {
+    const c = parseConfig({ NODE_ENV });
+    expect(c.isProduction).toBe(productionLike);
+    expect(c.webhookAllowInsecure).toBe(!productionLike);
+    expect(c.simulatorEnabled).toBe(!productionLike);
+  });
+
+  it("unset NODE_ENV is development; explicit switches win over the default", () => {
+    expect(parseConfig({}).isProduction).toBe(false);
+    const on = parseConfig({ NODE_ENV: "staging", WEBHOOK_ALLOW_INSECURE: "true", SIMULATOR_ENABLED: "true" });
+    expect(on).toMatchObject({ isProduction: true, webhookAllowInsecure: true, simulatorEnabled: true });
+    const off = parseConfig({ NODE_ENV: "development", WEBHOOK_ALLOW_INSECURE: "false", SIMULATOR_ENABLED: "0" });
+    expect(off).toMatchObject({ isProduction: false, webhookAllowInsecure: false, simulatorEnabled: false });
+    expect(() => parseConfig({ SIMULATOR_ENABLED: "yes" })).toThrow(/SIMULATOR_ENABLED/);
+  });
+});
+
+describe("a server started with NODE_ENV=staging", () => {
+  const previous = process.env.NODE_ENV;
+  afterEach(() => {
+    Object.assign(process.env, { NODE_ENV: previous });
+    resetConfig();
+    vi.restoreAllMocks();
+  });
+  const staging = () => {
+    Object.assign(process.env, { NODE_ENV: "staging" });
+    resetConfig();
+  };
+
+  it("creates no development account and prints no key on first start", async () => {
+    staging();
+    const logged: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void logged.push(args.join(" ")));
+    vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const { startServer } = await import("@/server/startup");
+    const { stopRunner } = await import("@/server/delivery/runner");
+    const { stopWebhookRunner } = await import("@/server/webhooks/runner");
+    try {
+      await startServer();
+    } finally {
+      await stopWebhookRunner();
+      await stopRunner();
+    }
+    const banner = logged.join("\n");
+    expect(banner).toContain("Create an account, a line and a key with the operator CLI");
+    expect(banner).not.toMatch(/sk_(live|test)_/);
+    expect(await (await db()).account.count()).toBe(0);
+  });
+
+  it("refuses http:// and loopback webhook URLs", async () => {
+    const f = await makeAccount();
+    staging();
+    const res = await post("/v1/webhooks", f.key, { from: f.line.handle, url: "http://127.0.0.1:9/hook", events: ["message.received"] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: "invalid_parameter_value", param: "url" });
+  });
+
+  it("answers 404 route_not_found at the simulator", async () => {
+    const f = await makeAccount();
+    staging();
+    const res = await post("/api/simulator/messages", f.key, { line: f.line.handle, from: phone(), text: "hi" });
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe("route_not_found");
+    expect((await call("GET", "/api/simulator/messages?line=x", { key: f.key })).status).toBe(404);
+  });
+
+  it("serves no GraphiQL page and refuses introspection", async () => {
+    const f = await makeAccount();
+    staging();
+    vi.resetModules();
+    const { handleGraphQL } = await import("@/server/graphql/yoga");
+    const html = await handleGraphQL(new Request("http://localhost:3000/api/graphql", { headers: { accept: "text/html" } }));
+    expect(html.headers.get("content-type") ?? "").not.toContain("text/html");
+    const res = await handleGraphQL(
+      new Request("http://localhost:3000/api/graphql", {
+        method: "POST",
+        headers: { authorization: `Bearer ${f.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ query: "{ __schema { queryType { name } } }" }),
+      }),
+    );
+    const body = await res.json();
+    expect(body.data).toBeUndefined();
+    expect(body.errors[0].message).toMatch(/introspection/i);
+  });
+});
