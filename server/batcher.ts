@@ -9,10 +9,25 @@ interface Pending<I, O> {
   reject: (error: unknown) => void;
 }
 
-/** `lingerMs` > 0 waits that long for more calls (a throughput path where a few ms do not matter). */
-export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, max = 500, lingerMs = 0): (input: I) => Promise<O> {
+export interface BatcherOptions {
+  /** Most inputs per call (default 500). */
+  max?: number;
+  /** > 0 waits that long for more calls (a throughput path where a few ms do not matter). */
+  lingerMs?: number;
+  /**
+   * Batches in flight at once (default unlimited). With 1, calls made while a batch runs wait
+   * and go together in the next one: on a database with a single connection (embedded
+   * PGlite) a second statement would only queue behind the first anyway, so merging them
+   * saves a statement per batch at no cost in latency.
+   */
+  maxInFlight?: () => number;
+}
+
+export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, options: BatcherOptions = {}): (input: I) => Promise<O> {
+  const { max = 500, lingerMs = 0, maxInFlight = () => Infinity } = options;
   let queue: Pending<I, O>[] = [];
   let scheduled = false;
+  let inFlight = 0;
 
   async function settle(batch: Pending<I, O>[]): Promise<void> {
     try {
@@ -26,7 +41,14 @@ export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, max = 500, lin
 
   function flush(): void {
     scheduled = false;
-    while (queue.length) void settle(queue.splice(0, max));
+    const limit = maxInFlight();
+    while (queue.length && inFlight < limit) {
+      inFlight++;
+      void settle(queue.splice(0, max)).finally(() => {
+        inFlight--;
+        if (queue.length && !scheduled) flush();
+      });
+    }
   }
 
   return (input: I) =>

@@ -118,6 +118,18 @@ async function loadKey(hash: string): Promise<CachedKey | null> {
   };
 }
 
+const loading = processSingleton("api-key-loading", () => new Map<string, Promise<CachedKey | null>>());
+
+/** One database read per key at a time: when its cache entry expires under load, every request waiting on it shares the read. */
+function loadKeyOnce(hash: string): Promise<CachedKey | null> {
+  let pending = loading.get(hash);
+  if (!pending) {
+    pending = loadKey(hash).finally(() => loading.delete(hash));
+    loading.set(hash, pending);
+  }
+  return pending;
+}
+
 function touchLastUsed(keyId: string, now: number): void {
   const last = lastUsedWritten.get(keyId) ?? 0;
   if (now - last < LAST_USED_EVERY_MS) return;
@@ -144,7 +156,7 @@ export async function authenticate(authorization: string | null): Promise<Actor>
   const now = Date.now();
   let entry = cache.get(hash);
   if (!entry || now - entry.cachedAt > config().API_KEY_CACHE_SECONDS * 1000) {
-    const loaded = await loadKey(hash);
+    const loaded = await loadKeyOnce(hash);
     if (!loaded) {
       cache.delete(hash);
       throw new ApiError("invalid_api_key", "Invalid API key.");

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
+import { config } from "../config";
 import { getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
 import type { Attachment, File, Line, Message, OutboxItem } from "../generated/prisma/client";
 import { serializeMessage } from "../serializers";
@@ -59,8 +60,13 @@ export const addToOutbox = processSingleton("outbox-insert", () =>
     }
     publishLocal(events);
     return items.map(() => undefined);
-  }),
+  }, { maxInFlight: oneStatementAtATimeOnPGlite }),
 );
+
+/** Embedded PGlite runs one statement at a time: merge writes that would only queue. */
+function oneStatementAtATimeOnPGlite(): number {
+  return config().DATABASE_URL ? Infinity : 1;
+}
 
 export interface NewOutboxItem {
   id: string;
@@ -251,10 +257,13 @@ function send(x: Prepared): Promise<SendResult> {
 
 type Sent = { x: Prepared; guid: string; sentAt: Date };
 
-/** Writes the Message rows of sent messages: once per outbox item, even if one was delivered twice. */
-async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): Promise<void> {
+/**
+ * Writes the Message rows of sent messages: once per outbox item, even if one was delivered
+ * twice. Returns how many webhook deliveries their events created.
+ */
+async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): Promise<number> {
   const rows = sent.filter((s): s is Sent & { x: Extract<Prepared, { kind: "message" }> } => s.x.kind === "message");
-  if (!rows.length) return;
+  if (!rows.length) return 0;
   const ids = new Map(rows.map((r) => [r.x.item.id, newId("message")]));
   const syncedAt = new Date();
   const messages = valuesList(
@@ -305,7 +314,7 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
     const values = valuesList(attachments);
     await query(`INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size) VALUES ${values.text}`, values.params);
   }
-  await fanOut(
+  const deliveries = await fanOut(
     query,
     rows.flatMap(({ x, guid, sentAt }) => {
       const id = ids.get(x.item.id)!;
@@ -339,6 +348,7 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   for (const [chatId, at] of lastAt) {
     await query(`UPDATE "Chat" SET "lastMessageAt" = $1 WHERE id = $2 AND ("lastMessageAt" IS NULL OR "lastMessageAt" < $1)`, [at, chatId]);
   }
+  return deliveries;
 }
 
 /** What a sent reaction, typing indicator or receipt leaves in the database. */
@@ -386,8 +396,8 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
   const accounts = sent.map((s) => s.x.item.accountId);
   const events = sent.map(({ x }) => outboxEvent(x.item, x.p.chat_id, "sent"));
   const url = await fileUrlSigner(); // before the transaction: PGlite has one connection
-  await sqlTransaction(async (query) => {
-    await recordMessages(query, sent, url);
+  const deliveries = await sqlTransaction(async (query) => {
+    const created = await recordMessages(query, sent, url);
     for (const s of sent) await recordAction(query, s);
     const ids = valuesList([sent.map((s) => s.x.item.id)]);
     await query(
@@ -396,10 +406,12 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
     );
     await notifyChangeAtCommit(query, accounts);
     await notifyLiveAtCommit(query, events);
+    return created;
   });
   changedLocally(accounts);
   publishLocal(events);
-  wakeWebhooks();
+  // Only new deliveries need the sender (a wake costs it a claim and a look for the next due one).
+  if (deliveries > 0) wakeWebhooks();
 }
 
 /** Sends a batch of claimed items through their lines' platforms and records the outcomes. */

@@ -191,7 +191,7 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
 const recordOutcome = batcher<Outcome, void>(async (outcomes) => {
   await recordOutcomes(outcomes);
   return outcomes.map(() => undefined);
-}, 500, 2);
+}, { max: 500, lingerMs: 2 });
 
 /**
  * An attempt whose recording failed (something in it the database refused, or the database
