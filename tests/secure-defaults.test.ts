@@ -79,22 +79,24 @@ describe("a server started with NODE_ENV=staging", () => {
     expect((await call("GET", "/api/simulator/messages?line=x", { key: f.key })).status).toBe(404);
   });
 
-  it("serves no GraphiQL page and refuses introspection", async () => {
+  it("serves no GraphiQL page; introspection only for authenticated callers (GRAPHQL_INTROSPECTION's default)", async () => {
     const f = await makeAccount();
     staging();
     vi.resetModules();
     const { handleGraphQL } = await import("@/server/graphql/yoga");
     const html = await handleGraphQL(new Request("http://localhost:3000/api/graphql", { headers: { accept: "text/html" } }));
     expect(html.headers.get("content-type") ?? "").not.toContain("text/html");
-    const res = await handleGraphQL(
-      new Request("http://localhost:3000/api/graphql", {
-        method: "POST",
-        headers: { authorization: `Bearer ${f.key}`, "content-type": "application/json" },
-        body: JSON.stringify({ query: "{ __schema { queryType { name } } }" }),
-      }),
-    );
-    const body = await res.json();
-    expect(body.data).toBeUndefined();
-    expect(body.errors[0].message).toMatch(/introspection/i);
+    const introspect = (headers: Record<string, string>) =>
+      handleGraphQL(
+        new Request("http://localhost:3000/api/graphql", {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify({ query: "{ __schema { queryType { name } } }" }),
+        }),
+      ).then((r) => r.json());
+    expect((await introspect({ authorization: `Bearer ${f.key}` })).data).toEqual({ __schema: { queryType: { name: "Query" } } });
+    const anonymous = await introspect({});
+    expect(anonymous.data ?? null).toBeNull();
+    expect(anonymous.errors[0].extensions.code).toBe("missing_api_key");
   });
 });
