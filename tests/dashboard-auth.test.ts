@@ -53,7 +53,14 @@ async function signIn(email: string, inner: ReturnType<typeof nextAuthDouble>, f
   return { status: res.status, headers: res.headers, body: await res.json() };
 }
 
-function expectThrottled(res: { status: number; headers: Headers; body: Record<string, any> }) {
+/** What the auth route answers a refused sign-in: the API's error envelope plus next-auth's `url`. */
+interface ThrottledBody {
+  error?: { type: string; code: string; message: string };
+  request_id?: string;
+  url?: string;
+}
+
+function expectThrottled(res: { status: number; headers: Headers; body: ThrottledBody }) {
   expect(res.status).toBe(429);
   expect(res.body.error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
   expect(res.body.request_id).toMatch(/^req_/);

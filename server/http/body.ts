@@ -49,8 +49,19 @@ export async function* bodyChunks(request: Request, max: number, tooBig = () => 
 /** Reads a request body up to `max` bytes, failing early past it. */
 export async function readBody(request: Request, max: number, code: TooLargeCode = "file_too_large"): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
-  for await (const chunk of bodyChunks(request, max, () => tooLarge(code, max))) chunks.push(chunk);
-  return new Uint8Array(Buffer.concat(chunks));
+  let size = 0;
+  for await (const chunk of bodyChunks(request, max, () => tooLarge(code, max))) {
+    chunks.push(chunk);
+    size += chunk.byteLength;
+  }
+  // One copy into a buffer of the exact size (Buffer.concat and then a typed copy would be two).
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
 }
 
 /** A request body as text, at most `max` bytes (request_too_large past it). */
