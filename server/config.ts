@@ -74,6 +74,21 @@ const EnvSchema = z.object({
   SIMULATOR_ENABLED: bool.optional(),
   /** "1"/"true" for an Inngest dev server (no signatures), "0" for a self-hosted or cloud server; or the dev server's URL. */
   INNGEST_DEV: z.string().trim().optional(),
+  /**
+   * Encrypts provider credentials at rest (any string of 32+ characters). Unset: one is generated
+   * once into DATA_DIR/credentials.key; several instances must share one, so set it in production.
+   */
+  CREDENTIALS_KEY: z
+    .string()
+    .min(32, "must be at least 32 characters (e.g. openssl rand -base64 32)")
+    .optional()
+    .or(z.literal("").transform(() => undefined)),
+  /** How long a provider line's send may wait for the provider to come back before it fails. */
+  PROVIDER_SEND_WINDOW_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3_600),
+  /** Seconds between capability and health probes of each provider line. */
+  PROVIDER_PROBE_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
+  /** Largest inbound attachment downloaded from a provider, in bytes. */
+  PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
   /** Serves /api/bench/echo, the trivial route npm run bench measures /v1 against. */
   BENCH_ECHO: bool.optional(),
 });

@@ -4,6 +4,10 @@
 export const ERROR_CODES = {
   missing_api_key: { type: "authentication_error", status: 401 },
   invalid_api_key: { type: "authentication_error", status: 401 },
+  /** Extension (POST /api/inbound/<line>): a provider webhook without this line's URL token. */
+  invalid_inbound_token: { type: "authentication_error", status: 401 },
+  /** Extension (POST /api/inbound/<line>): a provider webhook whose signature does not verify. */
+  invalid_signature: { type: "authentication_error", status: 403 },
   /** Extension (dashboard, GraphQL): no signed-in session. */
   session_required: { type: "authentication_error", status: 401 },
   insufficient_scope: { type: "authorization_error", status: 403 },

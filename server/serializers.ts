@@ -27,6 +27,10 @@ export function serializeLine(line: Line) {
     advanced_features: line.advancedFeatures,
     is_sandbox: line.isSandbox,
     created_at: ms(line.createdAt),
+    provider: line.provider,
+    status: line.status as "connected" | "degraded" | "disconnected",
+    status_reason: line.statusReason,
+    last_event_at: msOrNull(line.lastEventAt),
   };
 }
 

@@ -21,6 +21,10 @@ describe("read endpoints", () => {
       advanced_features: true,
       is_sandbox: false,
       created_at: expect.any(Number),
+      provider: "simulated",
+      status: "connected",
+      status_reason: null,
+      last_event_at: null,
     });
   });
 

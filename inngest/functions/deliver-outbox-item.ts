@@ -1,9 +1,11 @@
 import type { Inngest } from "inngest";
-import { claimOne, recordOne, sendOne } from "@/server/delivery/outbox";
+import { recordOne, sendOne } from "@/server/delivery/outbox";
+import { claimForRun } from "@/server/delivery/serial";
 import { inngest } from "../client";
 import { outboxItemCreated } from "../events";
 
-// Delivers one outbox item with the same steps as the embedded runner: claim (with a lease),
+// Delivers one outbox item with the same steps as the embedded runner: claim (with a lease;
+// on a provider line only its oldest item, paced),
 // send through the line's platform (the outbox ID is its idempotency key, so a retried step
 // never sends twice), record the outcome. A transient platform error leaves the item pending
 // with a later available_at; the function sleeps until then and tries again, until the item
@@ -28,10 +30,15 @@ export function createDeliverOutboxItem(client: Inngest.Any) {
       retries: 4,
     },
     async ({ event, step, runId }): Promise<DeliverResult> => {
-      const { id } = event.data;
+      const { id, line_id: lineId } = event.data;
       for (let round = 1; round <= MAX_ROUNDS; round++) {
-        const claimed = await step.run(`claim-${round}`, async () => (await claimOne(id, `inngest:${runId}`)) !== null);
-        if (!claimed) return { id, status: "skipped", rounds: round };
+        const claim = await step.run(`claim-${round}`, () => claimForRun(id, lineId, `inngest:${runId}`));
+        if (claim.status === "skip") return { id, status: "skipped", rounds: round };
+        if (claim.status === "wait") {
+          // A provider line sends in order, paced: an earlier item or the pacing slot is in the way.
+          await step.sleepUntil(`wait-${round}`, claim.until);
+          continue;
+        }
         const result = await step.run(`send-${round}`, () => sendOne(id));
         if (!result) return { id, status: "skipped", rounds: round };
         const state = await step.run(`record-${round}`, () => recordOne(id, result));

@@ -2,17 +2,20 @@ import { randomUUID } from "node:crypto";
 import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
 import { config } from "../config";
 import { getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
-import type { Attachment, File, Line, Message, OutboxItem } from "../generated/prisma/client";
+import type { Attachment, Chat, File, Line, Message, OutboxItem } from "../generated/prisma/client";
 import { serializeMessage } from "../serializers";
 import { type FileUrlSigner, fileUrlSigner } from "../storage/signed-urls";
 import { fanOut } from "../webhooks/fanout";
 import { wakeWebhooks } from "../webhooks/runner";
 import { batcher } from "../batcher";
 import { newId } from "../ids";
-import { platformFor } from "../platform/simulated";
+import { isSerialLine, platformForLine, serialProviderNames } from "../platform/connection";
+import { PROVIDER_NAMES } from "../platform/registry";
+import { CredentialsError } from "../credentials";
 import { findLine } from "../services/lines";
+import { noteProviderDown, noteProviderUp } from "../services/line-health";
 import { processSingleton } from "../singleton";
-import type { SendResult } from "../platform/types";
+import type { OutgoingMessage, Platform, SendResult } from "../platform/types";
 import { type LiveEvent, livePayloads, notifyLiveAtCommit, publishLocal } from "../events/live";
 import { MessagePayload, OutboxTarget, type OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "./payloads";
 
@@ -87,27 +90,35 @@ function outboxEvent(
   return { type: "outbox.status", accountId: item.accountId, lineId: item.lineId, chatId, outboxId: item.id, status };
 }
 
-/** Atomically claims up to `limit` due pending items for this worker. */
+const SERIAL_PROVIDERS = serialProviderNames(PROVIDER_NAMES);
+
+/**
+ * Atomically claims up to `limit` due pending items for this worker, on lines whose provider
+ * takes sends in any order (simulated); provider lines go one at a time (claimLineHeads).
+ */
 export async function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]> {
   const lease = new Date(now.getTime() + LEASE_MS);
   return sql<OutboxItem>(
-    `UPDATE "OutboxItem" SET status = 'claimed', "leaseExpiresAt" = $1, "claimedBy" = $2, attempts = attempts + 1
+    `UPDATE "OutboxItem" SET status = 'claimed', "leaseExpiresAt" = $1, "claimedBy" = $2, attempts = attempts + 1, "attemptStartedAt" = $3
      WHERE id IN (
        SELECT id FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= $3
+         AND "lineId" NOT IN (SELECT id FROM "Line" WHERE platform = ANY($5::text[]))
        ORDER BY "availableAt", id LIMIT $4 FOR UPDATE SKIP LOCKED)
      RETURNING *`,
-    [lease, workerId, now, limit],
+    [lease, workerId, now, limit, SERIAL_PROVIDERS],
   );
 }
 
 /** Returns claimed items whose lease ran out (their worker died) to pending. */
 export async function releaseExpiredLeases(now = new Date()): Promise<number> {
-  const db = await getDb();
-  const { count } = await db.outboxItem.updateMany({
-    where: { status: "claimed", leaseExpiresAt: { lt: now } },
-    data: { status: "pending", leaseExpiresAt: null, claimedBy: null },
-  });
-  return count;
+  // The worker died mid-attempt: whether the provider sent it is unknown until asked.
+  const rows = await sql(
+    `UPDATE "OutboxItem" SET status = 'pending', "leaseExpiresAt" = NULL, "claimedBy" = NULL,
+       "unknownSince" = COALESCE("unknownSince", "attemptStartedAt")
+     WHERE status = 'claimed' AND "leaseExpiresAt" < $1 RETURNING 1`,
+    [now],
+  );
+  return rows.length;
 }
 
 /**
@@ -115,12 +126,12 @@ export async function releaseExpiredLeases(now = new Date()): Promise<number> {
  * (embedded PGlite) at start: whatever is claimed then was claimed by a process that died.
  */
 export async function releaseAllClaims(): Promise<number> {
-  const db = await getDb();
-  const { count } = await db.outboxItem.updateMany({
-    where: { status: "claimed" },
-    data: { status: "pending", leaseExpiresAt: null, claimedBy: null },
-  });
-  return count;
+  const rows = await sql(
+    `UPDATE "OutboxItem" SET status = 'pending', "leaseExpiresAt" = NULL, "claimedBy" = NULL,
+       "unknownSince" = COALESCE("unknownSince", "attemptStartedAt")
+     WHERE status = 'claimed' RETURNING 1`,
+  );
+  return rows.length;
 }
 
 /** When the next pending item becomes due, if any. */
@@ -169,15 +180,41 @@ async function fail(item: OutboxItem, reason: string): Promise<void> {
   wakeWebhooks();
 }
 
-async function retryLater(item: OutboxItem, reason: string): Promise<void> {
-  if (item.attempts >= item.maxAttempts) {
+export interface RetryOptions {
+  /** The attempt may have sent: ask the provider before sending again. */
+  unknown?: boolean;
+  /** The provider did not answer: the item waits for it (up to the send window) instead of using up attempts. */
+  waitForProvider?: boolean;
+}
+
+/** Fails an item this worker claimed, as any failure does (message.failed for messages). */
+export const failClaimed = (item: OutboxItem, reason: string): Promise<void> => fail(item, reason);
+
+async function retryLater(item: OutboxItem, reason: string, options: RetryOptions = {}): Promise<void> {
+  const waiting = options.unknown || options.waitForProvider;
+  const windowMs = config().PROVIDER_SEND_WINDOW_SECONDS * 1000;
+  if (waiting && Date.now() - item.createdAt.getTime() > windowMs) {
+    const unsure = options.unknown || item.unknownSince ? "; the provider never confirmed whether it was sent" : "";
+    await fail(item, `${reason}; gave up after ${Math.round(windowMs / 60_000)} minutes of waiting for the provider${unsure}`);
+    return;
+  }
+  if (!waiting && item.attempts >= item.maxAttempts) {
     await fail(item, `${reason}; gave up after ${item.attempts} attempts`);
     return;
   }
   const db = await getDb();
+  const delay = backoffMs(Math.min(item.attempts, 8));
   await db.outboxItem.updateMany({
     where: { id: item.id, status: "claimed", claimedBy: item.claimedBy },
-    data: { status: "pending", error: reason, availableAt: new Date(Date.now() + backoffMs(item.attempts)), leaseExpiresAt: null, claimedBy: null },
+    data: {
+      status: "pending",
+      error: reason,
+      availableAt: new Date(Date.now() + delay),
+      leaseExpiresAt: null,
+      claimedBy: null,
+      // Once unknown, unknown until the provider is asked; a clean refusal proves nothing was sent.
+      unknownSince: options.unknown ? (item.unknownSince ?? item.attemptStartedAt ?? new Date()) : item.unknownSince,
+    },
   });
 }
 
@@ -186,6 +223,8 @@ async function retryLater(item: OutboxItem, reason: string): Promise<void> {
 export interface BatchContext {
   lines: Map<string, Line>;
   files: Map<string, File>;
+  /** Chats of items on provider lines (their provider chat IDs). */
+  chats: Map<string, Chat>;
 }
 
 export async function loadContext(items: OutboxItem[]): Promise<BatchContext> {
@@ -198,64 +237,97 @@ export async function loadContext(items: OutboxItem[]): Promise<BatchContext> {
     Promise.all(lineIds.map((id) => findLine(id))),
     fileIds.length ? db.file.findMany({ where: { id: { in: fileIds } } }) : Promise.resolve([]),
   ]);
+  const serial = new Set(lines.filter((l): l is Line => l !== null && isSerialLine(l)).map((l) => l.id));
+  const chatIds = [...new Set(items.filter((i) => serial.has(i.lineId)).map((i) => OutboxTarget.parse(i.payload).chat_id))];
+  const chats = chatIds.length ? await db.chat.findMany({ where: { id: { in: chatIds } } }) : [];
   return {
     lines: new Map(lines.filter((l): l is Line => l !== null).map((l) => [l.id, l])),
     files: new Map(files.map((f) => [f.id, f])),
+    chats: new Map(chats.map((c) => [c.id, c])),
   };
 }
 
 /** One claimed item with its parsed payload, line and files. */
-type Prepared =
+type Prepared = (
   | { kind: "message"; item: OutboxItem; line: Line; p: MessagePayload; files: File[] }
   | { kind: "reaction"; item: OutboxItem; line: Line; p: ReactionPayload }
   | { kind: "typing"; item: OutboxItem; line: Line; p: TypingPayload }
-  | { kind: "receipt"; item: OutboxItem; line: Line; p: ReceiptPayload };
+  | { kind: "receipt"; item: OutboxItem; line: Line; p: ReceiptPayload }
+) & { providerChatId: string | null };
 
 function prepare(item: OutboxItem, ctx: BatchContext): Prepared {
   const line = ctx.lines.get(item.lineId);
   if (!line) throw new Error(`line ${item.lineId} of ${item.id} no longer exists`);
   const kind = item.kind as OutboxKind;
+  const providerChatId = ctx.chats.get(OutboxTarget.parse(item.payload).chat_id)?.providerChatId ?? null;
   switch (kind) {
     case "message": {
       const p = MessagePayload.parse(item.payload);
       // Files of another account are never sent, whatever a payload says.
       const files = p.attachments.map((id) => ctx.files.get(id)).filter((f): f is File => f?.accountId === item.accountId);
-      return { kind, item, line, p, files };
+      return { kind, item, line, p, files, providerChatId };
     }
     case "reaction":
-      return { kind, item, line, p: ReactionPayload.parse(item.payload) };
+      return { kind, item, line, p: ReactionPayload.parse(item.payload), providerChatId };
     case "typing":
-      return { kind, item, line, p: TypingPayload.parse(item.payload) };
+      return { kind, item, line, p: TypingPayload.parse(item.payload), providerChatId };
     case "receipt":
-      return { kind, item, line, p: ReceiptPayload.parse(item.payload) };
+      return { kind, item, line, p: ReceiptPayload.parse(item.payload), providerChatId };
     default:
       throw new Error(`unknown outbox kind ${item.kind}`);
   }
 }
 
+function outgoingMessage(x: Extract<Prepared, { kind: "message" }>): OutgoingMessage {
+  return {
+    ...common(x),
+    text: x.p.text,
+    attachments: x.files.map((f) => ({ fileId: f.id, filename: f.filename, mimeType: f.mimeType, size: f.size, storageKey: f.storageKey })),
+    replyToGuid: x.p.reply_to_guid,
+    isAudioMessage: x.p.is_audio_message,
+  };
+}
+
+function common(x: Prepared) {
+  return { idempotencyKey: x.item.id, lineHandle: x.line.handle, to: x.p.to, isGroup: x.p.is_group, providerChatId: x.providerChatId };
+}
+
 /** Hands one item to its line's platform, the outbox ID as idempotency key. */
-function send(x: Prepared): Promise<SendResult> {
-  const platform = platformFor(x.line.platform);
-  const common = { idempotencyKey: x.item.id, lineHandle: x.line.handle, to: x.p.to, isGroup: x.p.is_group };
+async function send(x: Prepared): Promise<SendResult> {
+  let platform: Platform;
+  try {
+    platform = platformForLine(x.line);
+  } catch (err) {
+    if (err instanceof CredentialsError) return { ok: false, permanent: false, reason: err.message, unreachable: true };
+    throw err;
+  }
   switch (x.kind) {
-    case "message":
-      return platform.sendMessage({
-        ...common,
-        text: x.p.text,
-        attachments: x.files.map((f) => ({ fileId: f.id, filename: f.filename, mimeType: f.mimeType, size: f.size })),
-        replyToGuid: x.p.reply_to_guid,
-        isAudioMessage: x.p.is_audio_message,
-      });
+    case "message": {
+      const message = outgoingMessage(x);
+      if (x.item.unknownSince && platform.reconcile) {
+        // An earlier attempt may have sent it: only a proven miss is sent again.
+        const since = new Date(x.item.unknownSince.getTime() - RECONCILE_SLACK_MS);
+        const known = await sql<{ guid: string }>(`SELECT guid FROM "Message" WHERE "chatId" = $1 AND "sentAt" >= $2`, [x.p.chat_id, since]);
+        const found = await platform.reconcile(message, since.getTime(), new Set(known.map((k) => k.guid)));
+        if (found.found === true) return { ok: true, guid: found.guid, sentAt: found.sentAt, service: found.service, providerChatId: found.providerChatId };
+        if (found.found === null) return { ok: false, permanent: false, unknown: true, unreachable: found.unreachable, reason: found.reason };
+        if (found.sentParts?.length) return platform.sendMessage(message, { sentParts: found.sentParts });
+      }
+      return platform.sendMessage(message);
+    }
     case "reaction":
-      return platform.sendReaction({ ...common, targetGuid: x.p.message_guid, type: x.p.type });
+      return platform.sendReaction({ ...common(x), targetGuid: x.p.message_guid, type: x.p.type, added: x.p.added });
     case "typing":
-      return platform.sendTyping({ ...common, isTyping: x.p.is_typing });
+      return platform.sendTyping({ ...common(x), isTyping: x.p.is_typing });
     case "receipt":
-      return platform.sendReceipt(common);
+      return platform.sendReceipt(common(x));
   }
 }
 
-type Sent = { x: Prepared; guid: string; sentAt: Date };
+/** Clock difference allowed between this server and a provider's host when reconciling. */
+const RECONCILE_SLACK_MS = 5_000;
+
+type Sent = { x: Prepared; guid: string; sentAt: Date; service?: string; providerChatId?: string };
 
 /**
  * Writes the Message rows of sent messages: once per outbox item, even if one was delivered
@@ -267,7 +339,7 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   const ids = new Map(rows.map((r) => [r.x.item.id, newId("message")]));
   const syncedAt = new Date();
   const messages = valuesList(
-    rows.map(({ x, guid, sentAt }) => [
+    rows.map(({ x, guid, sentAt, service }) => [
       ids.get(x.item.id),
       x.item.accountId,
       x.line.id,
@@ -277,7 +349,7 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
       x.p.text,
       true,
       x.p.is_audio_message ? true : null,
-      x.line.service === "sms" ? "sms" : "imessage",
+      serviceOf({ x, service }),
       x.p.reply_to_guid,
       x.item.id,
       sentAt,
@@ -287,7 +359,7 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   );
   const inserted = await query<{ id: string }>(
     `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt", "syncedAt")
-     VALUES ${messages.text} ON CONFLICT ("outboxId") DO NOTHING RETURNING id`,
+     VALUES ${messages.text} ON CONFLICT DO NOTHING RETURNING id`,
     messages.params,
   );
   const written = new Set(inserted.map((m) => m.id));
@@ -316,7 +388,7 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   }
   const deliveries = await fanOut(
     query,
-    rows.flatMap(({ x, guid, sentAt }) => {
+    rows.flatMap(({ x, guid, sentAt, service }) => {
       const id = ids.get(x.item.id)!;
       if (!written.has(id)) return [];
       const message: Message = {
@@ -329,7 +401,7 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
         text: x.p.text,
         isFromMe: true,
         isAudioMessage: x.p.is_audio_message ? true : null,
-        service: x.line.service === "sms" ? "sms" : "imessage",
+        service: serviceOf({ x, service }),
         replyToGuid: x.p.reply_to_guid,
         outboxId: x.item.id,
         sentAt,
@@ -351,6 +423,12 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   return deliveries;
 }
 
+/** The service that carried a message: as the provider said, else the line's. */
+function serviceOf({ x, service }: Pick<Sent, "x" | "service">): string {
+  if (service === "sms" || service === "imessage") return service;
+  return x.line.service === "sms" ? "sms" : "imessage";
+}
+
 /** What a sent reaction, typing indicator or receipt leaves in the database. */
 async function recordAction(query: Query, { x, sentAt }: Sent): Promise<void> {
   const handle = x.line.handle;
@@ -360,9 +438,9 @@ async function recordAction(query: Query, { x, sentAt }: Sent): Promise<void> {
     case "reaction":
       await query(
         `INSERT INTO "Reaction" (id, "accountId", "chatId", "messageId", type, sender, "isFromMe", added, "sentAt")
-         VALUES ($1, $2, $3, $4, $5, $6, true, true, $7)
-         ON CONFLICT ("messageId", sender, type) DO UPDATE SET added = true, "sentAt" = EXCLUDED."sentAt", "syncedAt" = now()`,
-        [newId("reaction"), x.item.accountId, x.p.chat_id, x.p.message_id, x.p.type, handle, sentAt],
+         VALUES ($1, $2, $3, $4, $5, $6, true, $8, $7)
+         ON CONFLICT ("messageId", sender, type) DO UPDATE SET added = EXCLUDED.added, "sentAt" = EXCLUDED."sentAt", "syncedAt" = now()`,
+        [newId("reaction"), x.item.accountId, x.p.chat_id, x.p.message_id, x.p.type, handle, sentAt, x.p.added],
       );
       return;
     case "typing":
@@ -389,8 +467,13 @@ async function recordAction(query: Query, { x, sentAt }: Sent): Promise<void> {
 async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): Promise<void> {
   const sent: Sent[] = [];
   for (const { x, result } of outcomes) {
-    if (result.ok) sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt) });
-    else await (result.permanent ? fail(x.item, result.reason) : retryLater(x.item, result.reason));
+    if (isSerialLine(x.line)) {
+      // A provider line's health follows its calls: an answer of any kind says it is up.
+      await (!result.ok && result.unreachable ? noteProviderDown(x.line.id, result.reason) : noteProviderUp(x.line.id)).catch(() => undefined);
+    }
+    if (result.ok) sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt), service: result.service, providerChatId: result.providerChatId });
+    else if (result.permanent && !result.unknown) await fail(x.item, result.reason);
+    else await retryLater(x.item, result.reason, { unknown: result.unknown, waitForProvider: result.unreachable || result.unknown });
   }
   if (!sent.length) return;
   const accounts = sent.map((s) => s.x.item.accountId);
@@ -401,9 +484,17 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
     for (const s of sent) await recordAction(query, s);
     const ids = valuesList([sent.map((s) => s.x.item.id)]);
     await query(
-      `UPDATE "OutboxItem" SET status = 'sent', error = NULL, "completedAt" = $${ids.params.length + 1}, "leaseExpiresAt" = NULL WHERE id IN ${ids.text}`,
+      `UPDATE "OutboxItem" SET status = 'sent', error = NULL, "completedAt" = $${ids.params.length + 1}, "leaseExpiresAt" = NULL, "unknownSince" = NULL
+       WHERE id IN ${ids.text} AND status IN ('pending', 'claimed')`,
       [...ids.params, new Date()],
     );
+    for (const s of sent) {
+      if (s.service) await query(`UPDATE "OutboxItem" SET service = $1 WHERE id = $2`, [s.service, s.x.item.id]);
+      // The chat's provider ID as the provider last gave it (a new chat's, or a renamed service prefix).
+      if (s.providerChatId && s.providerChatId !== s.x.providerChatId) {
+        await query(`UPDATE "Chat" SET "providerChatId" = $1 WHERE id = $2`, [s.providerChatId, s.x.p.chat_id]);
+      }
+    }
     await notifyChangeAtCommit(query, accounts);
     await notifyLiveAtCommit(query, events);
     return created;
@@ -412,6 +503,33 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
   publishLocal(events);
   // Only new deliveries need the sender (a wake costs it a claim and a look for the next due one).
   if (deliveries > 0) wakeWebhooks();
+}
+
+/**
+ * Records item `id` as sent with what the provider reported (a webhook echoing our send, or
+ * a send found again), whoever holds it: false when it is not waiting to be sent.
+ */
+export async function adoptSent(id: string, sent: { guid: string; sentAt: number; service?: "imessage" | "sms"; providerChatId?: string }): Promise<boolean> {
+  const db = await getDb();
+  const item = await db.outboxItem.findUnique({ where: { id } });
+  if (!item || (item.status !== "pending" && item.status !== "claimed")) return false;
+  const x = prepare(item, await loadContext([item]));
+  await recordOutcomes([{ x, result: { ok: true, ...sent } }]);
+  return true;
+}
+
+/** Outbox messages on a line that may be at the provider right now: being sent, or sent with an unknown outcome. */
+export async function inFlightMessages(lineId: string): Promise<{ id: string; payload: MessagePayload; fileNames: string[] }[]> {
+  const items = await sql<OutboxItem>(
+    `SELECT * FROM "OutboxItem" WHERE "lineId" = $1 AND kind = 'message'
+       AND (status = 'claimed' OR (status = 'pending' AND "unknownSince" IS NOT NULL)) ORDER BY id LIMIT 100`,
+    [lineId],
+  );
+  const ctx = await loadContext(items);
+  return items.map((item) => {
+    const payload = MessagePayload.parse(item.payload);
+    return { id: item.id, payload, fileNames: payload.attachments.map((f) => ctx.files.get(f)?.filename ?? f) };
+  });
 }
 
 /** Sends a batch of claimed items through their lines' platforms and records the outcomes. */
@@ -457,7 +575,7 @@ export async function claimOne(id: string, claimedBy: string, now = new Date()):
   const db = await getDb();
   const lease = new Date(now.getTime() + LEASE_MS);
   const rows = await db.$queryRaw<OutboxItem[]>`
-    UPDATE "OutboxItem" SET status = 'claimed', "leaseExpiresAt" = ${lease}, "claimedBy" = ${claimedBy}, attempts = attempts + 1
+    UPDATE "OutboxItem" SET status = 'claimed', "leaseExpiresAt" = ${lease}, "claimedBy" = ${claimedBy}, attempts = attempts + 1, "attemptStartedAt" = ${now}
     WHERE id = ${id} AND status = 'pending' AND "availableAt" <= ${now}
     RETURNING *`;
   return rows[0] ?? null;

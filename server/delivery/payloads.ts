@@ -15,7 +15,14 @@ export const MessagePayload = z.object({
 });
 export type MessagePayload = z.infer<typeof MessagePayload>;
 
-export const ReactionPayload = z.object({ ...target, message_id: z.string(), message_guid: z.string(), type: z.string() });
+export const ReactionPayload = z.object({
+  ...target,
+  message_id: z.string(),
+  message_guid: z.string(),
+  type: z.string(),
+  /** False removes the line's earlier reaction of this type. */
+  added: z.boolean().default(true),
+});
 export type ReactionPayload = z.infer<typeof ReactionPayload>;
 
 export const TypingPayload = z.object({ ...target, is_typing: z.boolean() });

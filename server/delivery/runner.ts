@@ -1,6 +1,7 @@
 import { database } from "../db";
 import { processSingleton } from "../singleton";
-import { claimDue, deliverBatch, nextDueAt, releaseExpiredLeases } from "./outbox";
+import { claimDue, deliverBatch, nextDueAt, releaseExpiredLeases, workerId } from "./outbox";
+import { claimHead, dueLineHeads, expireStranded, serialBacklog } from "./serial";
 
 // The embedded delivery engine (the default; no extra process). It claims due outbox items
 // and delivers them, wakes at once when a write lands (wakeRunner), sleeps until the next
@@ -30,6 +31,10 @@ interface RunnerState {
   /** Extra loops, asleep until the primary loop sees a backlog. */
   helpers: Set<Waiter>;
   loops: Promise<void>[];
+  /** The provider-line loop, asleep until a write lands or its next poll. */
+  serial: Waiter | null;
+  /** Sends under way on provider lines, by line: at most one each. */
+  inFlight: Map<string, Promise<void>>;
 }
 
 const state = processSingleton<RunnerState>("embedded-runner", () => ({
@@ -38,12 +43,20 @@ const state = processSingleton<RunnerState>("embedded-runner", () => ({
   primary: null,
   helpers: new Set(),
   loops: [],
+  serial: null,
+  inFlight: new Map(),
 }));
+
+/** While provider lines have work, how often their heads are looked at (pacing is per second). */
+const SERIAL_POLL_MS = 200;
+/** On stop, how long sends under way on provider lines may still finish (their leases cover the rest). */
+const STOP_GRACE_MS = 5_000;
 
 /** Called after a write commits: the item is claimed at once, or with the next batch. */
 export function wakeRunner(): void {
   state.wakes++;
   if (state.wakes === 1 || state.wakes >= BATCH) state.primary?.();
+  state.serial?.();
 }
 
 export function wait(ms: number, register: (w: Waiter) => void, unregister: (w: Waiter) => void): Promise<void> {
@@ -64,6 +77,12 @@ const primaryWait = (ms: number) =>
     (w) => (state.primary = w),
     () => (state.primary = null),
   );
+const serialWait = (ms: number) =>
+  wait(
+    ms,
+    (w) => (state.serial = w),
+    () => (state.serial = null),
+  );
 const helperWait = (ms: number) =>
   wait(
     ms,
@@ -78,6 +97,7 @@ async function primaryLoop(): Promise<void> {
       if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
         lastSweep = Date.now();
         await releaseExpiredLeases();
+        await expireStranded();
       }
       state.wakes = 0;
       const items = await claimDue(BATCH);
@@ -112,17 +132,53 @@ async function helperLoop(): Promise<void> {
   }
 }
 
+/**
+ * Provider lines: each line's due head is claimed and sent in a task of its own, so a provider
+ * that hangs for minutes holds up only its own line.
+ */
+async function serialLoop(): Promise<void> {
+  while (state.running) {
+    try {
+      const heads = await dueLineHeads();
+      for (const head of heads) {
+        if (!state.running || state.inFlight.has(head.lineId)) continue;
+        const item = await claimHead(head.id, head.lineId, workerId);
+        if (!item) continue;
+        const task = deliverBatch([item])
+          .catch((err: unknown) => console.error(`[outbox] delivering ${item.id} failed unexpectedly`, err))
+          .finally(() => {
+            state.inFlight.delete(head.lineId);
+            state.serial?.();
+          });
+        state.inFlight.set(head.lineId, task);
+      }
+      const busy = heads.length > 0 || state.inFlight.size > 0 || (await serialBacklog());
+      if (state.running) await serialWait(busy ? SERIAL_POLL_MS : IDLE_POLL_MS);
+    } catch (err) {
+      console.error("[outbox] provider-line runner error", err);
+      await serialWait(IDLE_POLL_MS);
+    }
+  }
+}
+
 export async function startRunner(): Promise<void> {
   if (state.running) return;
   state.running = true;
   const { kind } = await database();
-  state.loops = [primaryLoop(), ...Array.from({ length: WORKERS[kind] - 1 }, () => helperLoop())];
+  state.loops = [primaryLoop(), serialLoop(), ...Array.from({ length: WORKERS[kind] - 1 }, () => helperLoop())];
 }
 
 export async function stopRunner(): Promise<void> {
   state.running = false;
   state.primary?.();
+  state.serial?.();
   for (const helper of state.helpers) helper();
   await Promise.all(state.loops);
   state.loops = [];
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(state.inFlight.values()),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS))),
+  ]);
+  clearTimeout(timer);
 }

@@ -41,6 +41,8 @@ export const InboundMessageSchema = z.object({
     .optional(),
   replyToGuid: z.string().min(1).max(200).nullable().optional(),
   service: z.enum(["imessage", "sms"]).optional(),
+  /** The provider's own chat ID (a BlueBubbles chat GUID), kept on the chat for sending back. */
+  providerChatId: z.string().min(1).max(500).optional(),
 });
 
 export const InboundReactionSchema = z.object({

@@ -18,6 +18,12 @@ export const LineSchema = z
     advanced_features: z.boolean().describe("Reactions, typing indicators and read receipts"),
     is_sandbox: z.boolean(),
     created_at: ms,
+    provider: z.string().describe("Extension: the provider carrying the line (simulated | bluebubbles)"),
+    status: z
+      .enum(["connected", "degraded", "disconnected"])
+      .describe("Extension: the provider's health. degraded: a call or probe failed (or the Private API helper is gone); disconnected: several in a row. Sends wait while disconnected."),
+    status_reason: z.string().nullable().describe("Extension: why the line is degraded or disconnected"),
+    last_event_at: msOrNull.describe("Extension: when the provider last answered or sent an event (Unix ms)"),
   })
   .meta({ id: "Line" });
 

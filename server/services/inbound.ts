@@ -73,8 +73,9 @@ async function upsertChat(
   line: Line,
   accountId: string,
   identifier: string,
-  fields: { isGroup: boolean; participants: string[]; name?: string | null; service: string },
+  fields: { isGroup: boolean; participants: string[]; name?: string | null; service: string; providerChatId?: string },
 ): Promise<Chat> {
+  const providerChatId = fields.providerChatId ? { providerChatId: fields.providerChatId } : {};
   return tx.chat.upsert({
     where: { lineId_accountId_identifier: { lineId: line.id, accountId, identifier } },
     create: {
@@ -86,13 +87,16 @@ async function upsertChat(
       isGroup: fields.isGroup,
       participants: fields.participants,
       name: fields.name ?? null,
+      ...providerChatId,
     },
-    update: fields.isGroup ? { participants: fields.participants, ...(fields.name ? { name: fields.name } : {}) } : {},
+    update: fields.isGroup
+      ? { participants: fields.participants, ...(fields.name ? { name: fields.name } : {}), ...providerChatId }
+      : providerChatId,
   });
 }
 
-function directChat(tx: Tx, line: Line, accountId: string, sender: string): Promise<Chat> {
-  return upsertChat(tx, line, accountId, sender, { isGroup: false, participants: [sender], service: lineService(line) });
+export function directChat(tx: Tx, line: Line, accountId: string, sender: string, providerChatId?: string): Promise<Chat> {
+  return upsertChat(tx, line, accountId, sender, { isGroup: false, participants: [sender], service: lineService(line), providerChatId });
 }
 
 const lineService = (line: Line) => (line.service === "sms" ? "sms" : "imessage");
@@ -139,9 +143,15 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
           (p) => p !== line.handle,
         );
         const identifier = event.group.id ?? groupIdentifier(line.id, participants);
-        chat = await upsertChat(tx, line, accountId, identifier, { isGroup: true, participants, name: event.group.name, service });
+        chat = await upsertChat(tx, line, accountId, identifier, {
+          isGroup: true,
+          participants,
+          name: event.group.name,
+          service,
+          providerChatId: event.providerChatId,
+        });
       } else {
-        chat = await directChat(tx, line, accountId, sender);
+        chat = await directChat(tx, line, accountId, sender, event.providerChatId);
       }
       const id = newId("message");
       let attachment: Attachment | null = null;

@@ -166,7 +166,7 @@ export async function sendReaction(actor: Actor, input: z.output<typeof SendReac
   const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Reactions" });
   const message = await findMessage(actor, input.message_id, "message_id", chat.id);
   if (message.chatId !== chat.id) throw invalidParam("message_id", "message_id must be a message in the chat named by 'to'.");
-  const payload: ReactionPayload = { ...target(chat), message_id: message.id, message_guid: message.guid, type: input.type };
+  const payload: ReactionPayload = { ...target(chat), message_id: message.id, message_guid: message.guid, type: input.type, added: true };
   return enqueue(actor, line, "reaction", payload, requestId);
 }
 

@@ -49,7 +49,7 @@ async function simulatedLine(actor: Actor, handle: string, from: string, text?: 
   if (!line || (!line.isSandbox && line.accountId !== actor.accountId)) {
     throw new ApiError("line_not_found", `No line with handle '${handle}'.`, { param: "line" });
   }
-  if (line.platform !== "simulated") throw invalidParam("line", "This line is not on the simulated platform.");
+  if (line.provider !== "simulated") throw invalidParam("line", "This line is not on the simulated platform.");
   if (!line.isSandbox) await assertLineAccess(actor, line);
   if (line.isSandbox) {
     requireSandboxOwner(actor);

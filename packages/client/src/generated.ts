@@ -23,6 +23,14 @@ export type Line = {
   is_sandbox: boolean;
   /** Unix time in milliseconds */
   created_at: number;
+  /** Extension: the provider carrying the line (simulated | bluebubbles) */
+  provider: string;
+  /** Extension: the provider's health. degraded: a call or probe failed (or the Private API helper is gone); disconnected: several in a row. Sends wait while disconnected. */
+  status: "connected" | "degraded" | "disconnected";
+  /** Extension: why the line is degraded or disconnected */
+  status_reason: string | null;
+  /** Extension: when the provider last answered or sent an event (Unix ms) */
+  last_event_at: number | null;
 };
 
 export type ChatPage = {
@@ -472,7 +480,7 @@ export type CreateWebhookBody = {
   from: string;
   /** HTTPS URL on a public address */
   url: string;
-  /** Any of message.received, message.sent, reaction.added, reaction.removed, message.failed */
+  /** Any of message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed */
   events: string[];
 };
 
@@ -541,7 +549,7 @@ export type DisableWebhookResponse = Webhook;
 export type ListenQuery = {
   /** Only this line (handle or ln_ ID); every line the key can use when absent */
   from?: string;
-  /** Comma-separated event names (default: all of message.received, message.sent, reaction.added, reaction.removed, message.failed) */
+  /** Comma-separated event names (default: all of message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed) */
   events?: string;
   /** Resume this lsn_ session: events since the disconnect are sent first */
   session?: string;
@@ -608,5 +616,5 @@ export const OPERATIONS = {
 export type OperationId = keyof typeof OPERATIONS;
 
 /** The events a webhook can subscribe to. */
-export const WEBHOOK_EVENTS = ["message.received","message.sent","reaction.added","reaction.removed","message.failed"] as const;
+export const WEBHOOK_EVENTS = ["message.received","message.sent","reaction.added","reaction.removed","message.failed","line.status_changed"] as const;
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];

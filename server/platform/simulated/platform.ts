@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { sql, valuesList } from "../db";
-import { batcher } from "../batcher";
-import { processSingleton } from "../singleton";
-import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "./types";
+import { sql, valuesList } from "../../db";
+import { batcher } from "../../batcher";
+import { processSingleton } from "../../singleton";
+import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "../types";
 
 // The built-in simulated platform: accepts every send at once, except two documented test
 // recipients. It honours the idempotency key durably (its own table, like a real platform's
@@ -66,8 +66,3 @@ export const simulatedPlatform: Platform = {
   sendTyping: (typing: OutgoingTyping) => accept(typing),
   sendReceipt: (receipt: OutgoingAction) => accept(receipt),
 };
-
-export function platformFor(name: string): Platform {
-  if (name === "simulated") return simulatedPlatform;
-  throw new Error(`no platform named ${name}`);
-}

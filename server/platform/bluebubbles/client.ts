@@ -1,0 +1,720 @@
+import { z } from "zod";
+import {
+  BBChatSchema,
+  BBMessageSchema,
+  BBServerInfoSchema,
+  BBWebhookSchema,
+  type BBChat,
+  type BBMessage,
+  type BBReaction,
+  type BBServerInfo,
+  type BBWebhook,
+} from "./schemas";
+
+export * from "./schemas";
+
+// HTTP client for BlueBubbles Server 1.9.9 (macOS iMessage bridge). Routes, envelopes and
+// behaviour checked against BlueBubblesApp/bluebubbles-server master f2e2286,
+// packages/server/src/server/api/http/api/v1/ (httpRoutes.ts, routers/*, responses/*,
+// middleware/authMiddleware.ts). See /work/shared/PLATFORMS.md §1.
+//
+// - Auth is the `password` query parameter on every call (authMiddleware reads
+//   guid ?? password ?? token from the query; there is no header auth). The password therefore
+//   travels in every URL: error messages carry only the route path, never the URL, and every
+//   string that comes from the server or the network stack is scrubbed of the password.
+// - Every body is read with a byte cap; a JSON body over `maxJsonBytes` is "garbage" and the
+//   connection is dropped.
+// - This module reports what happened (kind, HTTP status, error.type, data.error, …); deciding
+//   whether a failure is permanent is left to the platform layer.
+
+export interface BlueBubblesConnection {
+  /** Server origin, e.g. http://mac.local:1234 (a path prefix is kept; trailing slashes are stripped). */
+  url: string;
+  password: string;
+}
+
+export type BBErrorKind =
+  /** Our deadline passed. For sends the outcome is UNKNOWN (the message may have gone out). */
+  | "timeout"
+  /** Connection refused/reset/DNS, or the connection dropped mid-request: see `sentRequest`. */
+  | "network"
+  /** An error response from the server: a JSON envelope with status >= 400, or a plain-text error (e.g. Koa's "Not Found"). */
+  | "http"
+  /** HTML, non-JSON, JSON that is not the envelope or not the expected data, a 2xx whose envelope says status >= 400, a redirect, or a JSON body over the size cap. */
+  | "garbage"
+  /** downloadAttachment only: the file is larger than the caller's maxBytes (reading stopped there). */
+  | "too_large";
+
+export interface BlueBubblesErrorInit {
+  kind: BBErrorKind;
+  message: string;
+  operation: string;
+  status?: number | null;
+  errorType?: string | null;
+  errorMessage?: string | null;
+  envelopeMessage?: string | null;
+  dataError?: number | null;
+  data?: unknown;
+  sentRequest: boolean;
+  code?: string | null;
+}
+
+export class BlueBubblesError extends Error {
+  override name = "BlueBubblesError";
+  kind: BBErrorKind;
+  /** The HTTP status of the response (null when none arrived). */
+  status: number | null;
+  /** Envelope `error.type`, e.g. "iMessage Error", "Validation Error", "Database Error". */
+  errorType: string | null;
+  /** Envelope `error.message` (what the code emits) or `error.error` (what the docs say). */
+  errorMessage: string | null;
+  /** Envelope top-level `message`, e.g. "Message Send Error"; for a plain-text error, its text. */
+  envelopeMessage: string | null;
+  /** `data.error` when `data` is a Message with a numeric error code (e.g. 22), else null. */
+  dataError: number | null;
+  /** Envelope `data` as received (a Message, null, …); undefined when there was none. */
+  data: unknown;
+  /**
+   * false only when we are sure the request never reached the server (ECONNREFUSED, ENOTFOUND,
+   * EAI_AGAIN, EHOSTUNREACH, ENETUNREACH, connect timeout). true for timeouts and everything else.
+   */
+  sentRequest: boolean;
+  /** Extension: the network error code (e.g. "ECONNREFUSED", "UND_ERR_SOCKET"), else null. */
+  code: string | null;
+  /** Extension: "METHOD /route/path" (no origin, no query). */
+  operation: string;
+
+  constructor(init: BlueBubblesErrorInit) {
+    super(init.message);
+    this.kind = init.kind;
+    this.operation = init.operation;
+    this.status = init.status ?? null;
+    this.errorType = init.errorType ?? null;
+    this.errorMessage = init.errorMessage ?? null;
+    this.envelopeMessage = init.envelopeMessage ?? null;
+    this.dataError = init.dataError ?? null;
+    this.data = init.data;
+    this.sentRequest = init.sentRequest;
+    this.code = init.code ?? null;
+  }
+}
+
+export interface BlueBubblesClientOptions {
+  fetch?: typeof fetch;
+  /** Deadline for non-send calls (connect + response + body). Default 30 s. */
+  timeoutMs?: number;
+  /** Cap for JSON response bodies; larger → kind "garbage", reading stops. Default 10 MiB. */
+  maxJsonBytes?: number;
+}
+
+type SendMethod = "apple-script" | "private-api";
+
+export interface BlueBubblesClient {
+  /** GET /api/v1/ping. */
+  ping(): Promise<void>;
+  /** GET /api/v1/server/info. */
+  serverInfo(): Promise<BBServerInfo>;
+  /** POST /api/v1/message/text (JSON). The response echoes tempGuid. */
+  sendText(
+    input: {
+      chatGuid: string;
+      tempGuid: string;
+      message: string;
+      method: SendMethod;
+      selectedMessageGuid?: string;
+      partIndex?: number;
+      subject?: string;
+      effectId?: string;
+    },
+    timeoutMs: number,
+  ): Promise<BBMessage>;
+  /** POST /api/v1/message/attachment (multipart; file part "attachment"). The response does NOT echo tempGuid. */
+  sendAttachment(
+    input: {
+      chatGuid: string;
+      tempGuid: string;
+      name: string;
+      mimeType: string;
+      bytes: Uint8Array;
+      method: SendMethod;
+      isAudioMessage?: boolean;
+      selectedMessageGuid?: string;
+      partIndex?: number;
+    },
+    timeoutMs: number,
+  ): Promise<BBMessage>;
+  /** POST /api/v1/chat/new → the chat with `participants` and `messages` (the sent message, tempGuid injected). */
+  newChat(
+    input: { addresses: string[]; message?: string; tempGuid?: string; method: SendMethod; service?: "iMessage" | "SMS" },
+    timeoutMs: number,
+  ): Promise<BBChat>;
+  /** POST /api/v1/message/react (Private API) → the reaction message. */
+  react(
+    input: { chatGuid: string; selectedMessageGuid: string; reaction: BBReaction; partIndex?: number },
+    timeoutMs: number,
+  ): Promise<BBMessage>;
+  /** POST /api/v1/chat/:guid/typing (Private API). */
+  startTyping(chatGuid: string): Promise<void>;
+  /** DELETE /api/v1/chat/:guid/typing (Private API). On 1.9.9 master the server handler calls startTyping (bug, fixed on development). */
+  stopTyping(chatGuid: string): Promise<void>;
+  /** POST /api/v1/chat/:guid/read (Private API). */
+  markRead(chatGuid: string): Promise<void>;
+  /** POST /api/v1/message/query. An unknown chatGuid answers a plain-text 404 → BlueBubblesError kind "http", status 404. */
+  queryMessages(input: {
+    chatGuid?: string;
+    after?: number;
+    before?: number;
+    limit?: number;
+    offset?: number;
+    sort?: "ASC" | "DESC";
+    with?: string[];
+  }): Promise<{ messages: BBMessage[]; total: number | null }>;
+  /** GET /api/v1/message/:guid?with=chats,attachments; null on 404. */
+  getMessage(guid: string): Promise<BBMessage | null>;
+  /**
+   * GET /api/v1/attachment/:guid/download?original=true, streamed; more than maxBytes → kind
+   * "too_large" (reading stops). timeoutMs defaults to 120 s.
+   */
+  downloadAttachment(guid: string, opts: { maxBytes: number; timeoutMs?: number }): Promise<{ bytes: Uint8Array; mimeType: string | null }>;
+  /** GET /api/v1/handle/availability/imessage?address= (Private API) → data.available. */
+  iMessageAvailable(address: string): Promise<boolean>;
+  /** GET /api/v1/webhook. */
+  listWebhooks(): Promise<BBWebhook[]>;
+  /** POST /api/v1/webhook. The server dedups by URL and returns an existing row unchanged (delete first to change events). */
+  addWebhook(url: string, events: string[]): Promise<BBWebhook>;
+  /** DELETE /api/v1/webhook/:id (404 "Webhook does not exist!" for an unknown id). */
+  deleteWebhook(id: number): Promise<void>;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_DOWNLOAD_TIMEOUT_MS = 120_000;
+const DEFAULT_MAX_JSON_BYTES = 10 * 1024 * 1024;
+const EXCERPT_CHARS = 160;
+
+/** Connect-phase failures: the request certainly never reached the server. */
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EAI_FAIL",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EHOSTDOWN",
+  "ENETDOWN",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** Replaces the value of password / guid / token query parameters with "***". */
+export function redactUrl(url: string): string {
+  return url.replace(/([?&](?:password|guid|token)=)[^&#]*/gi, "$1***");
+}
+
+const KNOWN_MESSAGE_ERRORS: Record<number, string> = {
+  4: "send timed out in Messages",
+  22: "recipient not registered with iMessage",
+};
+
+/** A short readable reason without secrets (for logs, outbox `reason`, dashboards). */
+export function describeBlueBubblesError(e: unknown): string {
+  if (e instanceof BlueBubblesError) {
+    switch (e.kind) {
+      case "timeout":
+        return "BlueBubbles did not answer in time (outcome unknown)";
+      case "network":
+        return e.sentRequest
+          ? `connection to BlueBubbles lost mid-request${e.code ? ` (${e.code})` : ""}`
+          : `could not reach BlueBubbles${e.code ? ` (${e.code})` : ""}`;
+      case "too_large":
+        return "attachment larger than allowed";
+      case "garbage":
+        return `unexpected response from BlueBubbles${e.status != null ? ` (HTTP ${e.status})` : ""}`;
+      case "http": {
+        const what = [e.errorMessage, e.envelopeMessage].filter((s): s is string => !!s);
+        let text = `${e.errorType ?? `HTTP ${e.status ?? "error"}`}: ${what[0] ?? "no details"}`;
+        if (e.dataError != null && e.dataError !== 0) {
+          const known = KNOWN_MESSAGE_ERRORS[e.dataError];
+          text += ` (message error ${e.dataError}${known ? `: ${known}` : ""})`;
+        } else if (e.errorType === "iMessage Error" && e.data === null) {
+          text += " (no matching message found; it may still have been sent)";
+        }
+        return truncate(text, 300);
+      }
+    }
+  }
+  if (e instanceof Error) return truncate(redactUrl(e.message), 300);
+  return truncate(redactUrl(String(e)), 300);
+}
+
+function truncate(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+function errorCode(err: unknown): string | null {
+  let e: unknown = err;
+  for (let depth = 0; depth < 6 && e && typeof e === "object"; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && code) return code;
+    const errors = (e as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && errors.length > 0) {
+      const inner = errorCode(errors[0]);
+      if (inner) return inner;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
+const EnvelopeSchema = z.object({
+  status: z.number(),
+  message: z.unknown().optional(),
+  error: z.unknown().optional(),
+  data: z.unknown().optional(),
+  metadata: z.unknown().optional(),
+});
+type Envelope = z.output<typeof EnvelopeSchema>;
+
+function str(v: unknown): string | null {
+  return typeof v === "string" ? v : null;
+}
+
+function envelopeDetails(env: Envelope) {
+  const error = env.error && typeof env.error === "object" ? (env.error as Record<string, unknown>) : null;
+  const data = env.data;
+  const dataErr =
+    data && typeof data === "object" && typeof (data as { error?: unknown }).error === "number"
+      ? ((data as { error: number }).error)
+      : null;
+  return {
+    errorType: str(error?.type),
+    errorMessage: str(error?.message) ?? str(error?.error) ?? (typeof env.error === "string" ? env.error : null),
+    envelopeMessage: str(env.message),
+    dataError: dataErr,
+    data,
+  };
+}
+
+function mediaType(res: Response): string | null {
+  const ct = res.headers.get("content-type");
+  if (!ct) return null;
+  const essence = ct.split(";")[0]?.trim().toLowerCase();
+  return essence || null;
+}
+
+interface RequestSpec {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+  query?: Record<string, string>;
+  json?: unknown;
+  form?: FormData;
+  timeoutMs: number;
+}
+
+class Overflow extends Error {}
+
+export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueBubblesClientOptions = {}): BlueBubblesClient {
+  let parsed: URL;
+  try {
+    parsed = new URL(conn.url);
+  } catch {
+    throw new Error("BlueBubbles URL is not a valid URL");
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("BlueBubbles URL must be http(s)");
+  if (parsed.username || parsed.password) throw new Error("BlueBubbles URL must not contain credentials");
+  const base = parsed.origin + parsed.pathname.replace(/\/+$/, "");
+  const password = conn.password;
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
+
+  // The password as it may appear in any string: raw and URL-encoded both ways.
+  const secrets = password
+    ? [...new Set([password, encodeURIComponent(password), new URLSearchParams({ p: password }).toString().slice(2)])]
+        .filter((s) => s.length > 0)
+        .sort((a, b) => b.length - a.length)
+    : [];
+  const scrub = (s: string): string => {
+    let out = redactUrl(s);
+    for (const secret of secrets) out = out.split(secret).join("***");
+    return out;
+  };
+  const excerpt = (text: string): string => {
+    const t = scrub(text.replace(/\s+/g, " ").trim());
+    return JSON.stringify(truncate(t, EXCERPT_CHARS));
+  };
+
+  function buildUrl(path: string, query: Record<string, string> = {}): string {
+    const url = new URL(base + path);
+    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+    url.searchParams.set("password", password);
+    return url.toString();
+  }
+
+  /**
+   * Sends one request under one deadline (connect, headers and body), then hands the response to
+   * `consume` while the deadline still runs. Maps every failure to a BlueBubblesError.
+   */
+  async function exchange<T>(spec: RequestSpec, consume: (res: Response, read: (cap: number) => Promise<Uint8Array>) => Promise<T>): Promise<T> {
+    const operation = `${spec.method} ${spec.path}`;
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, spec.timeoutMs);
+
+    const fail = (kind: BBErrorKind, detail: string, extra: Partial<BlueBubblesErrorInit> = {}): BlueBubblesError =>
+      new BlueBubblesError({ kind, operation, message: `BlueBubbles ${operation}: ${scrub(detail)}`, sentRequest: true, ...extra });
+
+    const transportError = (err: unknown, phase: "request" | "body", status: number | null = null): BlueBubblesError => {
+      if (err instanceof BlueBubblesError) return err;
+      if (err instanceof Overflow) return fail("garbage", "response larger than the size cap", { status });
+      if (timedOut) return fail("timeout", `no complete response within ${spec.timeoutMs} ms (outcome unknown)`, { status });
+      const code = errorCode(err);
+      const notSent = phase === "request" && code !== null && NOT_SENT_CODES.has(code);
+      const cause = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+      const reason = code ?? truncate(cause, 120);
+      const detail = notSent
+        ? `could not connect (${reason}); request not sent`
+        : `connection failed ${phase === "body" ? "while reading the response" : "during the request"} (${reason}); outcome unknown`;
+      return fail("network", detail, { code, sentRequest: !notSent, status });
+    };
+
+    let res: Response;
+    try {
+      const headers: Record<string, string> = { accept: "application/json" };
+      let body: string | FormData | undefined;
+      if (spec.json !== undefined) {
+        headers["content-type"] = "application/json";
+        body = JSON.stringify(spec.json);
+      } else if (spec.form) {
+        body = spec.form;
+      }
+      res = await doFetch(buildUrl(spec.path, spec.query), {
+        method: spec.method,
+        headers,
+        body,
+        signal: controller.signal,
+        redirect: "manual",
+      });
+    } catch (err) {
+      clearTimeout(timer);
+      throw transportError(err, "request");
+    }
+
+    const read = async (cap: number): Promise<Uint8Array> => {
+      const declared = Number(res.headers.get("content-length"));
+      if (Number.isFinite(declared) && declared > cap) {
+        controller.abort();
+        throw new Overflow();
+      }
+      if (!res.body) return new Uint8Array(0);
+      const reader = res.body.getReader();
+      const chunks: Uint8Array[] = [];
+      let total = 0;
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          total += value.byteLength;
+          if (total > cap) {
+            controller.abort();
+            reader.cancel().catch(() => {});
+            throw new Overflow();
+          }
+          chunks.push(value);
+        }
+      } catch (err) {
+        if (err instanceof Overflow) throw err;
+        throw transportError(err, "body", res.status);
+      }
+      const out = new Uint8Array(total);
+      let offset = 0;
+      for (const c of chunks) {
+        out.set(c, offset);
+        offset += c.byteLength;
+      }
+      return out;
+    };
+
+    try {
+      return await consume(res, read);
+    } catch (err) {
+      throw transportError(err, "body", res.status);
+    } finally {
+      clearTimeout(timer);
+      if (!res.bodyUsed && res.body) res.body.cancel().catch(() => {});
+    }
+  }
+
+  /** Reads and classifies a JSON envelope; returns it when it is a success. */
+  async function readEnvelope(spec: RequestSpec, res: Response, read: (cap: number) => Promise<Uint8Array>): Promise<Envelope> {
+    const operation = `${spec.method} ${spec.path}`;
+    const fail = (kind: BBErrorKind, detail: string, extra: Partial<BlueBubblesErrorInit> = {}): BlueBubblesError =>
+      new BlueBubblesError({
+        kind,
+        operation,
+        message: `BlueBubbles ${operation}: ${scrub(detail)}`,
+        status: res.status,
+        sentRequest: true,
+        ...extra,
+      });
+
+    if (res.status >= 300 && res.status < 400) {
+      const location = res.headers.get("location");
+      throw fail("garbage", `unexpected redirect (HTTP ${res.status}${location ? ` to ${redactUrl(location)}` : ""}); check the server URL`);
+    }
+
+    let bytes: Uint8Array;
+    try {
+      bytes = await read(maxJsonBytes);
+    } catch (err) {
+      if (err instanceof Overflow) throw fail("garbage", `response larger than ${maxJsonBytes} bytes (HTTP ${res.status})`);
+      throw err;
+    }
+    const text = new TextDecoder().decode(bytes);
+    const type = mediaType(res);
+
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      if (res.status >= 400 && type === "text/plain") {
+        // Koa's default body when a handler set none, e.g. POST /message/query for an unknown chatGuid → 404 "Not Found".
+        const message = scrub(truncate(text.trim(), EXCERPT_CHARS)) || null;
+        throw fail("http", `HTTP ${res.status} ${excerpt(text)} (plain text)`, { envelopeMessage: message });
+      }
+      throw fail("garbage", `response is not JSON (HTTP ${res.status}${type ? `, ${type}` : ""}): ${excerpt(text)}`);
+    }
+
+    const env = EnvelopeSchema.safeParse(json);
+    if (!env.success) {
+      throw fail("garbage", `JSON response is not a BlueBubbles envelope (HTTP ${res.status}): ${excerpt(text)}`);
+    }
+    const raw = envelopeDetails(env.data);
+    const clean = (v: string | null) => (v === null ? null : scrub(v));
+    const d = {
+      ...raw,
+      errorType: clean(raw.errorType),
+      errorMessage: clean(raw.errorMessage),
+      envelopeMessage: clean(raw.envelopeMessage),
+    };
+    const summary = () => {
+      const parts = [d.errorType, d.errorMessage].filter(Boolean).join(": ") || "no error details";
+      const extras = [d.envelopeMessage ? `[${d.envelopeMessage}]` : null, d.dataError != null ? `(message error ${d.dataError})` : null]
+        .filter(Boolean)
+        .join(" ");
+      return truncate(`${parts}${extras ? ` ${extras}` : ""}`, 400);
+    };
+    if (res.status >= 400) {
+      throw fail("http", `HTTP ${res.status} ${summary()}`, d);
+    }
+    if (env.data.status >= 400) {
+      throw fail("garbage", `HTTP ${res.status} but the envelope says status ${env.data.status}: ${summary()}`, d);
+    }
+    return env.data;
+  }
+
+  function badData(spec: RequestSpec, res: Response, error: z.ZodError, data: unknown): BlueBubblesError {
+    const operation = `${spec.method} ${spec.path}`;
+    const issues = error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+      .join("; ");
+    return new BlueBubblesError({
+      kind: "garbage",
+      operation,
+      message: `BlueBubbles ${operation}: unexpected data in the response (${scrub(truncate(issues, 300))})`,
+      status: res.status,
+      data,
+      sentRequest: true,
+    });
+  }
+
+  async function call<S extends z.ZodType>(spec: RequestSpec, schema: S): Promise<{ data: z.output<S>; envelope: Envelope }> {
+    return exchange(spec, async (res, read) => {
+      const envelope = await readEnvelope(spec, res, read);
+      const parsed = schema.safeParse(envelope.data);
+      if (!parsed.success) throw badData(spec, res, parsed.error, envelope.data);
+      return { data: parsed.data, envelope };
+    });
+  }
+
+  const anything = z.unknown();
+  const enc = encodeURIComponent;
+
+  function defined<T extends Record<string, unknown>>(o: T): Partial<T> {
+    return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+  }
+
+  return {
+    async ping() {
+      await call({ method: "GET", path: "/api/v1/ping", timeoutMs: defaultTimeout }, anything);
+    },
+
+    async serverInfo() {
+      return (await call({ method: "GET", path: "/api/v1/server/info", timeoutMs: defaultTimeout }, BBServerInfoSchema)).data;
+    },
+
+    async sendText(input, timeoutMs) {
+      const json = defined({
+        chatGuid: input.chatGuid,
+        tempGuid: input.tempGuid,
+        message: input.message,
+        method: input.method,
+        selectedMessageGuid: input.selectedMessageGuid,
+        partIndex: input.partIndex,
+        subject: input.subject,
+        effectId: input.effectId,
+      });
+      return (await call({ method: "POST", path: "/api/v1/message/text", json, timeoutMs }, BBMessageSchema)).data;
+    },
+
+    async sendAttachment(input, timeoutMs) {
+      const form = new FormData();
+      // Copy into a fresh ArrayBuffer-backed view (a Blob part must not be a SharedArrayBuffer view).
+      const bytes = new Uint8Array(input.bytes.byteLength);
+      bytes.set(input.bytes);
+      form.append("attachment", new Blob([bytes], { type: input.mimeType }), input.name);
+      form.append("chatGuid", input.chatGuid);
+      form.append("tempGuid", input.tempGuid);
+      form.append("name", input.name);
+      form.append("method", input.method);
+      if (input.isAudioMessage) form.append("isAudioMessage", "true");
+      if (input.selectedMessageGuid !== undefined) form.append("selectedMessageGuid", input.selectedMessageGuid);
+      if (input.partIndex !== undefined) form.append("partIndex", String(input.partIndex));
+      return (await call({ method: "POST", path: "/api/v1/message/attachment", form, timeoutMs }, BBMessageSchema)).data;
+    },
+
+    async newChat(input, timeoutMs) {
+      const json = defined({
+        addresses: input.addresses,
+        message: input.message,
+        tempGuid: input.tempGuid,
+        method: input.method,
+        service: input.service,
+      });
+      return (await call({ method: "POST", path: "/api/v1/chat/new", json, timeoutMs }, BBChatSchema)).data;
+    },
+
+    async react(input, timeoutMs) {
+      const json = defined({
+        chatGuid: input.chatGuid,
+        selectedMessageGuid: input.selectedMessageGuid,
+        reaction: input.reaction,
+        partIndex: input.partIndex,
+      });
+      return (await call({ method: "POST", path: "/api/v1/message/react", json, timeoutMs }, BBMessageSchema)).data;
+    },
+
+    async startTyping(chatGuid) {
+      await call({ method: "POST", path: `/api/v1/chat/${enc(chatGuid)}/typing`, timeoutMs: defaultTimeout }, anything);
+    },
+
+    async stopTyping(chatGuid) {
+      await call({ method: "DELETE", path: `/api/v1/chat/${enc(chatGuid)}/typing`, timeoutMs: defaultTimeout }, anything);
+    },
+
+    async markRead(chatGuid) {
+      await call({ method: "POST", path: `/api/v1/chat/${enc(chatGuid)}/read`, timeoutMs: defaultTimeout }, anything);
+    },
+
+    async queryMessages(input) {
+      for (const key of ["after", "before", "limit", "offset"] as const) {
+        const v = input[key];
+        if (v !== undefined && !Number.isFinite(v)) throw new TypeError(`queryMessages: ${key} must be a finite number`);
+      }
+      // after/before must be JSON numbers: the repository only converts `typeof after === "number"` to a Date.
+      const json = defined({
+        chatGuid: input.chatGuid,
+        after: input.after,
+        before: input.before,
+        limit: input.limit,
+        offset: input.offset,
+        sort: input.sort,
+        with: input.with,
+      });
+      const { data, envelope } = await call(
+        { method: "POST", path: "/api/v1/message/query", json, timeoutMs: defaultTimeout },
+        z.array(BBMessageSchema),
+      );
+      const meta = envelope.metadata && typeof envelope.metadata === "object" ? (envelope.metadata as Record<string, unknown>) : null;
+      const total = typeof meta?.total === "number" ? meta.total : null;
+      return { messages: data, total };
+    },
+
+    async getMessage(guid) {
+      try {
+        return (
+          await call(
+            { method: "GET", path: `/api/v1/message/${enc(guid)}`, query: { with: "chats,attachments" }, timeoutMs: defaultTimeout },
+            BBMessageSchema,
+          )
+        ).data;
+      } catch (err) {
+        if (err instanceof BlueBubblesError && err.kind === "http" && err.status === 404) return null;
+        throw err;
+      }
+    },
+
+    async downloadAttachment(guid, { maxBytes, timeoutMs }) {
+      const spec: RequestSpec = {
+        method: "GET",
+        path: `/api/v1/attachment/${enc(guid)}/download`,
+        query: { original: "true" },
+        timeoutMs: timeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS,
+      };
+      return exchange(spec, async (res, read) => {
+        if (res.status < 200 || res.status >= 300) {
+          // Errors come as envelopes (404 "Attachment does not exist!", 500 "… does not exist in disk!").
+          await readEnvelope(spec, res, read);
+          throw new BlueBubblesError({
+            kind: "garbage",
+            operation: `${spec.method} ${spec.path}`,
+            message: `BlueBubbles ${spec.method} ${spec.path}: HTTP ${res.status} with a success envelope`,
+            status: res.status,
+            sentRequest: true,
+          });
+        }
+        let bytes: Uint8Array;
+        try {
+          bytes = await read(maxBytes);
+        } catch (err) {
+          if (err instanceof Overflow) {
+            throw new BlueBubblesError({
+              kind: "too_large",
+              operation: `${spec.method} ${spec.path}`,
+              message: `BlueBubbles ${spec.method} ${spec.path}: attachment larger than ${maxBytes} bytes`,
+              status: res.status,
+              sentRequest: true,
+            });
+          }
+          throw err;
+        }
+        return { bytes, mimeType: mediaType(res) };
+      });
+    },
+
+    async iMessageAvailable(address) {
+      const { data } = await call(
+        { method: "GET", path: "/api/v1/handle/availability/imessage", query: { address }, timeoutMs: defaultTimeout },
+        z.object({ available: z.boolean() }),
+      );
+      return data.available;
+    },
+
+    async listWebhooks() {
+      return (await call({ method: "GET", path: "/api/v1/webhook", timeoutMs: defaultTimeout }, z.array(BBWebhookSchema))).data;
+    },
+
+    async addWebhook(url, events) {
+      return (await call({ method: "POST", path: "/api/v1/webhook", json: { url, events }, timeoutMs: defaultTimeout }, BBWebhookSchema))
+        .data;
+    },
+
+    async deleteWebhook(id) {
+      await call({ method: "DELETE", path: `/api/v1/webhook/${enc(String(id))}`, timeoutMs: defaultTimeout }, anything);
+    },
+  };
+}

@@ -1,0 +1,122 @@
+import { z } from "zod";
+import { defineProvider } from "../provider";
+import type { ProbeResult } from "../types";
+import { createBlueBubblesClient, describeBlueBubblesError, privateApiUsable, redactUrl } from "./client";
+import { mapMessage, mapWebhook } from "./inbound";
+import { blueBubblesPlatform } from "./platform";
+
+// BlueBubbles Server: a Mac's iMessage (and, through a paired iPhone, SMS) over REST and
+// webhooks. See PLATFORMS.md section 1 and README "Connecting BlueBubbles".
+
+export const DEFAULT_SEND_TIMEOUT_SECONDS = 150;
+
+/** Events the line needs (names checked against the server's webhookEventOptions). */
+export const WEBHOOK_EVENTS = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
+
+const Config = z
+  .object({
+    url: z
+      .string()
+      .trim()
+      .url("must be the server's URL, e.g. http://mac.local:1234")
+      .regex(/^https?:\/\//i, "must be an http:// or https:// URL")
+      .transform((u) => u.replace(/\/+$/, "")),
+    password: z.string().min(1, "is required (the BlueBubbles server password)").max(500),
+    sendTimeoutSeconds: z.number().int().min(5).max(600).default(DEFAULT_SEND_TIMEOUT_SECONDS),
+  })
+  .strict();
+
+const Settings = z.object({ url: z.string(), sendTimeoutSeconds: z.number().int().default(DEFAULT_SEND_TIMEOUT_SECONDS) });
+const Secrets = z.object({ password: z.string() });
+type Settings = z.output<typeof Settings>;
+type Secrets = z.output<typeof Secrets>;
+
+/** A URL safe to show: credentials in its user part or query masked. */
+function maskUrl(url: string): string {
+  return redactUrl(url.replace(/\/\/[^/@]*@/, "//***@"));
+}
+
+export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Settings, Secrets>({
+  name: "bluebubbles",
+  label: "BlueBubbles (iMessage on a Mac)",
+  configSchema: Config,
+  split: (c) => ({ settings: { url: c.url, sendTimeoutSeconds: c.sendTimeoutSeconds }, secrets: { password: c.password } }),
+  load: (settings, secrets) => ({ settings: Settings.parse(settings), secrets: Secrets.safeParse(secrets).data ?? { password: "" } }),
+  describe: (s) => ({ url: maskUrl(s.url), sendTimeoutSeconds: s.sendTimeoutSeconds }),
+  sendTimeoutMs: (s) => s.sendTimeoutSeconds * 1000,
+  idempotentSends: false,
+
+  platform: (line) =>
+    blueBubblesPlatform(createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password }), {
+      handle: line.handle,
+      service: line.service,
+      privateApi: line.advancedFeatures,
+      sendTimeoutMs: line.settings.sendTimeoutSeconds * 1000,
+    }),
+
+  async probe(line): Promise<ProbeResult> {
+    const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password }, { timeoutMs: 15_000 });
+    try {
+      const info = await client.serverInfo();
+      const advanced = privateApiUsable(info);
+      return {
+        ok: true,
+        reason: advanced
+          ? null
+          : info.private_api
+            ? "the Private API helper is not connected: reactions, typing, read receipts, replies and voice memos are unavailable"
+            : "the Private API is off: reactions, typing, read receipts, replies and voice memos are unavailable",
+        capabilities: {
+          server_version: info.server_version,
+          os_version: info.os_version,
+          private_api: info.private_api,
+          helper_connected: info.helper_connected,
+          detected_imessage: info.detected_imessage,
+          reactions: advanced,
+          typing: advanced,
+          read_receipts: advanced,
+          replies: advanced,
+          voice_memos: advanced,
+          imessage_availability: advanced,
+        },
+        advancedFeatures: advanced,
+      };
+    } catch (err) {
+      return { ok: false, reason: describeBlueBubblesError(err), capabilities: {}, advancedFeatures: false };
+    }
+  },
+
+  async registerWebhooks(line) {
+    const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password }, { timeoutMs: 15_000 });
+    // BlueBubbles keeps the first registration of a URL unchanged: remove every one of ours for
+    // this line (any token), then register the current URL with the events we need.
+    const ours = line.inboundUrl.slice(0, line.inboundUrl.indexOf("?"));
+    for (const hook of await client.listWebhooks()) {
+      if (hook.url === line.inboundUrl || hook.url.split("?")[0] === ours) await client.deleteWebhook(hook.id);
+    }
+    await client.addWebhook(line.inboundUrl, WEBHOOK_EVENTS);
+    return [];
+  },
+
+  inbound: {
+    auth: "token",
+    parse: (body) => mapWebhook(body),
+  },
+
+  async catchUp(line, after, page) {
+    const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password });
+    const { messages } = await client.queryMessages({
+      after,
+      sort: "ASC",
+      offset: page.offset,
+      limit: page.limit,
+      with: ["chat", "chat.participants", "attachment"],
+    });
+    return messages.map(mapMessage);
+  },
+
+  async downloadAttachment(line, ref, maxBytes) {
+    const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password });
+    return client.downloadAttachment(ref.ref, { maxBytes });
+  },
+});

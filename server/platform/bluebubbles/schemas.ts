@@ -1,0 +1,321 @@
+import { z } from "zod";
+
+// Zod schemas of the JSON that BlueBubbles Server 1.9.9 returns (REST `data` payloads and webhook
+// bodies). Source: BlueBubblesApp/bluebubbles-server master f2e2286, packages/server/src/server/
+// (`BB/` below): api/serializers/{Message,Chat,Handle,Attachment}Serializer.ts, types.ts.
+//
+// Lenient where the server is: fields the serializer emits as nullable accept null and absence;
+// keys we do not know are accepted and dropped (z.object strips). Strict only where we rely on a
+// field: message guid (string), dateCreated (number, epoch ms), isFromMe (boolean); chat guid;
+// attachment guid; webhook id/url/events.
+//
+// Two shapes exist for a message: the full one (REST responses) and the notification one
+// (webhooks, `isForNotification: true`), which lacks isAudioMessage, replyToGuid,
+// threadOriginatorPart, isSpam, … — those are optional here.
+
+/** `null` for absent or null; the type stays `T | null`. */
+function nullable<T extends z.ZodType>(schema: T) {
+  return schema.nullish().transform((v): z.output<T> | null => (v ?? null) as z.output<T> | null);
+}
+
+/** A boolean the server always sends (BooleanTransformer maps NULL to false): absent → false. */
+const flag = z
+  .boolean()
+  .nullish()
+  .transform((v) => v ?? false);
+
+/** An integer column with DB default 0: absent or null → 0. */
+const zeroDefault = z
+  .number()
+  .nullish()
+  .transform((v) => v ?? 0);
+
+// ------------------------------------------------------------------------------------------------
+// Handle (BB/api/serializers/HandleSerializer.ts): {originalROWID, address, service}; the full
+// shape adds uncanonicalizedId and country. `address` is handle.id (a phone number or email).
+
+export const BBHandleSchema = z.object({
+  originalROWID: nullable(z.number()),
+  address: z.string(),
+  service: nullable(z.string()),
+  uncanonicalizedId: z.string().nullish(),
+  country: z.string().nullish(),
+});
+export type BBHandle = z.output<typeof BBHandleSchema>;
+
+// ------------------------------------------------------------------------------------------------
+// Attachment (BB/api/serializers/AttachmentSerializer.ts). `mimeType` is the raw DB column (may be
+// null); the download route derives its own Content-Type.
+
+export const BBAttachmentSchema = z.object({
+  originalROWID: nullable(z.number()),
+  guid: z.string(),
+  uti: nullable(z.string()),
+  mimeType: nullable(z.string()),
+  transferName: nullable(z.string()),
+  totalBytes: nullable(z.number()),
+  // Full shape only:
+  transferState: z.number().nullish(),
+  isOutgoing: z.boolean().nullish(),
+  hideAttachment: z.boolean().nullish(),
+  isSticker: z.boolean().nullish(),
+  originalGuid: z.string().nullish(),
+  hasLivePhoto: z.boolean().nullish(),
+  // Only with loadMetadata (REST default true, webhooks too):
+  height: z.number().nullish(),
+  width: z.number().nullish(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+});
+export type BBAttachment = z.output<typeof BBAttachmentSchema>;
+
+// ------------------------------------------------------------------------------------------------
+// Chat as embedded in a message's `chats[]` (ChatSerializer with includeParticipants: false,
+// includeMessages: false). style 43 = group (MessageSerializer comment "style == 43; DM = 45").
+
+const chatFields = {
+  originalROWID: nullable(z.number()),
+  guid: z.string(),
+  style: nullable(z.number()),
+  chatIdentifier: nullable(z.string()),
+  isArchived: flag,
+  displayName: nullable(z.string()),
+  participants: z.array(BBHandleSchema).optional(),
+  // Full shape only:
+  isFiltered: z.boolean().nullish(),
+  groupId: z.string().nullish(),
+  properties: z.unknown().optional(),
+  lastAddressedHandle: z.string().nullish(),
+};
+
+export const BBMessageChatSchema = z.object(chatFields);
+export type BBMessageChat = z.output<typeof BBMessageChatSchema>;
+
+// ------------------------------------------------------------------------------------------------
+// Message (BB/api/serializers/MessageSerializer.ts convert()).
+
+export const BBMessageSchema = z.object({
+  originalROWID: nullable(z.number()),
+  guid: z.string().min(1),
+  /** universalText(true): text or the attributedBody text, U+FFFC removed and trimmed; "" for an attachment-only message. */
+  text: nullable(z.string()),
+  /** Parsed NSAttributedString list when requested; null in webhooks and most list responses. */
+  attributedBody: z.unknown().optional(),
+  handle: nullable(BBHandleSchema),
+  handleId: zeroDefault,
+  otherHandle: nullable(z.number()),
+  attachments: z
+    .array(BBAttachmentSchema)
+    .nullish()
+    .transform((v) => v ?? []),
+  subject: nullable(z.string()),
+  /** Apple's message error code; 0 = none (e.g. 4 = timeout per BB/index.ts emitMessageError; 22 seen for "not registered"). */
+  error: zeroDefault,
+  /** Epoch ms. */
+  dateCreated: z.number(),
+  dateRead: nullable(z.number()),
+  dateDelivered: nullable(z.number()),
+  isDelivered: flag,
+  isFromMe: z.boolean(),
+  hasDdResults: flag,
+  isArchived: flag,
+  itemType: zeroDefault,
+  groupTitle: nullable(z.string()),
+  groupActionType: zeroDefault,
+  balloonBundleId: nullable(z.string()),
+  /** Target of a reaction/sticker, e.g. "p:0/<GUID>" or "bp:<GUID>" (see stripAssociatedPrefix). */
+  associatedMessageGuid: nullable(z.string()),
+  /**
+   * A string (MessageTypeTransformer): "love".."question", "-love".."-question", "sticker", or the
+   * raw number as a string; null for ordinary messages. A number is accepted and stringified.
+   */
+  associatedMessageType: z
+    .union([z.string(), z.number()])
+    .nullish()
+    .transform((v) => (v == null ? null : String(v))),
+  expressiveSendStyleId: nullable(z.string()),
+  threadOriginatorGuid: nullable(z.string()),
+  hasPayloadData: flag,
+  /** Only when chats were loaded (REST `with: ["chat"]`, a chatGuid query, webhooks except updated-message). */
+  chats: z.array(BBMessageChatSchema).optional(),
+  /** Only in the text-send response (and chat/new messages) and in webhooks that match a send. */
+  tempGuid: z.string().optional(),
+  // Full (non-notification) shape only:
+  isAudioMessage: z.boolean().nullish(),
+  replyToGuid: z.string().nullish(),
+  threadOriginatorPart: z.string().nullish(),
+  isSpam: z.boolean().nullish(),
+  isDelayed: z.boolean().nullish(),
+  isAutoReply: z.boolean().nullish(),
+  isSystemMessage: z.boolean().nullish(),
+  isServiceMessage: z.boolean().nullish(),
+  isForward: z.boolean().nullish(),
+  isCorrupt: z.boolean().nullish(),
+  isExpired: z.boolean().nullish(),
+  country: z.string().nullish(),
+  cacheRoomnames: z.string().nullish(),
+  datePlayed: z.number().nullish(),
+  timeExpressiveSendPlayed: z.number().nullish(),
+  shareStatus: z.number().nullish(),
+  shareDirection: z.number().nullish(),
+  wasDeliveredQuietly: z.boolean().nullish(),
+  didNotifyRecipient: z.boolean().nullish(),
+  // macOS 13+:
+  dateEdited: z.number().nullish(),
+  dateRetracted: z.number().nullish(),
+  partCount: z.number().nullish(),
+  // High Sierra+ (null unless requested):
+  messageSummaryInfo: z.unknown().optional(),
+  payloadData: z.unknown().optional(),
+});
+export type BBMessage = z.output<typeof BBMessageSchema>;
+
+// ------------------------------------------------------------------------------------------------
+// Chat as returned by chat routes (POST /api/v1/chat/new: ChatSerializer with includeParticipants
+// and includeMessages → `participants` and `messages` (messages without `chats`, with tempGuid
+// injected when one was given)).
+
+export const BBChatSchema = z.object({
+  ...chatFields,
+  messages: z.array(BBMessageSchema).optional(),
+  lastMessage: BBMessageSchema.nullish(),
+});
+export type BBChat = z.output<typeof BBChatSchema>;
+
+// ------------------------------------------------------------------------------------------------
+// GET /api/v1/server/info (BB/api/interfaces/generalInterface.ts getServerMetadata, BB/types.ts
+// ServerMetadataResponse). Config booleans come from ServerRepository.getConfig; accepted as
+// boolean, 0/1 or "true"/"false"/"1"/"0".
+
+const configBool = z
+  .union([z.boolean(), z.number(), z.string()])
+  .nullish()
+  .transform((v) => v === true || v === 1 || v === "1" || v === "true");
+
+export const BBServerInfoSchema = z.object({
+  computer_id: nullable(z.string()),
+  os_version: nullable(z.string()),
+  server_version: nullable(z.string()),
+  private_api: configBool,
+  helper_connected: configBool,
+  proxy_service: nullable(z.string()),
+  detected_icloud: nullable(z.string()),
+  detected_imessage: nullable(z.string()),
+  macos_time_sync: nullable(z.number()),
+  local_ipv4s: z.array(z.string()).nullish(),
+  local_ipv6s: z.array(z.string()).nullish(),
+});
+export type BBServerInfo = z.output<typeof BBServerInfoSchema>;
+
+/** Private API usable ⇔ enabled and the helper is connected (same checks as checkPrivateApiStatus). */
+export function privateApiUsable(info: BBServerInfo): boolean {
+  return info.private_api && info.helper_connected;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Webhook registration (BB/databases/server/entity/Webhook.ts; webhookRouter parses `events` from
+// its JSON string; `created` is a Date, i.e. an ISO string in JSON).
+
+export const BBWebhookSchema = z.object({
+  id: z.number().int(),
+  url: z.string(),
+  events: z.array(z.string()),
+  created: z
+    .union([z.string(), z.number()])
+    .nullish()
+    .transform((v) => v ?? null),
+});
+export type BBWebhook = z.output<typeof BBWebhookSchema>;
+
+/** Event names accepted by POST /api/v1/webhook (BB/api/http/constants.ts webhookEventOptions). */
+export const BB_WEBHOOK_EVENTS = [
+  "*",
+  "new-message",
+  "updated-message",
+  "message-send-error",
+  "group-name-change",
+  "group-icon-changed",
+  "group-icon-removed",
+  "participant-removed",
+  "participant-added",
+  "participant-left",
+  "chat-read-status-changed",
+  "typing-indicator",
+  "scheduled-message-error",
+  "server-update",
+  "new-server",
+  "new-findmy-location",
+  "hello-world",
+  "incoming-facetime",
+  "ft-call-status-changed",
+] as const;
+
+// ------------------------------------------------------------------------------------------------
+// Reactions (BB/api/interfaces/messageInterface.ts possibleReactions).
+
+export const BB_REACTIONS = [
+  "love",
+  "like",
+  "dislike",
+  "laugh",
+  "emphasize",
+  "question",
+  "-love",
+  "-like",
+  "-dislike",
+  "-laugh",
+  "-emphasize",
+  "-question",
+] as const;
+export type BBReaction = (typeof BB_REACTIONS)[number];
+
+/**
+ * The reacted-to message GUID from `associatedMessageGuid`: strips a "p:<part>/" or "bp:" prefix
+ * ("p:0/ABC" → "ABC", "bp:ABC" → "ABC"); other values come back unchanged.
+ */
+export function stripAssociatedPrefix(guid: string): string {
+  return guid.replace(/^(?:p:\d+\/|bp:)/, "");
+}
+
+/** The part index of a "p:<part>/<GUID>" association, else null. */
+export function associatedPartIndex(guid: string): number | null {
+  const m = /^p:(\d+)\//.exec(guid);
+  return m ? Number(m[1]) : null;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Inbound webhook bodies (BB/services/webhookService/index.ts: axios.post(url, {type, data})).
+
+export const BBWebhookEventSchema = z.object({ type: z.string().min(1), data: z.unknown() });
+
+/** typing-indicator (BB/api/privateApi/eventHandlers/PrivateApiTypingEventHandler.ts); 1:1 chats only. */
+export const BBTypingIndicatorSchema = z.object({ display: z.boolean(), guid: z.string() });
+/** chat-read-status-changed (BB/index.ts): `{chatGuid, read: true}`. */
+export const BBChatReadStatusSchema = z.object({ chatGuid: z.string(), read: z.boolean() });
+
+export type BBWebhookEvent =
+  | { type: "new-message" | "updated-message" | "message-send-error"; data: BBMessage }
+  | { type: "typing-indicator"; data: { display: boolean; guid: string } }
+  | { type: "chat-read-status-changed"; data: { chatGuid: string; read: boolean } }
+  | { type: "other"; name: string; data: unknown };
+
+/**
+ * Parses an inbound webhook body. Throws a ZodError when the body is not `{type: string, data}`,
+ * or when one of the typed events carries data of the wrong shape (e.g. a new-message without a
+ * guid). Unknown event types (group-name-change, participant-*, hello-world, …) come back as
+ * `{type: "other", name, data}` without validating `data`.
+ */
+export function parseWebhookEvent(body: unknown): BBWebhookEvent {
+  const { type, data } = BBWebhookEventSchema.parse(body);
+  switch (type) {
+    case "new-message":
+    case "updated-message":
+    case "message-send-error":
+      return { type, data: BBMessageSchema.parse(data) };
+    case "typing-indicator":
+      return { type, data: BBTypingIndicatorSchema.parse(data) };
+    case "chat-read-status-changed":
+      return { type, data: BBChatReadStatusSchema.parse(data) };
+    default:
+      return { type: "other", name: type, data };
+  }
+}

@@ -1,0 +1,83 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+import { config } from "../config";
+import { CredentialsError, decryptJson, encryptJson } from "../credentials";
+import type { Line } from "../generated/prisma/client";
+import type { AnyProvider, ProviderLine } from "./provider";
+import { providerFor } from "./registry";
+import type { Platform } from "./types";
+
+// A line's provider connection: settings in the clear, secrets (the provider's and the token
+// of the line's inbound URL) encrypted in one sealed JSON value.
+
+const Sealed = z.object({ inboundToken: z.string().min(16), secrets: z.unknown() });
+
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
+}
+
+export function newInboundToken(): string {
+  return randomBytes(24).toString("base64url");
+}
+
+/** The stored form of a connection: what goes into the Line row. */
+export function sealConnection(provider: AnyProvider, rawConfig: unknown, inboundToken: string) {
+  const parsed = provider.configSchema.parse(rawConfig);
+  const { settings, secrets } = provider.split(parsed);
+  return {
+    provider: provider.name,
+    providerSettings: settings as object,
+    providerSecrets: encryptJson({ inboundToken, secrets }),
+    inboundTokenHash: hashToken(inboundToken),
+  };
+}
+
+export function inboundUrl(lineId: string, token: string): string {
+  return `${config().PUBLIC_URL.replace(/\/+$/, "")}/api/inbound/${lineId}?token=${encodeURIComponent(token)}`;
+}
+
+/** Whether `token` is this line's inbound token (constant time). */
+export function inboundTokenMatches(line: Pick<Line, "inboundTokenHash">, token: string | null): boolean {
+  if (!line.inboundTokenHash || !token) return false;
+  const a = Buffer.from(hashToken(token), "hex");
+  const b = Buffer.from(line.inboundTokenHash, "hex");
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** The line as its provider sees it, secrets decrypted. Throws CredentialsError when they cannot be. */
+export function providerLine(line: Line): ProviderLine {
+  const provider = providerFor(line.provider);
+  let token = "";
+  let secrets: unknown = null;
+  if (line.providerSecrets) {
+    const sealed = Sealed.safeParse(decryptJson(line.providerSecrets));
+    if (!sealed.success) throw new CredentialsError("stored credentials are not in a known format");
+    token = sealed.data.inboundToken;
+    secrets = sealed.data.secrets;
+  }
+  const loaded = provider.load(line.providerSettings, secrets);
+  return {
+    id: line.id,
+    handle: line.handle,
+    service: line.service === "sms" || line.service === "auto" ? line.service : "imessage",
+    advancedFeatures: line.advancedFeatures,
+    settings: loaded.settings,
+    secrets: loaded.secrets,
+    inboundUrl: token ? inboundUrl(line.id, token) : "",
+  };
+}
+
+/** The platform that sends for `line`. */
+export function platformForLine(line: Line): Platform {
+  return providerFor(line.provider).platform(providerLine(line));
+}
+
+/** Whether a line's sends go one at a time, in order, paced (every provider but idempotent ones). */
+export function isSerialLine(line: Pick<Line, "provider">): boolean {
+  return !providerFor(line.provider).idempotentSends;
+}
+
+/** Provider names whose lines send one item at a time (for SQL filters). */
+export function serialProviderNames(names: readonly string[]): string[] {
+  return names.filter((n) => !providerFor(n).idempotentSends);
+}

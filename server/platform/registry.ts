@@ -1,0 +1,20 @@
+import { blueBubblesProvider } from "./bluebubbles";
+import type { AnyProvider } from "./provider";
+import { simulatedProvider } from "./simulated";
+
+// Provider name -> its definition. A new provider is one folder under server/platform and one
+// line here.
+
+const PROVIDERS: readonly AnyProvider[] = [simulatedProvider, blueBubblesProvider];
+
+export const PROVIDER_NAMES = PROVIDERS.map((p) => p.name) as [string, ...string[]];
+
+export function findProvider(name: string): AnyProvider | null {
+  return PROVIDERS.find((p) => p.name === name) ?? null;
+}
+
+export function providerFor(name: string): AnyProvider {
+  const provider = findProvider(name);
+  if (!provider) throw new Error(`no provider named ${name}`);
+  return provider;
+}

@@ -1,0 +1,165 @@
+import { z, ZodError } from "zod";
+import { config } from "../config";
+import { CredentialsError } from "../credentials";
+import { getDb } from "../db";
+import { ApiError } from "../errors";
+import type { Line } from "../generated/prisma/client";
+import { newInboundToken, providerLine, sealConnection } from "../platform/connection";
+import { findProvider, PROVIDER_NAMES } from "../platform/registry";
+import type { ProbeResult } from "../platform/types";
+import { serializeLine } from "../serializers";
+import { notifyChange } from "../cache/changes";
+import { applyProbe } from "./line-health";
+import { createLine, type CreateLineInput, forgetCachedLines } from "./lines";
+
+// Connecting a line to its provider: validate the provider's settings, store them (secrets
+// encrypted), probe what the line can do, and point the provider's webhooks at the line's
+// inbound URL. One function for the operator CLI, the dashboard and GraphQL.
+
+export const ConnectLineBody = z.object({
+  line_id: z.string().trim().min(1).max(100),
+  provider: z.enum(PROVIDER_NAMES),
+  /** The provider's settings (for BlueBubbles: url, password, sendTimeoutSeconds). */
+  provider_config: z.record(z.string(), z.unknown()).default({}),
+  /** Sends per second on this line (provider lines pace their sends); default 1. */
+  send_rate_per_second: z.number().positive().max(100).optional(),
+});
+export type ConnectLineInput = z.input<typeof ConnectLineBody>;
+
+export interface ConnectionReport {
+  line: ReturnType<typeof describeLine>;
+  probe: ProbeResult;
+  warnings: string[];
+}
+
+function invalidConfig(err: ZodError): ApiError {
+  const detail = err.issues.map((i) => `${i.path.length ? `${i.path.join(".")}: ` : ""}${i.message}`).join("; ");
+  return new ApiError("invalid_parameter_value", `Invalid provider settings: ${detail}.`, { param: "provider_config" });
+}
+
+/** A line for operators and owners: the public shape plus provider settings (secrets never) and health. */
+export function describeLine(line: Line) {
+  const provider = findProvider(line.provider);
+  let settings: Record<string, string | number | boolean | null> = {};
+  try {
+    settings = provider ? provider.describe(provider.load(line.providerSettings, null).settings) : {};
+  } catch {
+    settings = {};
+  }
+  return {
+    ...serializeLine(line),
+    provider_settings: settings,
+    capabilities: (line.capabilities ?? null) as Record<string, unknown> | null,
+    send_rate_per_second: line.sendRatePerSecond,
+    status_changed_at: line.statusChangedAt ? line.statusChangedAt.getTime() : null,
+  };
+}
+
+/** Warnings a working connection may still deserve: a provider cannot call back a local URL. */
+function urlWarnings(providerName: string): string[] {
+  if (providerName === "simulated") return [];
+  const url = new URL(config().PUBLIC_URL);
+  if (["localhost", "127.0.0.1", "::1", "[::1]"].includes(url.hostname)) {
+    return [
+      `PUBLIC_URL is ${url.origin}: the provider sends webhooks there, which works only when it runs on this machine. Set PUBLIC_URL to an address the provider can reach.`,
+    ];
+  }
+  return [];
+}
+
+/** Probes a line's provider and stores what it found. */
+export async function probeLine(line: Line): Promise<{ line: Line; probe: ProbeResult }> {
+  const provider = findProvider(line.provider);
+  let probe: ProbeResult;
+  if (!provider) {
+    probe = { ok: false, reason: `unknown provider ${line.provider}`, capabilities: {}, advancedFeatures: false };
+  } else {
+    try {
+      probe = await provider.probe(providerLine(line));
+    } catch (err) {
+      const reason = err instanceof CredentialsError ? err.message : `probe failed: ${(err as Error).message}`;
+      probe = { ok: false, reason, capabilities: {}, advancedFeatures: false };
+    }
+  }
+  return { line: await applyProbe(line, probe), probe };
+}
+
+/** Connects (or reconnects, or switches back to simulated) a line of `accountId` (any account when null). */
+export async function connectLine(accountId: string | null, input: ConnectLineInput): Promise<ConnectionReport> {
+  const body = ConnectLineBody.parse(input);
+  const db = await getDb();
+  const line = await db.line.findUnique({ where: { id: body.line_id } });
+  if (!line || line.isSandbox || (accountId !== null && line.accountId !== accountId)) {
+    throw new ApiError("line_not_found", `No line with ID '${body.line_id}'.`, { param: "line_id" });
+  }
+  const provider = findProvider(body.provider)!;
+  let sealed: ReturnType<typeof sealConnection>;
+  try {
+    sealed = sealConnection(provider, body.provider_config, newInboundToken());
+  } catch (err) {
+    if (err instanceof ZodError) throw invalidConfig(err);
+    throw err;
+  }
+  const switching = line.provider !== provider.name;
+  const updated = await db.line.update({
+    where: { id: line.id },
+    data: {
+      ...sealed,
+      ...(body.send_rate_per_second ? { sendRatePerSecond: body.send_rate_per_second } : {}),
+      failures: 0,
+      // Catch-up starts at the connection: the provider's older history is not imported.
+      ...(switching ? { catchupAfter: provider.name === "simulated" ? null : new Date(), capabilities: undefined } : {}),
+      ...(provider.name === "simulated" ? { status: "connected", statusReason: null } : {}),
+    },
+  });
+  forgetCachedLines();
+  const warnings = urlWarnings(provider.name);
+  const { line: probed, probe } = await probeLine(updated);
+  if (provider.registerWebhooks && probe.ok) {
+    try {
+      warnings.push(...(await provider.registerWebhooks(providerLine(probed))));
+    } catch (err) {
+      warnings.push(`Could not register this line's webhook with the provider: ${(err as Error).message}. Inbound messages arrive only through catch-up until it is registered (connect again).`);
+    }
+  }
+  if (probed.accountId) await notifyChange(probed.accountId);
+  return { line: describeLine(probed), probe, warnings };
+}
+
+/** Probes a line again (operator `line test`, the dashboard's button). */
+export async function testLine(accountId: string | null, lineId: string): Promise<ConnectionReport> {
+  const db = await getDb();
+  const line = await db.line.findUnique({ where: { id: lineId } });
+  if (!line || (accountId !== null && line.accountId !== accountId)) {
+    throw new ApiError("line_not_found", `No line with ID '${lineId}'.`, { param: "line_id" });
+  }
+  const { line: probed, probe } = await probeLine(line);
+  return { line: describeLine(probed), probe, warnings: probe.ok ? urlWarnings(line.provider) : [] };
+}
+
+/** Creates a line and connects it to its provider in one step (operator CLI). */
+export async function createConnectedLine(
+  input: CreateLineInput & { provider?: string; providerConfig?: Record<string, unknown> },
+): Promise<ConnectionReport> {
+  const provider = input.provider ?? "simulated";
+  if (!findProvider(provider)) {
+    throw new ApiError("invalid_parameter_value", `Unknown provider '${provider}'. Providers: ${PROVIDER_NAMES.join(", ")}.`, { param: "provider" });
+  }
+  // Validate the settings before the line exists, so a typo leaves nothing behind.
+  try {
+    findProvider(provider)!.configSchema.parse(input.providerConfig ?? {});
+  } catch (err) {
+    if (err instanceof ZodError) throw invalidConfig(err);
+    throw err;
+  }
+  const line = await createLine(input);
+  if (provider === "simulated") return { line: describeLine(line), probe: { ok: true, reason: null, capabilities: {}, advancedFeatures: line.advancedFeatures }, warnings: [] };
+  return connectLine(null, { line_id: line.id, provider, provider_config: input.providerConfig ?? {} });
+}
+
+/** Every line of one account, or of all accounts (operator). */
+export async function listConnections(accountId: string | null) {
+  const db = await getDb();
+  const lines = await db.line.findMany({ where: accountId ? { accountId } : {}, orderBy: { id: "asc" } });
+  return lines.map(describeLine);
+}

@@ -1,0 +1,121 @@
+import { getDb, type Prisma, prismaQuery } from "../db";
+import type { Line } from "../generated/prisma/client";
+import type { ProbeResult } from "../platform/types";
+import { fanOut } from "../webhooks/fanout";
+import { wakeWebhooks } from "../webhooks/runner";
+import { notifyChange } from "../cache/changes";
+import { forgetCachedLines } from "./lines";
+
+// A provider line's health: connected while its provider answers; degraded after a failed
+// call or probe; disconnected after DISCONNECT_AFTER in a row. Sends wait while a line is
+// disconnected (up to PROVIDER_SEND_WINDOW_SECONDS), and recovery is automatic: the next probe
+// or event that gets through makes it connected again. Every change is recorded with its
+// reason and told to webhooks subscribed to line.status_changed.
+
+export type LineStatus = "connected" | "degraded" | "disconnected";
+
+/** Consecutive failures (calls or probes) after which a line is disconnected. */
+export const DISCONNECT_AFTER = 3;
+
+/** Listeners told when a line comes back from disconnected (catch-up runs then). */
+type Recovery = (line: Line) => void;
+const recoveries = new Set<Recovery>();
+export function onLineRecovered(fn: Recovery): () => void {
+  recoveries.add(fn);
+  return () => recoveries.delete(fn);
+}
+
+type Extra = Pick<Prisma.LineUncheckedUpdateInput, "failures" | "lastEventAt" | "lastProbeAt" | "capabilities" | "advancedFeatures">;
+
+async function setStatus(line: Line, status: LineStatus, reason: string | null, extra: Extra = {}): Promise<Line> {
+  const db = await getDb();
+  const now = new Date();
+  const changed = line.status !== status || (status !== "connected" && line.statusReason !== reason);
+  const updated = await db.$transaction(async (tx) => {
+    const row = await tx.line.update({
+      where: { id: line.id },
+      data: {
+        ...extra,
+        status,
+        statusReason: reason,
+        ...(line.status !== status ? { statusChangedAt: now } : {}),
+      },
+    });
+    if (line.status !== status && line.accountId) {
+      const data = {
+        object: "line_status",
+        line_id: line.id,
+        line_handle: line.handle,
+        provider: line.provider,
+        status,
+        previous_status: line.status,
+        status_reason: reason,
+        changed_at: now.getTime(),
+      };
+      await fanOut(prismaQuery(tx), [{ accountId: line.accountId, lineId: line.id, event: "line.status_changed", data }]);
+    }
+    return row;
+  });
+  if (changed) {
+    forgetCachedLines();
+    if (line.accountId) await notifyChange(line.accountId);
+    wakeWebhooks();
+    if (line.status !== status) {
+      console.log(`[lines] ${line.id} (${line.provider}) ${line.status} -> ${status}${reason ? `: ${reason}` : ""}`);
+    }
+    if (line.status === "disconnected" && status !== "disconnected") for (const fn of recoveries) fn(updated);
+  }
+  return updated;
+}
+
+async function load(lineId: string): Promise<Line | null> {
+  const db = await getDb();
+  return db.line.findUnique({ where: { id: lineId } });
+}
+
+/** The provider answered (a call, an event): the line is connected again if it was not. */
+export async function noteProviderUp(lineId: string): Promise<void> {
+  const line = await load(lineId);
+  if (!line || line.provider === "simulated") return;
+  const now = new Date();
+  if (line.status === "connected" && line.failures === 0) {
+    // At most one write a second per line on the hot inbound path.
+    if (!line.lastEventAt || now.getTime() - line.lastEventAt.getTime() > 1_000) {
+      const db = await getDb();
+      await db.line.update({ where: { id: line.id }, data: { lastEventAt: now } });
+    }
+    return;
+  }
+  await setStatus(line, "connected", null, { failures: 0, lastEventAt: now });
+}
+
+/** A call to the provider went unanswered: degraded, then disconnected after DISCONNECT_AFTER. */
+export async function noteProviderDown(lineId: string, reason: string): Promise<void> {
+  const line = await load(lineId);
+  if (!line || line.provider === "simulated") return;
+  const failures = line.failures + 1;
+  await setStatus(line, failures >= DISCONNECT_AFTER ? "disconnected" : "degraded", reason, { failures });
+}
+
+/** Stores what a probe found: capabilities, advanced features, and the health it implies. */
+export async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> {
+  const now = new Date();
+  if (!probe.ok) {
+    const failures = line.failures + 1;
+    return setStatus(line, failures >= DISCONNECT_AFTER ? "disconnected" : "degraded", probe.reason ?? "the provider did not answer", {
+      failures,
+      lastProbeAt: now,
+    });
+  }
+  const fields: Extra = {
+    failures: 0,
+    lastProbeAt: now,
+    lastEventAt: now,
+    capabilities: probe.capabilities,
+    ...(line.provider === "simulated" ? {} : { advancedFeatures: probe.advancedFeatures }),
+  };
+  // Answering but short of what the line had (a Private API helper that stopped) is degraded.
+  const lost = line.provider !== "simulated" && line.advancedFeatures && !probe.advancedFeatures && probe.reason;
+  return setStatus(line, lost ? "degraded" : "connected", lost ? probe.reason : null, fields);
+}
+

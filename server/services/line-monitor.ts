@@ -1,0 +1,123 @@
+import { config } from "../config";
+import { getDb, sql } from "../db";
+import type { Line } from "../generated/prisma/client";
+import { CredentialsError } from "../credentials";
+import { providerLine } from "../platform/connection";
+import { findProvider } from "../platform/registry";
+import { processSingleton } from "../singleton";
+import { noteProviderDown, onLineRecovered } from "./line-health";
+import { probeLine } from "./line-connections";
+import { ingestProviderEvent, type InboundOutcome } from "./provider-inbound";
+
+// Nothing missed while away: webhooks are lost while this service is down or the provider's
+// host sleeps. Catch-up asks the provider for the messages after the newest one taken in (the
+// line's catch-up cursor), a page at a time, through the same dedupe path as webhooks. It runs
+// on connect, on start, when a line comes back from disconnected, and after every periodic
+// probe (so even a webhook the provider dropped arrives within a probe interval).
+
+const PAGE = 500;
+/** A bound on one catch-up: 100 pages of 500. */
+const MAX_PAGES = 100;
+
+const running = processSingleton("catch-up-running", () => new Map<string, Promise<CatchUpReport>>());
+
+export interface CatchUpReport {
+  pages: number;
+  counts: Record<InboundOutcome, number>;
+  error: string | null;
+}
+
+async function runCatchUp(lineId: string): Promise<CatchUpReport> {
+  const report: CatchUpReport = { pages: 0, counts: { stored: 0, duplicate: 0, adopted: 0, ignored: 0 }, error: null };
+  const db = await getDb();
+  const line = await db.line.findUnique({ where: { id: lineId } });
+  const provider = line ? findProvider(line.provider) : null;
+  if (!line || !provider?.catchUp || line.isSandbox) return report;
+  if (!line.catchupAfter) {
+    await sql(`UPDATE "Line" SET "catchupAfter" = $2 WHERE id = $1 AND "catchupAfter" IS NULL`, [line.id, new Date()]);
+    return report;
+  }
+  const after = line.catchupAfter.getTime();
+  try {
+    const pl = providerLine(line);
+    for (let offset = 0; report.pages < MAX_PAGES; report.pages++) {
+      const events = await provider.catchUp(pl, after, { offset, limit: PAGE });
+      for (const event of events) report.counts[await ingestProviderEvent(line, pl, event)]++;
+      if (events.length < PAGE) {
+        report.pages++;
+        break;
+      }
+      offset += events.length;
+    }
+  } catch (err) {
+    report.error = err instanceof CredentialsError ? err.message : `catch-up failed: ${(err as Error).message}`;
+    await noteProviderDown(line.id, report.error);
+  }
+  return report;
+}
+
+/** Catches a line up with its provider; concurrent calls for one line share one run. */
+export function catchUpLine(lineId: string): Promise<CatchUpReport> {
+  let run = running.get(lineId);
+  if (!run) {
+    run = runCatchUp(lineId).finally(() => running.delete(lineId));
+    running.set(lineId, run);
+  }
+  return run;
+}
+
+/**
+ * Probes every provider line not probed for PROVIDER_PROBE_SECONDS (one instance per line: the
+ * probe time is claimed in the database first), then catches up the ones that answer.
+ */
+export async function probeDueLines(now = new Date()): Promise<number> {
+  const due = new Date(now.getTime() - config().PROVIDER_PROBE_SECONDS * 1000);
+  const lines = await sql<Line>(
+    `UPDATE "Line" SET "lastProbeAt" = $1
+     WHERE platform <> 'simulated' AND NOT "isSandbox" AND "isActive" AND ("lastProbeAt" IS NULL OR "lastProbeAt" < $2)
+     RETURNING *`,
+    [now, due],
+  );
+  await Promise.all(
+    lines.map(async (line) => {
+      const { probe } = await probeLine(line);
+      if (probe.ok) await catchUpLine(line.id);
+    }),
+  );
+  return lines.length;
+}
+
+/** Catch-up for every provider line (on start). */
+export async function catchUpAll(): Promise<void> {
+  const lines = await sql<{ id: string }>(`SELECT id FROM "Line" WHERE platform <> 'simulated' AND NOT "isSandbox" AND "isActive"`);
+  await Promise.all(lines.map((l) => catchUpLine(l.id)));
+}
+
+const monitor = processSingleton<{ timer: NodeJS.Timeout | null; busy: boolean; off: (() => void) | null }>("line-monitor", () => ({
+  timer: null,
+  busy: false,
+  off: null,
+}));
+
+/** The embedded engine's health loop: probes due lines every few seconds; catch-up on recovery. */
+export function startLineMonitor(): void {
+  if (monitor.timer) return;
+  monitor.off = onLineRecovered((line) => void catchUpLine(line.id));
+  const tick = () => {
+    if (monitor.busy) return;
+    monitor.busy = true;
+    probeDueLines()
+      .catch((err: unknown) => console.error("[lines] probe loop error", err))
+      .finally(() => (monitor.busy = false));
+  };
+  monitor.timer = setInterval(tick, Math.min(5_000, config().PROVIDER_PROBE_SECONDS * 1000));
+  monitor.timer.unref();
+  void catchUpAll().catch((err: unknown) => console.error("[lines] catch-up on start failed", err));
+}
+
+export function stopLineMonitor(): void {
+  if (monitor.timer) clearInterval(monitor.timer);
+  monitor.timer = null;
+  monitor.off?.();
+  monitor.off = null;
+}

@@ -1,0 +1,206 @@
+import { getDb, prismaQuery, sql } from "../db";
+import { adoptSent, inFlightMessages } from "../delivery/outbox";
+import { ApiError } from "../errors";
+import type { Chat, Line, Message } from "../generated/prisma/client";
+import { normalizeHandle } from "../handles";
+import { newId } from "../ids";
+import { type InboundRequest, type ProviderLine } from "../platform/provider";
+import { inboundTokenMatches, providerLine } from "../platform/connection";
+import { sameContent } from "../platform/matching";
+import { findProvider } from "../platform/registry";
+import type { ProviderAttachmentRef, ProviderInbound } from "../platform/types";
+import { serializeMessage } from "../serializers";
+import { fileUrlSigner } from "../storage/signed-urls";
+import { fanOut } from "../webhooks/fanout";
+import { wakeWebhooks } from "../webhooks/runner";
+import { config } from "../config";
+import { notifyChange } from "../cache/changes";
+import { directChat, ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
+import { noteProviderUp } from "./line-health";
+import { findLine } from "./lines";
+
+// Provider webhooks (POST /api/inbound/<line_id>) and catch-up both end here: each provider
+// event is mapped by the line's provider, deduplicated by the provider's own ID per line (a
+// unique constraint: Message(lineId, guid) for messages, ProviderEvent for the rest), and taken
+// in through the same ingest functions as every other inbound event. Our own sends echoed back
+// are matched to their outbox items, never stored as new messages.
+
+export type InboundOutcome = "stored" | "duplicate" | "adopted" | "ignored";
+
+/** Claims a provider event key for this line; false when it was taken in before. */
+async function firstTime(lineId: string, key: string): Promise<boolean> {
+  const rows = await sql(`INSERT INTO "ProviderEvent" ("lineId", key) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1`, [lineId, key]);
+  return rows.length > 0;
+}
+
+async function knownGuid(lineId: string, guid: string): Promise<boolean> {
+  const rows = await sql(`SELECT 1 FROM "Message" WHERE "lineId" = $1 AND guid = $2`, [lineId, guid]);
+  return rows.length > 0;
+}
+
+/** Moves the line's catch-up cursor forward to `at` (provider clock). */
+async function advanceCursor(lineId: string, at: number): Promise<void> {
+  await sql(`UPDATE "Line" SET "catchupAfter" = $2 WHERE id = $1 AND ("catchupAfter" IS NULL OR "catchupAfter" < $2)`, [lineId, new Date(at)]);
+}
+
+async function download(line: Line, pl: ProviderLine, ref: ProviderAttachmentRef) {
+  const provider = findProvider(line.provider);
+  if (!provider?.downloadAttachment) return null;
+  const max = config().PROVIDER_MAX_ATTACHMENT_BYTES;
+  const { bytes, mimeType } = await provider.downloadAttachment(pl, ref, max);
+  const type = mimeType && /^[\w.+-]+\/[\w.+-]+$/.test(mimeType) ? mimeType : ref.mimeType;
+  return { filename: ref.filename.slice(0, 255) || "attachment", mimeType: type, content: bytes };
+}
+
+type MessageEvent = Extract<ProviderInbound, { kind: "message" }>;
+
+/** Our own send, echoed back: adopt it into its outbox item (by tempGuid, else by content in flight). */
+async function adoptOwn(line: Line, event: MessageEvent): Promise<boolean> {
+  const sent = { guid: event.guid, sentAt: event.sentAt, service: event.service ?? undefined, providerChatId: event.providerChatId ?? undefined };
+  if (event.tempGuid?.startsWith("obx_") && (await adoptSent(event.tempGuid, sent))) return true;
+  const theirs = { text: event.text, attachmentNames: event.attachments.map((a) => a.filename) };
+  for (const item of await inFlightMessages(line.id)) {
+    const sameChat = item.payload.to === (event.group?.id ?? normalizeHandle(event.sender)) || (event.providerChatId !== null && (await chatHasProviderId(item.payload.chat_id, event.providerChatId)));
+    if (sameChat && sameContent({ text: item.payload.text, attachmentNames: item.fileNames }, theirs) && (await adoptSent(item.id, sent))) return true;
+  }
+  return false;
+}
+
+async function chatHasProviderId(chatId: string, providerChatId: string): Promise<boolean> {
+  const rows = await sql(`SELECT 1 FROM "Chat" WHERE id = $1 AND "providerChatId" = $2`, [chatId, providerChatId]);
+  return rows.length > 0;
+}
+
+/** A message the line's owner sent from the device itself (typed on the Mac or phone): an outgoing message of its chat. */
+async function storeOwn(line: Line, event: MessageEvent): Promise<void> {
+  const db = await getDb();
+  const accountId = line.accountId!;
+  const url = await fileUrlSigner();
+  let chat: Chat | null;
+  if (event.group) {
+    chat = await db.chat.findUnique({ where: { lineId_accountId_identifier: { lineId: line.id, accountId, identifier: event.group.id } } });
+  } else {
+    chat = await db.$transaction((tx) => directChat(tx, line, accountId, normalizeHandle(event.sender), event.providerChatId ?? undefined));
+  }
+  if (!chat) return; // a group we have never heard from: nothing to attach it to
+  const sentAt = new Date(event.sentAt);
+  let message: Message | null = null;
+  try {
+    message = await db.$transaction(async (tx) => {
+      const created = await tx.message.create({
+        data: {
+          id: newId("message"),
+          accountId,
+          lineId: line.id,
+          chatId: chat.id,
+          guid: event.guid,
+          sender: line.handle,
+          text: event.text || null,
+          isFromMe: true,
+          service: event.service ?? (line.service === "sms" ? "sms" : "imessage"),
+          replyToGuid: event.replyToGuid,
+          sentAt,
+        },
+      });
+      if (!chat.lastMessageAt || chat.lastMessageAt < sentAt) await tx.chat.update({ where: { id: chat.id }, data: { lastMessageAt: sentAt } });
+      const data = { ...serializeMessage({ ...created, attachments: [] }, url), line_handle: line.handle };
+      await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: "message.sent", data }]);
+      return created;
+    });
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== "P2002") throw err; // stored concurrently: a duplicate
+  }
+  if (message) {
+    await notifyChange(accountId);
+    wakeWebhooks();
+  }
+}
+
+/** Takes in one mapped provider event. Events that cannot be placed are logged, never thrown. */
+export async function ingestProviderEvent(line: Line, pl: ProviderLine, event: ProviderInbound): Promise<InboundOutcome> {
+  try {
+    switch (event.kind) {
+      case "message": {
+        if (await knownGuid(line.id, event.guid)) return "duplicate";
+        if (event.isFromMe) {
+          if (await adoptOwn(line, event)) return "adopted";
+          await storeOwn(line, event);
+          await advanceCursor(line.id, event.sentAt);
+          return "stored";
+        }
+        // Only the first attachment travels with the message (the contract's one per message); the
+        // rest are named in the log.
+        const [first, ...rest] = event.attachments;
+        if (rest.length) console.warn(`[inbound] ${line.id} message ${event.guid}: ${rest.length} more attachment(s) not taken in`);
+        const attachment = first ? await download(line, pl, first) : null;
+        if (!event.text && !attachment) return "ignored";
+        const { created } = await ingestMessage(line, {
+          sender: event.sender,
+          guid: event.guid,
+          text: event.text,
+          ...(attachment ? { attachment } : {}),
+          isAudioMessage: event.isAudioMessage && !!attachment?.mimeType.startsWith("audio/"),
+          group: event.group ? { id: event.group.id, participants: event.group.participants, name: event.group.name } : undefined,
+          replyToGuid: event.replyToGuid,
+          ...(event.service ? { service: event.service } : {}),
+          sentAt: event.sentAt,
+          ...(event.providerChatId ? { providerChatId: event.providerChatId } : {}),
+        });
+        await advanceCursor(line.id, event.sentAt);
+        return created ? "stored" : "duplicate";
+      }
+      case "reaction": {
+        if (event.isFromMe) return "ignored"; // ours are recorded when sent
+        if (!(await firstTime(line.id, `reaction:${event.guid}`))) return "duplicate";
+        await ingestReaction(line, { sender: event.sender, target: event.targetGuid, reaction: event.reaction, added: event.added, sentAt: event.sentAt });
+        await advanceCursor(line.id, event.sentAt);
+        return "stored";
+      }
+      case "typing":
+        await ingestTyping(line, { sender: event.sender, isTyping: event.isTyping });
+        return "stored";
+      case "read": {
+        if (!event.sender) return "ignored";
+        if (!(await firstTime(line.id, `read:${event.guid}:${event.readAt}`))) return "duplicate";
+        await ingestReceipt(line, { sender: event.sender, sentAt: event.readAt });
+        return "stored";
+      }
+      case "send-error":
+        console.warn(`[inbound] ${line.id}: the provider reports message ${event.guid} failed after sending: ${event.reason}`);
+        return "ignored";
+      case "ignored":
+        return "ignored";
+    }
+  } catch (err) {
+    if (err instanceof ApiError) {
+      console.warn(`[inbound] ${line.id}: ${event.kind} event not taken in: ${err.message}`);
+      return "ignored";
+    }
+    throw err;
+  }
+}
+
+export type WebhookAnswer = { status: 200; counts: Record<InboundOutcome, number> } | { status: 400 | 401 | 403; code: string; message: string };
+
+/** A provider's webhook for line `lineId`: verified, mapped, taken in. */
+export async function receiveProviderWebhook(lineId: string, request: InboundRequest): Promise<WebhookAnswer> {
+  const unauthorized = { status: 401 as const, code: "invalid_inbound_token", message: "Missing or wrong token for this line's inbound URL." };
+  const line = lineId.startsWith("ln_") ? await findLine(lineId) : null;
+  const provider = line ? findProvider(line.provider) : null;
+  if (!line || !provider?.inbound || line.isSandbox) return unauthorized;
+  if (provider.inbound.auth === "token" && !inboundTokenMatches(line, request.url.searchParams.get("token"))) return unauthorized;
+  const pl = providerLine(line);
+  if (provider.inbound.auth === "signature" && !provider.inbound.verify?.(request, pl)) {
+    return { status: 403, code: "invalid_signature", message: "The request's signature does not match this line's credentials." };
+  }
+  let events: ProviderInbound[];
+  try {
+    events = provider.inbound.parse(JSON.parse(new TextDecoder().decode(request.body)) as unknown, pl);
+  } catch (err) {
+    return { status: 400, code: "invalid_json", message: `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}` };
+  }
+  await noteProviderUp(line.id);
+  const counts: Record<InboundOutcome, number> = { stored: 0, duplicate: 0, adopted: 0, ignored: 0 };
+  for (const event of events) counts[await ingestProviderEvent(line, pl, event)]++;
+  return { status: 200, counts };
+}
