@@ -1,6 +1,10 @@
 // Operator CLI: non-interactive, for scripts. Results on stdout, errors on stderr, exit 1.
 //   npm run -s admin -- account create --email E [--password P] [--no-owner]
 //   npm run -s admin -- line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
+//                                   [--provider NAME --provider-config JSON] [--rate N]
+//   npm run -s admin -- line connect --line ln_... --provider NAME --provider-config JSON [--rate N]
+//   npm run -s admin -- line test --line ln_...
+//   npm run -s admin -- line list [--account E] [--json]
 //   npm run -s admin -- key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
 //   npm run -s admin -- key revoke --key sk_live_...
 // On PostgreSQL (DATABASE_URL) it connects directly. On embedded PGlite it reaches a running
@@ -15,6 +19,10 @@ import { ZodError } from "zod";
 const USAGE = `usage:
   admin account create --email E [--password P] [--no-owner]
   admin line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
+                    [--provider simulated|bluebubbles --provider-config JSON] [--rate MESSAGES_PER_SECOND]
+  admin line connect --line ln_... --provider simulated|bluebubbles --provider-config JSON [--rate MESSAGES_PER_SECOND]
+  admin line test --line ln_...
+  admin line list [--account E] [--json]
   admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
   admin key revoke --key sk_live_...`;
 
@@ -65,6 +73,50 @@ function required(values: Record<string, unknown>, name: string): string {
   return v;
 }
 
+function positiveNumber(value: string, name: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${name} must be a positive number`);
+  return n;
+}
+
+function providerConfig(raw: string | undefined): Record<string, unknown> {
+  if (raw === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new UsageError("--provider-config must be a JSON object, e.g. '{\"url\":\"http://mac.local:1234\",\"password\":\"...\"}'");
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new UsageError("--provider-config must be a JSON object");
+  return parsed as Record<string, unknown>;
+}
+
+interface Report {
+  line: { id: string; handle: string; provider: string; status: string; status_reason: string | null; advanced_features: boolean };
+  probe: { ok: boolean; reason: string | null; capabilities: Record<string, unknown> };
+  warnings: string[];
+}
+
+function printWarnings(report: Report): void {
+  if (!report.probe.ok) console.error(`warning: the provider did not answer: ${report.probe.reason ?? "no reason given"}`);
+  for (const w of report.warnings) console.error(`warning: ${w}`);
+}
+
+/** The probe's result: a line per fact, capabilities last; --json prints the whole report. */
+function printReport(report: Report, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify(report, null, 2));
+    return;
+  }
+  const { line, probe } = report;
+  console.log(`line ${line.id} (${line.handle}) on ${line.provider}: ${line.status}${line.status_reason ? ` (${line.status_reason})` : ""}`);
+  console.log(`probe: ${probe.ok ? "ok" : `failed: ${probe.reason ?? "no reason given"}`}`);
+  if (probe.ok && probe.reason) console.log(`note: ${probe.reason}`);
+  console.log(`advanced features: ${line.advanced_features ? "yes" : "no"}`);
+  for (const [k, v] of Object.entries(probe.capabilities)) console.log(`  ${k}: ${v}`);
+  for (const w of report.warnings) console.error(`warning: ${w}`);
+}
+
 function positiveInt(value: string, name: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${name} must be a positive integer`);
   return Number(value);
@@ -89,6 +141,11 @@ async function main(argv: string[]): Promise<void> {
       "rate-limit": { type: "string" },
       "expires-at": { type: "string" },
       key: { type: "string" },
+      line: { type: "string" },
+      provider: { type: "string" },
+      "provider-config": { type: "string" },
+      rate: { type: "string" },
+      json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -100,7 +157,7 @@ async function main(argv: string[]): Promise<void> {
   await useRunningServer();
   const { closeDatabase, getDb } = await import("../server/db");
   const { createAccount, findAccountByEmail } = await import("../server/services/accounts");
-  const { createLine } = await import("../server/services/lines");
+  const { connectLine, createConnectedLine, listConnections, testLine } = await import("../server/services/line-connections");
   const { createApiKey, revokeApiKeyBySecret } = await import("../server/auth/api-keys");
   const { parseScopes } = await import("../server/auth/scopes");
   const { normalizeHandle } = await import("../server/handles");
@@ -121,14 +178,47 @@ async function main(argv: string[]): Promise<void> {
         if (service !== "imessage" && service !== "sms" && service !== "auto") {
           throw new UsageError("--service must be imessage, sms or auto");
         }
-        const line = await createLine({
+        const report = await createConnectedLine({
           accountId: account.id,
           handle: required(values, "handle"),
           label: values.label ?? null,
           service,
           advancedFeatures: values.advanced ?? false,
+          provider: values.provider ?? "simulated",
+          providerConfig: providerConfig(values["provider-config"]),
+          ...(values.rate !== undefined ? { sendRatePerSecond: positiveNumber(values.rate, "rate") } : {}),
         });
-        console.log(line.id);
+        printWarnings(report);
+        console.log(report.line.id);
+        break;
+      }
+      case "line connect": {
+        const report = await connectLine(null, {
+          line_id: required(values, "line"),
+          provider: required(values, "provider"),
+          provider_config: providerConfig(values["provider-config"]),
+          ...(values.rate !== undefined ? { send_rate_per_second: positiveNumber(values.rate, "rate") } : {}),
+        });
+        printReport(report, values.json ?? false);
+        break;
+      }
+      case "line test": {
+        const report = await testLine(null, required(values, "line"));
+        printReport(report, values.json ?? false);
+        if (!report.probe.ok) process.exitCode = 1;
+        break;
+      }
+      case "line list": {
+        const accountId = values.account ? (await findAccountByEmail(values.account)).id : null;
+        const lines = await listConnections(accountId);
+        if (values.json) {
+          console.log(JSON.stringify(lines, null, 2));
+          break;
+        }
+        for (const l of lines) {
+          const settings = Object.entries(l.provider_settings).map(([k, v]) => `${k}=${v}`).join(" ");
+          console.log([l.id, l.handle, l.provider, l.status + (l.status_reason ? ` (${l.status_reason})` : ""), l.advanced_features ? "advanced" : "basic", settings].join("\t"));
+        }
         break;
       }
       case "key create": {

@@ -8,6 +8,8 @@ import { releaseExpiredDeliveries } from "./webhooks/delivery";
 import { startWebhookRunner } from "./webhooks/runner";
 import { seedDevAccount } from "./dev-seed";
 import { endStreamsOnSignals } from "./shutdown";
+import { credentialsKeySource } from "./credentials";
+import { catchUpAll, startLineMonitor } from "./services/line-monitor";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
 // to get a first key.
@@ -26,6 +28,9 @@ export async function startServer(): Promise<void> {
   if (c.deliveryEngine === "embedded") {
     await startRunner();
     startWebhookRunner();
+    startLineMonitor(); // probes and catch-up; with Inngest, the probe-lines function
+  } else {
+    void catchUpAll().catch((err: unknown) => console.error("[lines] catch-up on start failed", err));
   }
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
@@ -55,6 +60,12 @@ export async function startServer(): Promise<void> {
     );
   }
   console.log(`\n${lines.join("\n")}\n`);
+  const keySource = credentialsKeySource();
+  if (c.isProduction && keySource !== "env") {
+    console.warn(
+      `[credentials] CREDENTIALS_KEY is not set: provider credentials are encrypted with a key generated in ${c.dataDir ?? "memory"}${c.dataDir ? "/credentials.key" : ""}. Set CREDENTIALS_KEY (the same on every instance) and keep it safe: without it stored line credentials cannot be read.`,
+    );
+  }
   const ffmpeg = await checkFfmpeg();
   if (!ffmpeg.ok) {
     console.warn(

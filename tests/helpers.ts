@@ -69,6 +69,11 @@ export interface CallOptions {
 /** The real route module's answer to a request, in-process (also a `fetch` for the client library). */
 export async function dispatch(request: Request): Promise<Response> {
   const url = new URL(request.url);
+  if (url.pathname.startsWith("/api/inbound/")) {
+    const { POST } = await import("@/app/api/inbound/[lineId]/route");
+    if (request.method !== "POST") return new Response(null, { status: 405 });
+    return POST(request, { params: Promise.resolve({ lineId: url.pathname.split("/").pop()! }) });
+  }
   if (url.pathname.startsWith("/api/files/")) {
     const { GET } = await import("@/app/api/files/[id]/route");
     return GET(request, { params: Promise.resolve({ id: url.pathname.split("/").pop()! }) });

@@ -2,6 +2,7 @@ import { lexicographicSortSchema, printSchema } from "graphql";
 import { builder } from "./builder";
 // The registry of types: each module adds its objects, queries and mutations to the builder.
 import "./types/lines";
+import "./types/line-connections";
 import "./types/chats";
 import "./types/messages";
 import "./types/outbox";

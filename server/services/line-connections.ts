@@ -139,7 +139,7 @@ export async function testLine(accountId: string | null, lineId: string): Promis
 
 /** Creates a line and connects it to its provider in one step (operator CLI). */
 export async function createConnectedLine(
-  input: CreateLineInput & { provider?: string; providerConfig?: Record<string, unknown> },
+  input: CreateLineInput & { provider?: string; providerConfig?: Record<string, unknown>; sendRatePerSecond?: number },
 ): Promise<ConnectionReport> {
   const provider = input.provider ?? "simulated";
   if (!findProvider(provider)) {
@@ -154,7 +154,12 @@ export async function createConnectedLine(
   }
   const line = await createLine(input);
   if (provider === "simulated") return { line: describeLine(line), probe: { ok: true, reason: null, capabilities: {}, advancedFeatures: line.advancedFeatures }, warnings: [] };
-  return connectLine(null, { line_id: line.id, provider, provider_config: input.providerConfig ?? {} });
+  return connectLine(null, {
+    line_id: line.id,
+    provider,
+    provider_config: input.providerConfig ?? {},
+    ...(input.sendRatePerSecond ? { send_rate_per_second: input.sendRatePerSecond } : {}),
+  });
 }
 
 /** Every line of one account, or of all accounts (operator). */

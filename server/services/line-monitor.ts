@@ -72,12 +72,15 @@ export function catchUpLine(lineId: string): Promise<CatchUpReport> {
  */
 export async function probeDueLines(now = new Date()): Promise<number> {
   const due = new Date(now.getTime() - config().PROVIDER_PROBE_SECONDS * 1000);
-  const lines = await sql<Line>(
+  const claimed = await sql<{ id: string }>(
     `UPDATE "Line" SET "lastProbeAt" = $1
      WHERE platform <> 'simulated' AND NOT "isSandbox" AND "isActive" AND ("lastProbeAt" IS NULL OR "lastProbeAt" < $2)
-     RETURNING *`,
+     RETURNING id`,
     [now, due],
   );
+  if (!claimed.length) return 0;
+  const db = await getDb();
+  const lines: Line[] = await db.line.findMany({ where: { id: { in: claimed.map((c) => c.id) } } });
   await Promise.all(
     lines.map(async (line) => {
       const { probe } = await probeLine(line);

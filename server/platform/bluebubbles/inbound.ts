@@ -49,6 +49,10 @@ export function mapMessage(m: BBMessage): ProviderInbound {
   if (m.itemType !== undefined && m.itemType !== null && m.itemType !== 0) {
     return { kind: "ignored", reason: `group event (itemType ${m.itemType})` };
   }
+  // Messages recorded an error for it (22: not registered): it was not delivered, never "sent".
+  if (m.isFromMe && m.error) {
+    return { kind: "send-error", guid: m.guid, tempGuid: m.tempGuid ?? null, reason: `Messages recorded error ${m.error} for it` };
+  }
   const group = chatGuid && isGroupGuid(chatGuid) ? chat! : null;
   // The contact: the sender of an inbound message; for our own in a 1:1 chat, the other party.
   const contact = m.isFromMe ? (chatGuid && !group ? chatAddress(chatGuid) : null) ?? m.handle?.address ?? null : m.handle?.address ?? null;

@@ -169,6 +169,13 @@ export function blueBubblesPlatform(client: BlueBubblesClient, line: BlueBubbles
         } else {
           result = await sendPart(m, part, i, guid);
         }
+        // Attachment sends and new chats answer 200 even when Messages recorded an error (22: not registered).
+        if (result.error) {
+          const notRegistered = result.error === 22;
+          const why = notRegistered ? "the recipient is not registered with iMessage" : `BlueBubbles reports message error ${result.error}`;
+          if (sent.length > 0) return { ok: false, permanent: false, unknown: true, reason: `${why} (after ${sent.length} of ${parts.length} parts were sent)` };
+          return { ok: false, permanent: true, notRegistered, reason: why };
+        }
         carried ??= messageService(result, service);
         sent.push({ guid: result.guid, sentAt: result.dateCreated });
       } catch (err) {
@@ -223,6 +230,7 @@ export function blueBubblesPlatform(client: BlueBubblesClient, line: BlueBubbles
       const ours = found.filter(
         (x) =>
           x.isFromMe &&
+          !x.error &&
           !knownGuids.has(x.guid) &&
           !x.associatedMessageType &&
           (m.providerChatId || (x.chats ?? []).some((c) => chatAddress(c.guid) === m.to)),

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { PageQuery } from "../../http/pagination";
 import { ListChatsQuery, OutboxQuery } from "../../schemas/v1";
 import { getChat, listChats } from "../../services/chats";
+import { ConnectLineBody, connectLine, listConnections, testLine } from "../../services/line-connections";
 import { CreateSimulatedLineBody, createSimulatedLine, listLines, UpdateLineBody, updateLine } from "../../services/lines";
 import { listConversation } from "../../services/messages";
 import { getOutboxItem, listOutbox } from "../../services/outbox";
@@ -13,6 +14,12 @@ export const linesRouter = router({
   list: protectedProcedure.input(PageQuery.partial().optional()).query(({ ctx, input }) => listLines(ctx.actor, { limit: input?.limit ?? 100, cursor: input?.cursor })),
   create: protectedProcedure.input(CreateSimulatedLineBody).mutation(({ ctx, input }) => createSimulatedLine(ctx.actor, input)),
   update: protectedProcedure.input(UpdateLineBody).mutation(({ ctx, input }) => updateLine(ctx.actor, input)),
+  /** The account's own lines with their provider, its settings (never a secret), health and capabilities. */
+  connections: protectedProcedure.query(({ ctx }) => listConnections(ctx.actor.accountId)),
+  /** Connects a line to a provider (or back to simulated), probes it and registers its webhook. */
+  connect: protectedProcedure.input(ConnectLineBody).mutation(({ ctx, input }) => connectLine(ctx.actor.accountId, input)),
+  /** Probes a line's saved connection again. */
+  test: protectedProcedure.input(ConnectLineBody.pick({ line_id: true })).mutation(({ ctx, input }) => testLine(ctx.actor.accountId, input.line_id)),
 });
 
 export const chatsRouter = router({
