@@ -111,11 +111,15 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
       ["enableWebhook", "WebhookIdInput", { id: a.webhook.id }, "webhook_not_found"],
       ["resendWebhookDelivery", "ResendWebhookDeliveryInput", { id: a.delivery }, "delivery_not_found"],
       ["resendWebhookDelivery", "ResendWebhookDeliveryInput", { webhookId: a.webhook.id, since: 0 }, "webhook_not_found"],
+      // Owner-only: an API key is refused before any line is looked up (a session gets line_not_found: line-connect-ui.test.ts).
+      ["connectLine", "ConnectLineInput", { lineId: a.a.line.id, provider: "simulated" }, "session_required"],
     ];
     for (const [field, inputType, input, code] of cases) {
       const res = await attempt("Mutation", field, b.key, `mutation($input: ${inputType}!) { ${field}(input: $input) { __typename } }`, { input }, a);
       expect(codeOf(res), `${field} ${JSON.stringify(input)}`).toBe(code);
     }
+    const tested = await attempt("Mutation", "testLineConnection", b.key, `mutation($id: String!) { testLineConnection(lineId: $id) { ok } }`, { id: a.a.line.id }, a);
+    expect(codeOf(tested)).toBe("session_required");
     // Mutations without references to other objects act on B's own account only.
     tried.Mutation.add("uploadFile");
     expect(codeOf(await gql(a.a.key, `query($id: String!) { file(id: $id) { id } }`, { id: upload }))).toBe("file_not_found");

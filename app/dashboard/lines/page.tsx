@@ -2,6 +2,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { type FormEvent, useState } from "react";
+import { ConnectLineForm, LineHealth, providerLabel } from "@/components/line-connect";
 import { ListTable } from "@/components/table";
 import { ErrorText, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
@@ -27,7 +28,11 @@ export default function LinesPage() {
   const trpc = useTRPC();
   const qc = useQueryClient();
   const lines = useQuery(trpc.lines.list.queryOptions());
-  const refresh = () => qc.invalidateQueries({ queryKey: trpc.lines.list.queryKey() });
+  // The account's own lines with their provider settings (never a secret) and capabilities.
+  const connections = useQuery(trpc.lines.connections.queryOptions());
+  const connectionOf = (id: string) => connections.data?.find((c) => c.id === id);
+  const refresh = () =>
+    Promise.all([qc.invalidateQueries({ queryKey: trpc.lines.list.queryKey() }), qc.invalidateQueries({ queryKey: trpc.lines.connections.queryKey() })]);
   const create = useMutation(trpc.lines.create.mutationOptions({ onSuccess: refresh }));
   const update = useMutation(trpc.lines.update.mutationOptions({ onSuccess: refresh }));
 
@@ -74,13 +79,14 @@ export default function LinesPage() {
           </button>
         </div>
       </form>
+      <ConnectLineForm lines={connections.data ?? []} />
       <div className="panel">
-        <ErrorText error={lines.error ?? update.error} />
+        <ErrorText error={lines.error ?? connections.error ?? update.error} />
         <ListTable
           loading={lines.isPending}
           rows={lines.data?.data ?? []}
           empty="No lines yet: create one above."
-          headers={["Handle", "Label", "Service", "Status", "Created", ""]}
+          headers={["Handle", "Label", "Service", "Provider", "Health", "Status", "Created", ""]}
           row={(l) => (
             <tr key={l.id}>
               <td>
@@ -91,6 +97,18 @@ export default function LinesPage() {
               <td>
                 {l.service}
                 {l.advanced_features ? <div className="small muted">advanced</div> : null}
+              </td>
+              <td>
+                {providerLabel(l.provider, true)}
+                {typeof connectionOf(l.id)?.provider_settings.url === "string" ? (
+                  <div className="small muted mono">{String(connectionOf(l.id)!.provider_settings.url)}</div>
+                ) : null}
+              </td>
+              <td>
+                <LineHealth status={l.status} reason={l.status_reason} showReason />
+                <div className="small muted">
+                  Last event: <Time ms={l.last_event_at} />
+                </div>
               </td>
               <td>
                 <StatusBadge status={l.is_active ? "active" : "disabled"} />

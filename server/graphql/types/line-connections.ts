@@ -1,7 +1,7 @@
 import type { Actor } from "../../auth/actor";
 import { ApiError } from "../../errors";
 import { PROVIDER_NAMES } from "../../platform/registry";
-import { ConnectLineBody, type ConnectionReport, connectLine, testLine } from "../../services/line-connections";
+import { ConnectLineBody, type ConnectionReport, connectLine, TestLineBody, testLine } from "../../services/line-connections";
 import { builder } from "../builder";
 import { parseArgs } from "../inputs";
 import { JSONScalar } from "./json";
@@ -73,8 +73,6 @@ const ConnectLineInput = builder.inputType("ConnectLineInput", {
     sendRatePerSecond: f.float({ description: "Sends per second on this line (provider lines pace their sends); 1 unless set." }),
   }),
 });
-
-const TestLineBody = ConnectLineBody.pick({ line_id: true });
 
 builder.mutationFields((t) => ({
   connectLine: t.field({

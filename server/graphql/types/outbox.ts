@@ -82,6 +82,7 @@ builder.objectRef<Extract<Payload, { kind: "reaction" }>>(PAYLOAD_TYPES.reaction
   fields: (t) => ({
     messageId: t.string({ resolve: ({ p }) => p.message_id }),
     messageGuid: t.string({ resolve: ({ p }) => p.message_guid }),
+    added: t.boolean({ description: "false: the item removes the reaction.", resolve: ({ p }) => p.added }),
     type: t.string({ resolve: ({ p }) => p.type }),
   }),
 });
@@ -188,6 +189,7 @@ const SendReactionInput = builder.inputType("SendReactionInput", {
     to: t.string({ required: true, ...chatTarget.to }),
     messageId: t.string({ required: true, description: "msg_ ID or GUID of a message in that chat." }),
     type: t.field({ type: ReactionType, required: true }),
+    remove: t.boolean({ description: "true removes the line's earlier reaction of this type instead of adding one." }),
   }),
 });
 const SendTypingInput = builder.inputType("SendTypingInput", {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { PageQuery } from "../../http/pagination";
 import { ListChatsQuery, OutboxQuery } from "../../schemas/v1";
 import { getChat, listChats } from "../../services/chats";
-import { ConnectLineBody, connectLine, listConnections, testLine } from "../../services/line-connections";
+import { ConnectLineBody, connectLine, listConnections, TestLineBody, testLine } from "../../services/line-connections";
 import { CreateSimulatedLineBody, createSimulatedLine, listLines, UpdateLineBody, updateLine } from "../../services/lines";
 import { listConversation } from "../../services/messages";
 import { getOutboxItem, listOutbox } from "../../services/outbox";
@@ -19,7 +19,7 @@ export const linesRouter = router({
   /** Connects a line to a provider (or back to simulated), probes it and registers its webhook. */
   connect: protectedProcedure.input(ConnectLineBody).mutation(({ ctx, input }) => connectLine(ctx.actor.accountId, input)),
   /** Probes a line's saved connection again. */
-  test: protectedProcedure.input(ConnectLineBody.pick({ line_id: true })).mutation(({ ctx, input }) => testLine(ctx.actor.accountId, input.line_id)),
+  test: protectedProcedure.input(TestLineBody).mutation(({ ctx, input }) => testLine(ctx.actor.accountId, input.line_id)),
 });
 
 export const chatsRouter = router({

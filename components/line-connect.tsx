@@ -1,0 +1,261 @@
+"use client";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import type { inferRouterOutputs } from "@trpc/server";
+import { type FormEvent, useState } from "react";
+import { ErrorText } from "@/components/ui";
+import { useTRPC } from "@/lib/trpc";
+import type { AppRouter } from "@/server/trpc/router";
+
+// A line's provider and health on the lines page, and the "Connect a line" form: connect a
+// line to BlueBubbles (or back to simulated) and test the connection. The provider's password
+// is typed here, sent once, cleared, and never shown again (the server never returns it).
+
+type Outputs = inferRouterOutputs<AppRouter>;
+export type LineConnection = Outputs["lines"]["connections"][number];
+type Report = Outputs["lines"]["connect"];
+
+/** The providers of server/platform/registry.ts (not imported: it is server code). */
+export const PROVIDERS = [
+  { name: "simulated", label: "Simulated", short: "Simulated" },
+  { name: "bluebubbles", label: "BlueBubbles (iMessage on a Mac)", short: "BlueBubbles" },
+] as const;
+
+export const providerLabel = (name: string, short = false) => {
+  const p = PROVIDERS.find((x) => x.name === name);
+  return p ? (short ? p.short : p.label) : name;
+};
+
+const TONE: Record<string, "ok" | "warn" | "bad"> = { connected: "ok", degraded: "warn", disconnected: "bad" };
+
+/** connected (green), degraded (amber), disconnected (red); the reason on hover and, when asked, below. */
+export function LineHealth({ status, reason, showReason = false }: { status: string; reason: string | null; showReason?: boolean }) {
+  return (
+    <>
+      <span className={`badge ${TONE[status] ?? "warn"}`} title={reason ?? undefined} data-testid="line-health">
+        {status}
+      </span>
+      {showReason && reason ? <div className="small muted">{reason}</div> : null}
+    </>
+  );
+}
+
+const CAPABILITIES: [key: string, label: string][] = [
+  ["private_api", "Private API"],
+  ["helper_connected", "Private API helper connected"],
+  ["reactions", "Reactions"],
+  ["typing", "Typing indicators"],
+  ["read_receipts", "Read receipts"],
+  ["replies", "Replies"],
+  ["voice_memos", "Voice memos"],
+  ["imessage_availability", "iMessage availability checks"],
+  ["detected_imessage", "iMessage account"],
+  ["server_version", "Server version"],
+  ["os_version", "macOS version"],
+  ["simulated", "Simulated platform"],
+];
+
+/** What a probe found, as a small list: known capabilities first, in a fixed order. */
+export function CapabilityList({ capabilities }: { capabilities: Record<string, unknown> | null | undefined }) {
+  const entries = Object.entries(capabilities ?? {});
+  if (!entries.length) return null;
+  const known = new Map(CAPABILITIES);
+  const ordered = [
+    ...CAPABILITIES.filter(([key]) => key in (capabilities ?? {})).map(([key, label]) => [label, capabilities![key]] as const),
+    ...entries.filter(([key]) => !known.has(key)).map(([key, value]) => [key, value] as const),
+  ];
+  return (
+    <ul className="small" aria-label="Capabilities" style={{ margin: 0, paddingLeft: "1.2rem" }}>
+      {ordered.map(([label, value]) => (
+        <li key={label}>
+          {label}:{" "}
+          {typeof value === "boolean" ? (
+            <span className={value ? "ok" : "error"}>{value ? "yes" : "no"}</span>
+          ) : (
+            <span className="mono">{value === null || value === undefined ? "—" : String(value)}</span>
+          )}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** The result of Test connection: ok or failed, the line's health, the reason, capabilities and warnings. */
+function ProbeResult({ report }: { report: Report }) {
+  const { probe, line, warnings } = report;
+  return (
+    <div className="panel stack" role="status" aria-label="Connection result" data-testid="connection-result" style={{ marginBottom: 0 }}>
+      <div className="row">
+        <strong className={probe.ok ? "ok" : "error"}>{probe.ok ? "Connection OK" : "Connection failed"}</strong>
+        <span className="small muted">
+          {line.handle} on {providerLabel(line.provider)}:
+        </span>
+        <LineHealth status={line.status} reason={line.status_reason} />
+      </div>
+      {probe.reason ? <p className="small" style={{ margin: 0 }}>{probe.reason}</p> : null}
+      <CapabilityList capabilities={probe.capabilities} />
+      {warnings.length ? (
+        <ul className="small" aria-label="Warnings" style={{ margin: 0, paddingLeft: "1.2rem", color: "var(--warn)" }}>
+          {warnings.map((w) => (
+            <li key={w}>{w}</li>
+          ))}
+        </ul>
+      ) : null}
+    </div>
+  );
+}
+
+const lineName = (l: LineConnection) => (l.label ? `${l.label} (${l.handle})` : l.handle);
+
+/** A saved URL is shown again unless it was masked (it carried credentials). */
+function savedSetting(line: LineConnection | undefined, key: string): string {
+  const value = line?.provider === "bluebubbles" ? line.provider_settings[key] : undefined;
+  if (value === undefined || value === null) return "";
+  const text = String(value);
+  return text.includes("***") ? "" : text;
+}
+
+/**
+ * Connect a line: choose the line and its provider; for BlueBubbles the server URL, password and
+ * send timeout. Test connection saves and probes new settings (lines.connect), or probes the
+ * saved ones again when nothing was changed and no password typed (lines.test).
+ */
+export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const [lineId, setLineId] = useState<string | null>(null);
+  // null: as saved on the line.
+  const [provider, setProvider] = useState<string | null>(null);
+  const [url, setUrl] = useState<string | null>(null);
+  const [timeoutSeconds, setTimeoutSeconds] = useState<string | null>(null);
+  const [password, setPassword] = useState("");
+  const [report, setReport] = useState<Report | null>(null);
+
+  const line = lines.find((l) => l.id === lineId) ?? lines[0];
+  const chosenProvider = provider ?? line?.provider ?? "bluebubbles";
+  const shownUrl = url ?? savedSetting(line, "url");
+  const shownTimeout = timeoutSeconds ?? savedSetting(line, "sendTimeoutSeconds");
+  const bluebubbles = chosenProvider === "bluebubbles";
+  const unchanged =
+    !!line && chosenProvider === line.provider && shownUrl === savedSetting(line, "url") && shownTimeout === savedSetting(line, "sendTimeoutSeconds");
+  // Nothing new to save: probe what is saved.
+  const testSaved = unchanged && password === "";
+  const switchingToSimulated = !!line && chosenProvider === "simulated" && line.provider !== "simulated";
+
+  const done = (r: Report) => {
+    setReport(r);
+    setPassword("");
+    setProvider(null);
+    setUrl(null);
+    setTimeoutSeconds(null);
+    void qc.invalidateQueries({ queryKey: trpc.lines.connections.queryKey() });
+    void qc.invalidateQueries({ queryKey: trpc.lines.list.queryKey() });
+  };
+  const connect = useMutation(trpc.lines.connect.mutationOptions({ onSuccess: done }));
+  const test = useMutation(trpc.lines.test.mutationOptions({ onSuccess: done }));
+  const pending = connect.isPending || test.isPending;
+
+  function choose(id: string) {
+    setLineId(id);
+    setProvider(null);
+    setUrl(null);
+    setTimeoutSeconds(null);
+    setPassword("");
+    setReport(null);
+    connect.reset();
+    test.reset();
+  }
+
+  function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    if (!line) return;
+    setReport(null);
+    if (testSaved) {
+      connect.reset();
+      test.mutate({ line_id: line.id });
+      return;
+    }
+    test.reset();
+    const providerConfig: Record<string, unknown> = {};
+    if (bluebubbles) {
+      providerConfig.url = shownUrl.trim();
+      providerConfig.password = password;
+      if (shownTimeout.trim()) providerConfig.sendTimeoutSeconds = Number(shownTimeout);
+    }
+    connect.mutate({ line_id: line.id, provider: chosenProvider, provider_config: providerConfig });
+  }
+
+  if (!lines.length) return null;
+  const savedBlueBubbles = line?.provider === "bluebubbles";
+  return (
+    <form className="panel stack" onSubmit={submit} aria-label="Connect a line" autoComplete="off">
+      <h2>Connect a line</h2>
+      <p className="small muted">
+        Carry a line through a provider: BlueBubbles Server on a Mac sends and receives its iMessage (and SMS through a paired iPhone). The password is stored
+        encrypted and never shown again. Choose Simulated to switch a line back to the built-in platform.
+      </p>
+      <div className="row">
+        <label>
+          Line
+          <select value={line?.id ?? ""} onChange={(e) => choose(e.target.value)} required>
+            {lines.map((l) => (
+              <option key={l.id} value={l.id}>
+                {lineName(l)}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Provider
+          <select value={chosenProvider} onChange={(e) => setProvider(e.target.value)}>
+            {PROVIDERS.map((p) => (
+              <option key={p.name} value={p.name}>
+                {p.label}
+              </option>
+            ))}
+          </select>
+        </label>
+        {line ? (
+          <div className="small" style={{ alignSelf: "end" }}>
+            Now: {providerLabel(line.provider)} <LineHealth status={line.status} reason={line.status_reason} />
+          </div>
+        ) : null}
+      </div>
+      {bluebubbles ? (
+        <div className="row">
+          <label style={{ flex: 1, minWidth: 240 }}>
+            Server URL
+            <input type="url" value={shownUrl} onChange={(e) => setUrl(e.target.value)} required placeholder="http://mac.local:1234" spellCheck={false} />
+          </label>
+          <label>
+            Password
+            <input
+              type="password"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              required={!testSaved}
+              autoComplete="new-password"
+              placeholder={savedBlueBubbles ? "saved (type to change)" : "BlueBubbles server password"}
+              maxLength={500}
+            />
+          </label>
+          <label>
+            Send timeout (seconds)
+            <input type="number" value={shownTimeout} onChange={(e) => setTimeoutSeconds(e.target.value)} min={5} max={600} step={1} placeholder="150" style={{ width: 120 }} />
+          </label>
+        </div>
+      ) : null}
+      {bluebubbles && savedBlueBubbles ? (
+        <p className="small muted" style={{ margin: 0 }}>
+          Leave the password empty to test the saved connection; type it to save changed settings.
+        </p>
+      ) : null}
+      <ErrorText error={connect.error ?? test.error} />
+      <div>
+        <button className="primary" type="submit" disabled={pending || !line}>
+          {pending ? "Testing…" : switchingToSimulated ? "Switch to simulated" : "Test connection"}
+        </button>
+      </div>
+      {report ? <ProbeResult report={report} /> : null}
+    </form>
+  );
+}
