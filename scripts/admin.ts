@@ -262,7 +262,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).then(
-  () => process.exit(0),
+  () => process.exit(process.exitCode ?? 0),
   (err: unknown) => {
     if (err instanceof ZodError) {
       console.error(`error: ${err.issues.map((i) => i.message).join("; ")}`);

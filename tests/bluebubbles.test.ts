@@ -349,6 +349,11 @@ describe("sending through BlueBubbles", () => {
     const read = await post("/v1/receipts", f.key, { from: f.line.handle, to: alice });
     for (const r of [react, typing, read]) expect(await settled(f, r.body.id)).toMatchObject({ status: "sent" });
     expect(bb.requests.find((r) => r.path === "/api/v1/message/react")?.body).toMatchObject({ selectedMessageGuid: first.guid, reaction: "laugh" });
+    const unreact = await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, message_id: first.guid, type: "laugh", remove: true });
+    expect(await settled(f, unreact.body.id)).toMatchObject({ status: "sent" });
+    expect(bb.requests.filter((r) => r.path === "/api/v1/message/react").map((r) => (r.body as { reaction: string }).reaction)).toEqual(["laugh", "-laugh"]);
+    const mine = await get(`/v1/reactions?message_id=${first.guid}`, f.key);
+    expect(mine.body.data).toEqual([expect.objectContaining({ type: "laugh", added: false, is_from_me: true })]);
     expect(bb.privateApiCalls.map((c) => c.type)).toEqual(expect.arrayContaining(["start-typing", "mark-read"]));
   });
 });
@@ -419,7 +424,7 @@ describe("nothing missed, health and bad answers", () => {
     const alice = phone();
     await texted(f, alice, "hello");
     await bb.close();
-    const { probeLine } = await import("@/server/services/line-connections");
+    const { probeLine } = await import("@/server/services/line-health");
     await probeLine(await lineRow(f.line.id));
     expect(await lineRow(f.line.id)).toMatchObject({ status: "degraded", statusReason: expect.stringContaining("could not reach BlueBubbles") });
     await probeLine(await lineRow(f.line.id));

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { get } from "./helpers";
 
 // The operator CLI as a user runs it: a separate process, results on stdout, errors on stderr.
@@ -19,6 +20,7 @@ let server: ChildProcess | undefined;
 function env(): NodeJS.ProcessEnv {
   const e: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: "production" };
   if (!onPostgres) e.DATA_DIR = dataDir;
+  else e.CREDENTIALS_KEY = "cli-test-credentials-key-0123456789abcdef"; // no DATA_DIR of its own to generate one in
   return e;
 }
 
@@ -163,5 +165,57 @@ describe("operator CLI", { timeout: 180_000 }, () => {
     expect(dup.stderr).toMatch(/already exists/);
     const badScope = await admin("key", "create", "--account", email, "--name", "x", "--scopes", "lines:read,fly");
     expect(badScope.stderr).toMatch(/unknown scope\(s\): fly/);
+  });
+
+  it("connects a line to BlueBubbles, tests and lists it, and switches it back to simulated; never prints the password", async () => {
+    const bb = await startFakeBlueBubbles({ password: "cli-secret-pw" });
+    try {
+      const email = `bb-${Date.now()}@example.com`;
+      expect((await admin("account", "create", "--email", email)).code).toBe(0);
+      const config = JSON.stringify({ url: bb.url, password: "cli-secret-pw", sendTimeoutSeconds: 90 });
+      const created = await admin("line", "create", "--account", email, "--handle", "+1 555 777 0002", "--provider", "bluebubbles", "--provider-config", config, "--rate", "2");
+      expect(created.code, created.stderr).toBe(0);
+      const id = created.stdout.trim();
+      expect(id).toMatch(/^ln_[0-9a-z]+$/);
+      expect(created.stderr).toMatch(/PUBLIC_URL is http:\/\/localhost:3000/);
+      expect(created.stderr).not.toMatch(/Could not register|Catch-up failed|did not answer/);
+      expect(bb.webhooks).toHaveLength(1);
+      expect(bb.webhooks[0]!.url).toContain(`/api/inbound/${id}?token=`);
+
+      const tested = await admin("line", "test", "--line", id);
+      expect(tested.code).toBe(0);
+      expect(tested.stdout).toMatch(/on bluebubbles: connected/);
+      expect(tested.stdout).toMatch(/probe: ok/);
+      expect(tested.stdout).toMatch(/private_api: true/);
+      expect(tested.stdout).toMatch(/advanced features: yes/);
+
+      const listed = await admin("line", "list", "--account", email);
+      expect(listed.stdout).toMatch(new RegExp(`^${id}\t\\+15557770002\tbluebubbles\tconnected\tadvanced\turl=${bb.url.replace(/[.:/]/g, "\\$&")} sendTimeoutSeconds=90$`, "m"));
+      const json = JSON.parse((await admin("line", "list", "--account", email, "--json")).stdout);
+      expect(json[0]).toMatchObject({ id, provider: "bluebubbles", status: "connected", send_rate_per_second: 2 });
+
+      bb.setHelperConnected(false);
+      const basic = await admin("line", "test", "--line", id);
+      expect(basic.stdout).toMatch(/advanced features: no/);
+      expect(basic.stdout).toMatch(/helper is not connected/);
+
+      await bb.close();
+      const down = await admin("line", "test", "--line", id);
+      expect(down.code).toBe(1);
+      expect(down.stdout).toMatch(/probe: failed: could not reach BlueBubbles/);
+      for (const r of [created, tested, listed, basic, down]) expect(r.stdout + r.stderr).not.toContain("cli-secret-pw");
+
+      const bad = await admin("line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config", '{"url":"nope"}');
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toMatch(/Invalid provider settings: url: must be the server's URL.*password/);
+      const notJson = await admin("line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config", "{url:");
+      expect(notJson.stderr).toMatch(/--provider-config must be a JSON object/);
+
+      const back = await admin("line", "connect", "--line", id, "--provider", "simulated", "--provider-config", "{}");
+      expect(back.code).toBe(0);
+      expect(back.stdout).toMatch(/on simulated: connected/);
+    } finally {
+      await bb.close();
+    }
   });
 });

@@ -15,10 +15,13 @@ const eventApiPort = vi.hoisted(() => {
 import { createDeliverOutboxItem } from "@/inngest/functions/deliver-outbox-item";
 import { createDeliverWebhooks } from "@/inngest/functions/deliver-webhooks";
 import { createSweepOutbox, OVERDUE_MS } from "@/inngest/functions/sweep-outbox";
+import { createProbeLines } from "@/inngest/functions/probe-lines";
+import { createConnectedLine } from "@/server/services/line-connections";
+import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { verifyWebhook } from "@/server/webhooks/signing";
 import { inngest } from "@/inngest/client";
 import { config } from "@/server/config";
-import { db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+import { call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 const q = encodeURIComponent;
 const received: { name: string; data: { id?: string; line_id?: string } }[] = [];
@@ -177,6 +180,51 @@ describe("Inngest engine", () => {
       expect(announced).toHaveBeenCalledTimes(1);
     } finally {
       await new Promise<void>((resolve) => hookReceiver.close(() => resolve()));
+    }
+  });
+
+  it("provider lines run the same steps: one item at a time in order (a later item waits), sent through BlueBubbles; probe-lines probes them", async () => {
+    const bb = await startFakeBlueBubbles({
+      deliver: (url, body) =>
+        call("POST", new URL(url).pathname + new URL(url).search, { body }).then(() => undefined),
+    });
+    try {
+      const f = await makeAccount();
+      const report = await createConnectedLine({
+        accountId: f.accountId,
+        handle: phone(),
+        provider: "bluebubbles",
+        providerConfig: { url: bb.url, password: bb.password, sendTimeoutSeconds: 5 },
+        sendRatePerSecond: 50,
+      });
+      const line = { id: report.line.id, handle: report.line.handle };
+      const alice = phone();
+      bb.receive({ from: alice, text: "hi" });
+      await bb.idle();
+      const first = await post("/v1/messages", f.key, { from: line.handle, to: alice, text: "one" });
+      const second = await post("/v1/messages", f.key, { from: line.handle, to: alice, text: "two" });
+      const item1 = { id: first.body.id as string, line_id: line.id };
+      const item2 = { id: second.body.id as string, line_id: line.id };
+
+      // The second item's run meets the first still pending: it waits (a sleep step) instead of
+      // claiming; while it waits, the first item's own run sends it; then the second goes.
+      let firstRun: unknown;
+      const { result } = await new InngestTestEngine({
+        function: deliver(),
+        events: [{ name: "relay/outbox.item.created", data: item2 }],
+        steps: [{ id: "wait-1", handler: async () => void (firstRun = (await run(item1)).result) }],
+      }).execute();
+      expect(firstRun).toEqual({ id: item1.id, status: "sent", rounds: 1 });
+      expect(result).toEqual({ id: item2.id, status: "sent", rounds: 2 });
+      expect(bb.messages.filter((m) => m.isFromMe).map((m) => m.text)).toEqual(["one", "two"]);
+      expect(bb.requests.filter((r) => r.path === "/api/v1/message/text").map((r) => (r.body as { tempGuid: string }).tempGuid)).toEqual([item1.id, item2.id]);
+
+      await (await db()).line.update({ where: { id: line.id }, data: { lastProbeAt: null, status: "degraded", failures: 1 } });
+      const probe = await new InngestTestEngine({ function: createProbeLines(inngest) }).execute();
+      expect((probe.result as { probed: number }).probed).toBeGreaterThanOrEqual(1);
+      expect(await (await db()).line.findUniqueOrThrow({ where: { id: line.id } })).toMatchObject({ status: "connected", failures: 0 });
+    } finally {
+      await bb.close();
     }
   });
 });

@@ -53,8 +53,8 @@ describe("relay CLI", () => {
     expect(statSync(path.join(configDir, "config.json")).mode & 0o777).toBe(0o600);
     const lines = await relay(["lines"]);
     expect(lines.code).toBe(EXIT.ok);
-    expect(lines.stdout).toMatch(/^HANDLE\s+LABEL/);
-    expect(lines.stdout).toContain(f.line.handle);
+    expect(lines.stdout).toMatch(/^HANDLE\s+LABEL\s+SERVICE\s+PROVIDER\s+HEALTH/);
+    expect(lines.stdout).toMatch(new RegExp(`${f.line.handle.replace("+", "\\+")}\\s.*simulated\\s+connected`));
 
     expect((await relay(["logout"])).stdout).toContain("Logged out");
     expect((await relay(["lines"])).code).toBe(EXIT.auth);

@@ -1,6 +1,5 @@
 import { z, ZodError } from "zod";
 import { config } from "../config";
-import { CredentialsError } from "../credentials";
 import { getDb } from "../db";
 import { ApiError } from "../errors";
 import type { Line } from "../generated/prisma/client";
@@ -9,12 +8,15 @@ import { findProvider, PROVIDER_NAMES } from "../platform/registry";
 import type { ProbeResult } from "../platform/types";
 import { serializeLine } from "../serializers";
 import { notifyChange } from "../cache/changes";
-import { applyProbe } from "./line-health";
+import { probeLine } from "./line-health";
+import { catchUpLine } from "./line-monitor";
 import { createLine, type CreateLineInput, forgetCachedLines } from "./lines";
 
 // Connecting a line to its provider: validate the provider's settings, store them (secrets
 // encrypted), probe what the line can do, and point the provider's webhooks at the line's
 // inbound URL. One function for the operator CLI, the dashboard and GraphQL.
+
+export const TestLineBody = z.object({ line_id: z.string().trim().min(1).max(100) });
 
 export const ConnectLineBody = z.object({
   line_id: z.string().trim().min(1).max(100),
@@ -67,23 +69,6 @@ function urlWarnings(providerName: string): string[] {
   return [];
 }
 
-/** Probes a line's provider and stores what it found. */
-export async function probeLine(line: Line): Promise<{ line: Line; probe: ProbeResult }> {
-  const provider = findProvider(line.provider);
-  let probe: ProbeResult;
-  if (!provider) {
-    probe = { ok: false, reason: `unknown provider ${line.provider}`, capabilities: {}, advancedFeatures: false };
-  } else {
-    try {
-      probe = await provider.probe(providerLine(line));
-    } catch (err) {
-      const reason = err instanceof CredentialsError ? err.message : `probe failed: ${(err as Error).message}`;
-      probe = { ok: false, reason, capabilities: {}, advancedFeatures: false };
-    }
-  }
-  return { line: await applyProbe(line, probe), probe };
-}
-
 /** Connects (or reconnects, or switches back to simulated) a line of `accountId` (any account when null). */
 export async function connectLine(accountId: string | null, input: ConnectLineInput): Promise<ConnectionReport> {
   const body = ConnectLineBody.parse(input);
@@ -113,8 +98,8 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
     },
   });
   forgetCachedLines();
-  const warnings = urlWarnings(provider.name);
   const { line: probed, probe } = await probeLine(updated);
+  const warnings = probe.ok ? urlWarnings(provider.name) : [];
   if (provider.registerWebhooks && probe.ok) {
     try {
       warnings.push(...(await provider.registerWebhooks(providerLine(probed))));
@@ -122,8 +107,14 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
       warnings.push(`Could not register this line's webhook with the provider: ${(err as Error).message}. Inbound messages arrive only through catch-up until it is registered (connect again).`);
     }
   }
+  if (probe.ok) {
+    // Whatever arrived since the connection (or since the last message taken in, on a reconnect).
+    const caught = await catchUpLine(probed.id);
+    if (caught.error) warnings.push(`Catch-up failed: ${caught.error}`);
+  }
   if (probed.accountId) await notifyChange(probed.accountId);
-  return { line: describeLine(probed), probe, warnings };
+  // Read again: catch-up may have changed the line's health.
+  return { line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings };
 }
 
 /** Probes a line again (operator `line test`, the dashboard's button). */

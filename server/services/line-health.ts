@@ -1,5 +1,8 @@
 import { getDb, type Prisma, prismaQuery } from "../db";
 import type { Line } from "../generated/prisma/client";
+import { CredentialsError } from "../credentials";
+import { providerLine } from "../platform/connection";
+import { findProvider } from "../platform/registry";
 import type { ProbeResult } from "../platform/types";
 import { fanOut } from "../webhooks/fanout";
 import { wakeWebhooks } from "../webhooks/runner";
@@ -119,3 +122,19 @@ export async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> 
   return setStatus(line, lost ? "degraded" : "connected", lost ? probe.reason : null, fields);
 }
 
+/** Probes a line's provider and stores what it found. */
+export async function probeLine(line: Line): Promise<{ line: Line; probe: ProbeResult }> {
+  const provider = findProvider(line.provider);
+  let probe: ProbeResult;
+  if (!provider) {
+    probe = { ok: false, reason: `unknown provider ${line.provider}`, capabilities: {}, advancedFeatures: false };
+  } else {
+    try {
+      probe = await provider.probe(providerLine(line));
+    } catch (err) {
+      const reason = err instanceof CredentialsError ? err.message : `probe failed: ${(err as Error).message}`;
+      probe = { ok: false, reason, capabilities: {}, advancedFeatures: false };
+    }
+  }
+  return { line: await applyProbe(line, probe), probe };
+}

@@ -5,8 +5,7 @@ import { CredentialsError } from "../credentials";
 import { providerLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import { processSingleton } from "../singleton";
-import { noteProviderDown, onLineRecovered } from "./line-health";
-import { probeLine } from "./line-connections";
+import { noteProviderDown, onLineRecovered, probeLine } from "./line-health";
 import { ingestProviderEvent, type InboundOutcome } from "./provider-inbound";
 
 // Nothing missed while away: webhooks are lost while this service is down or the provider's
@@ -90,16 +89,26 @@ export async function probeDueLines(now = new Date()): Promise<number> {
   return lines.length;
 }
 
+/** How long provider event keys are kept for dedupe: BlueBubbles replays up to a week after a restart. */
+export const PROVIDER_EVENT_RETENTION_MS = 30 * 86_400_000;
+
+/** Forgets provider event keys older than the retention (Message rows keep their own GUIDs). */
+export async function sweepProviderEvents(now = Date.now()): Promise<number> {
+  const rows = await sql(`DELETE FROM "ProviderEvent" WHERE "createdAt" < $1 RETURNING 1`, [new Date(now - PROVIDER_EVENT_RETENTION_MS)]);
+  return rows.length;
+}
+
 /** Catch-up for every provider line (on start). */
 export async function catchUpAll(): Promise<void> {
   const lines = await sql<{ id: string }>(`SELECT id FROM "Line" WHERE platform <> 'simulated' AND NOT "isSandbox" AND "isActive"`);
   await Promise.all(lines.map((l) => catchUpLine(l.id)));
 }
 
-const monitor = processSingleton<{ timer: NodeJS.Timeout | null; busy: boolean; off: (() => void) | null }>("line-monitor", () => ({
+const monitor = processSingleton<{ timer: NodeJS.Timeout | null; busy: boolean; off: (() => void) | null; swept: number }>("line-monitor", () => ({
   timer: null,
   busy: false,
   off: null,
+  swept: 0,
 }));
 
 /** The embedded engine's health loop: probes due lines every few seconds; catch-up on recovery. */
@@ -110,6 +119,7 @@ export function startLineMonitor(): void {
     if (monitor.busy) return;
     monitor.busy = true;
     probeDueLines()
+      .then(() => (Date.now() - monitor.swept > 3_600_000 ? sweepProviderEvents().then(() => (monitor.swept = Date.now())) : undefined))
       .catch((err: unknown) => console.error("[lines] probe loop error", err))
       .finally(() => (monitor.busy = false));
   };

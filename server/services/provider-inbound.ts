@@ -117,7 +117,8 @@ async function storeOwn(line: Line, event: MessageEvent): Promise<void> {
 }
 
 /** Takes in one mapped provider event. Events that cannot be placed are logged, never thrown. */
-export async function ingestProviderEvent(line: Line, pl: ProviderLine, event: ProviderInbound): Promise<InboundOutcome> {
+export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: ProviderInbound): Promise<InboundOutcome> {
+  let event = mapped;
   try {
     switch (event.kind) {
       case "message": {
@@ -132,7 +133,17 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, event: P
         // rest are named in the log.
         const [first, ...rest] = event.attachments;
         if (rest.length) console.warn(`[inbound] ${line.id} message ${event.guid}: ${rest.length} more attachment(s) not taken in`);
-        const attachment = first ? await download(line, pl, first) : null;
+        let attachment: Awaited<ReturnType<typeof download>> = null;
+        if (first) {
+          try {
+            attachment = await download(line, pl, first);
+          } catch (err) {
+            // Too large, gone from the Mac, or the Mac stopped answering: the message itself is
+            // still taken in (its text, or a note naming the file), never dropped.
+            console.warn(`[inbound] ${line.id} message ${event.guid}: attachment ${first.filename} not downloaded: ${(err as Error).message}`);
+            if (!event.text) event = { ...event, text: `[attachment ${first.filename} could not be downloaded]` };
+          }
+        }
         if (!event.text && !attachment) return "ignored";
         const { created } = await ingestMessage(line, {
           sender: event.sender,

@@ -160,13 +160,14 @@ export const SendReactionBody = z.object({
   to: handle,
   message_id: z.string().trim().min(1).max(200).describe("msg_ ID or GUID of a message in the chat named by `to`"),
   type: z.enum(REACTION_TYPES),
+  remove: z.boolean().optional().describe("Extension: true removes the line's earlier reaction of this type instead of adding one"),
 });
 
 export async function sendReaction(actor: Actor, input: z.output<typeof SendReactionBody>, requestId: string) {
   const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Reactions" });
   const message = await findMessage(actor, input.message_id, "message_id", chat.id);
   if (message.chatId !== chat.id) throw invalidParam("message_id", "message_id must be a message in the chat named by 'to'.");
-  const payload: ReactionPayload = { ...target(chat), message_id: message.id, message_guid: message.guid, type: input.type, added: true };
+  const payload: ReactionPayload = { ...target(chat), message_id: message.id, message_guid: message.guid, type: input.type, added: !input.remove };
   return enqueue(actor, line, "reaction", payload, requestId);
 }
 

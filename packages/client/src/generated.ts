@@ -377,6 +377,8 @@ export type SendReactionBody = {
   /** msg_ ID or GUID of a message in the chat named by `to` */
   message_id: string;
   type: "love" | "like" | "dislike" | "laugh" | "emphasize" | "question";
+  /** Extension: true removes the line's earlier reaction of this type instead of adding one */
+  remove?: boolean;
 };
 
 /** POST /v1/reactions response. */

@@ -29,6 +29,19 @@ export interface MessageFailedData {
   failed_at: number;
 }
 
+/** data of line.status_changed: a provider line's health changed (extension). */
+export interface LineStatusChangedData {
+  object: "line_status";
+  line_id: string;
+  line_handle: string;
+  provider: string;
+  status: "connected" | "degraded" | "disconnected";
+  previous_status: "connected" | "degraded" | "disconnected";
+  status_reason: string | null;
+  /** Unix ms */
+  changed_at: number;
+}
+
 /** message.* and reaction.* data also carry the line's handle. */
 type WithLine<T> = T & { line_handle?: string };
 
@@ -45,7 +58,8 @@ interface Envelope<E extends WebhookEventName, D> {
 export type WebhookEvent =
   | Envelope<"message.received" | "message.sent", WithLine<Message>>
   | Envelope<"reaction.added" | "reaction.removed", WithLine<Reaction>>
-  | Envelope<"message.failed", MessageFailedData>;
+  | Envelope<"message.failed", MessageFailedData>
+  | Envelope<"line.status_changed", LineStatusChangedData>;
 
 const encoder = new TextEncoder();
 

@@ -225,7 +225,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       }
       case "lines": {
         const page = await relay.lines.list({ limit: limitOf(values) ?? 100 }, { signal });
-        out(page, () => table(page.data.map((l) => ({ ...l, active: l.is_active ? "yes" : "no" })), ["handle", "label", "service", "active", "id"], ui));
+        const health = (l: (typeof page.data)[number]) => {
+          const paint = l.status === "connected" ? ui.green : l.status === "degraded" ? ui.yellow : ui.red;
+          return paint(l.status) + (l.status_reason ? ` (${l.status_reason})` : "");
+        };
+        out(page, () =>
+          table(
+            page.data.map((l) => ({ ...l, active: l.is_active ? "yes" : "no", health: health(l), advanced: l.advanced_features ? "yes" : "no" })),
+            ["handle", "label", "service", "provider", "health", "advanced", "active", "id"],
+            ui,
+          ),
+        );
         return EXIT.ok;
       }
       case "chats": {
