@@ -1,4 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import type { Line } from "@/server/generated/prisma/client";
 import { createConnectedLine, testLine } from "@/server/services/line-connections";
 import { catchUpLine, probeDueLines } from "@/server/services/line-monitor";
@@ -358,6 +363,37 @@ describe("sending through BlueBubbles", () => {
   });
 });
 
+describe("replies and voice memos", () => {
+  it("a reply threads with selectedMessageGuid; a voice memo goes as an audio message attachment", async () => {
+    const bb = await fake();
+    const f = await connected(bb);
+    const alice = phone();
+    const parent = await texted(f, alice, "thread me");
+    const reply = await send(f, alice, { text: "threaded", reply_to: parent.guid });
+    expect(await settled(f, reply)).toMatchObject({ status: "sent" });
+    expect(bb.requests.find((r) => (r.body as { message?: string })?.message === "threaded")?.body).toMatchObject({
+      selectedMessageGuid: parent.guid,
+      partIndex: 0,
+      method: "private-api",
+    });
+
+    const dir = mkdtempSync(path.join(tmpdir(), "relay-bb-audio-"));
+    try {
+      const wav = path.join(dir, "memo.wav");
+      await promisify(execFile)("ffmpeg", ["-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=1", "-c:a", "pcm_s16le", wav]);
+      const upload = await call("POST", "/v1/files", { key: f.key, raw: new Uint8Array(readFileSync(wav)), headers: { "content-type": "audio/wav", "x-filename": "memo.wav" } });
+      expect(upload.status).toBe(201);
+      const memo = await post("/v1/audio-messages", f.key, { from: f.line.handle, to: alice, audio_message: upload.body.id });
+      expect(memo.status).toBe(200);
+      expect(await settled(f, memo.body.id)).toMatchObject({ status: "sent" });
+      const sent = bb.requests.filter((r) => r.path === "/api/v1/message/attachment").at(-1);
+      expect(sent?.body).toMatchObject({ isAudioMessage: "true", name: "memo.caf", chatGuid: `iMessage;-;${alice}` });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("ordering, pacing and isolation", () => {
   it("sends on one line go out one at a time, in outbox order, paced by the line's rate", async () => {
     const bb = await fake();
@@ -426,7 +462,7 @@ describe("nothing missed, health and bad answers", () => {
     await bb.close();
     const { probeLine } = await import("@/server/services/line-health");
     await probeLine(await lineRow(f.line.id));
-    expect(await lineRow(f.line.id)).toMatchObject({ status: "degraded", statusReason: expect.stringContaining("could not reach BlueBubbles") });
+    expect(await lineRow(f.line.id)).toMatchObject({ status: "degraded", statusReason: expect.stringMatching(/could not reach BlueBubbles|connection to BlueBubbles lost/) });
     await probeLine(await lineRow(f.line.id));
     await probeLine(await lineRow(f.line.id));
     expect((await lineRow(f.line.id)).status).toBe("disconnected");
