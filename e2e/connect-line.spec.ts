@@ -1,66 +1,20 @@
 import { randomBytes } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
+import { type FakeBlueBubbles, startFakeBlueBubbles } from "../tests/fakes/bluebubbles";
 import { type TestServer, testServer } from "./harness";
 
 // Connecting a line to BlueBubbles from the lines page, in Chromium against `next start`: an
 // owner signs in, creates a simulated line, fills "Connect a line" with the address and
-// password of a scripted BlueBubbles server on loopback, tests the connection (connected,
+// password of the fake BlueBubbles server (tests/fakes) on loopback, tests the connection (connected,
 // Private API), and switches the line back to simulated. The password is never shown again.
 
 const ARTIFACTS = path.resolve("e2e/artifacts");
 const BB_PASSWORD = `bb-e2e-${randomBytes(8).toString("hex")}`;
-const SERVER_INFO = {
-  computer_id: "x",
-  os_version: "15.5",
-  server_version: "1.9.9",
-  private_api: true,
-  helper_connected: true,
-  proxy_service: null,
-  detected_icloud: "me@icloud.com",
-  detected_imessage: "me@icloud.com",
-  macos_time_sync: null,
-  local_ipv4s: [],
-  local_ipv6s: [],
-};
-
-/** A scripted BlueBubbles Server: server info, webhook registration, an empty catch-up; 401 for a wrong password. */
-const hooks: { id: number; url: string; events: string[]; created: string }[] = [];
-const bb = http.createServer((req, res) => {
-  let raw = "";
-  req.on("data", (c: Buffer) => (raw += c.toString("utf8")));
-  req.on("end", () => {
-    const url = new URL(req.url ?? "/", "http://bb.local");
-    const send = (status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
-    if (url.searchParams.get("password") !== BB_PASSWORD) {
-      return send(401, { status: 401, message: "You are not authorized to access this resource", error: { type: "Authentication Error", message: "Unauthorized" } });
-    }
-    if (req.method === "GET" && url.pathname === "/api/v1/server/info") return send(200, { status: 200, message: "Success", data: SERVER_INFO });
-    if (req.method === "GET" && url.pathname === "/api/v1/webhook") return send(200, { status: 200, message: "Success", data: hooks });
-    if (req.method === "POST" && url.pathname === "/api/v1/webhook") {
-      const body = JSON.parse(raw) as { url: string; events: string[] };
-      const hook = { id: hooks.length + 1, url: body.url, events: body.events, created: "2026-11-24T00:00:00.000Z" };
-      hooks.push(hook);
-      return send(200, { status: 200, message: "Successfully created webhook!", data: hook });
-    }
-    // Catch-up after connecting: nothing was missed.
-    if (req.method === "POST" && url.pathname === "/api/v1/message/query") {
-      return send(200, { status: 200, message: "Success", data: [], metadata: { offset: 0, limit: 500, total: 0, count: 0 } });
-    }
-    const del = /^\/api\/v1\/webhook\/(\d+)$/.exec(url.pathname);
-    if (req.method === "DELETE" && del) {
-      hooks.splice(hooks.findIndex((h) => h.id === Number(del[1])) >>> 0, 1);
-      return send(200, { status: 200, message: "Successfully deleted webhook!" });
-    }
-    return send(404, { status: 404, message: "Not Found", error: { type: "Not Found", message: "Route not found" } });
-  });
-});
-
 let app: TestServer;
 let page: Page;
+let bb: FakeBlueBubbles | undefined;
 let bbUrl = "";
 const email = `connect-${Date.now()}@example.com`;
 const password = "a long enough password";
@@ -70,15 +24,14 @@ test.describe.configure({ mode: "serial" });
 test.beforeAll(async ({ browser }: { browser: Browser }) => {
   mkdirSync(ARTIFACTS, { recursive: true });
   app = await testServer();
-  await new Promise<void>((resolve) => bb.listen(0, "127.0.0.1", resolve));
-  bbUrl = `http://127.0.0.1:${(bb.address() as AddressInfo).port}`;
+  bb = await startFakeBlueBubbles({ password: BB_PASSWORD, deliver: async () => undefined });
+  bbUrl = bb.url;
   page = await browser.newPage({ baseURL: app.base });
 });
 
 test.afterAll(async () => {
   await page?.close();
-  bb.closeAllConnections();
-  await new Promise<void>((resolve) => bb.close(() => resolve()));
+  await bb?.close();
   await app?.dispose();
 });
 
@@ -121,7 +74,7 @@ test.describe("connecting a line in Chromium", () => {
     await expect(row).toContainText(bbUrl);
     await expect(row.getByTestId("line-health")).toHaveText("connected");
     await expect(row).not.toContainText("Last event: —");
-    expect(hooks.some((h) => h.url.includes("/api/inbound/ln_"))).toBe(true);
+    expect(bb!.webhooks.some((h) => h.url.includes("/api/inbound/ln_"))).toBe(true);
 
     // The password is nowhere on the page, nor after a reload (the server never returns it).
     expect(await page.content()).not.toContain(BB_PASSWORD);

@@ -1,17 +1,16 @@
 import { randomBytes } from "node:crypto";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Actor } from "@/server/auth/actor";
 import { sessionActorFor } from "@/server/auth/session";
 import { sandboxLine } from "@/server/services/lines";
 import { handleTrpc } from "@/server/trpc/http";
+import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { createCaller } from "@/server/trpc/router";
 import { db, gql, makeAccount, type Fixture } from "./helpers";
 
 // Connecting a line to BlueBubbles from the dashboard (tRPC lines.connect / lines.test /
 // lines.connections) and from GraphQL (connectLine / testLineConnection, owner's session only),
-// against a small scripted BlueBubbles server on loopback. The password never comes back.
+// against the fake BlueBubbles server on loopback. The password never comes back.
 
 // GraphQL reads the dashboard session through next-auth, which needs Next's request scope:
 // the signed-in session is supplied here instead (as in graphql-security.test.ts).
@@ -23,101 +22,14 @@ vi.mock("@/server/auth/session", async (importOriginal) => ({
 const COOKIE = "next-auth.session-token=eyJhbGciOiJkaXIifQ.signed";
 
 // ---------------------------------------------------------------------------------------------
-// A scripted BlueBubbles Server: server info, webhook list/create/delete, an empty message query
-// (catch-up), 401 on a wrong password.
 
-interface ScriptedBB {
-  url: string;
-  password: string;
-  requests: { method: string; path: string; body: unknown }[];
-  webhooks: { id: number; url: string; events: string[]; created: string }[];
-  /** Changes the password the server accepts (the owner changed it on the Mac). */
-  setPassword(p: string): void;
-  close(): Promise<void>;
-}
-
-const SERVER_INFO = {
-  computer_id: "x",
-  os_version: "15.5",
-  server_version: "1.9.9",
-  private_api: true,
-  helper_connected: true,
-  proxy_service: null,
-  detected_icloud: "me@icloud.com",
-  detected_imessage: "me@icloud.com",
-  macos_time_sync: null,
-  local_ipv4s: [],
-  local_ipv6s: [],
-};
-
-async function startScriptedBB(): Promise<ScriptedBB> {
-  let password = `bb-pw-${randomBytes(8).toString("hex")}`;
-  const requests: ScriptedBB["requests"] = [];
-  const webhooks: ScriptedBB["webhooks"] = [];
-  let nextId = 1;
-  const server = http.createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString("utf8")));
-    req.on("end", () => {
-      const url = new URL(req.url ?? "/", "http://bb.local");
-      const body: unknown = raw ? JSON.parse(raw) : null;
-      requests.push({ method: req.method ?? "", path: url.pathname, body });
-      const send = (status: number, json: unknown) => res.writeHead(status, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify(json));
-      if (url.searchParams.get("password") !== password) {
-        return send(401, {
-          status: 401,
-          message: "You are not authorized to access this resource",
-          error: { type: "Authentication Error", message: "Unauthorized" },
-        });
-      }
-      if (req.method === "GET" && url.pathname === "/api/v1/server/info") return send(200, { status: 200, message: "Success", data: SERVER_INFO });
-      if (req.method === "GET" && url.pathname === "/api/v1/webhook") return send(200, { status: 200, message: "Success", data: webhooks });
-      if (req.method === "POST" && url.pathname === "/api/v1/webhook") {
-        const { url: hookUrl, events } = body as { url: string; events: string[] };
-        const hook = { id: nextId++, url: hookUrl, events, created: "2026-11-24T00:00:00.000Z" };
-        webhooks.push(hook);
-        return send(200, { status: 200, message: "Successfully created webhook!", data: hook });
-      }
-      // Catch-up after connecting: nothing was missed.
-      if (req.method === "POST" && url.pathname === "/api/v1/message/query") {
-        return send(200, { status: 200, message: "Success", data: [], metadata: { offset: 0, limit: 500, total: 0, count: 0 } });
-      }
-      const del = /^\/api\/v1\/webhook\/(\d+)$/.exec(url.pathname);
-      if (req.method === "DELETE" && del) {
-        const at = webhooks.findIndex((w) => w.id === Number(del[1]));
-        if (at < 0) return send(404, { status: 404, message: "Not Found", error: { type: "Not Found", message: "Webhook does not exist!" } });
-        webhooks.splice(at, 1);
-        return send(200, { status: 200, message: "Successfully deleted webhook!" });
-      }
-      return send(404, { status: 404, message: "Not Found", error: { type: "Not Found", message: "Route not found" } });
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    get password() {
-      return password;
-    },
-    requests,
-    webhooks,
-    setPassword: (p) => (password = p),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-
-let bb: ScriptedBB;
+let bb: FakeBlueBubbles;
 /** Every response body this file saw, to check that no password was ever in one. */
 const bodies: string[] = [];
 const passwords: string[] = [];
 
 beforeAll(async () => {
-  bb = await startScriptedBB();
+  bb = await startFakeBlueBubbles({ password: `bb-pw-${randomBytes(8).toString("hex")}`, deliver: async () => undefined });
   passwords.push(bb.password);
 });
 afterAll(async () => {
@@ -211,14 +123,14 @@ describe("dashboard (tRPC): connecting a line to BlueBubbles", () => {
     const g = await makeAccount();
     await owner(g).lines.connect({ line_id: g.line.id, provider: "bluebubbles", provider_config: bbConfig() });
     const previous = bb.password;
-    bb.setPassword(`changed-${randomBytes(6).toString("hex")}`);
+    bb.password = `changed-${randomBytes(6).toString("hex")}`;
     passwords.push(bb.password);
     try {
       const tested = await trpc("lines.test", { line_id: g.line.id }, g);
       expect(tested.body.result.data.probe).toMatchObject({ ok: false, reason: expect.stringMatching(/Authentication Error/) });
       expect(tested.body.result.data.line.status).toBe("degraded");
     } finally {
-      bb.setPassword(previous);
+      bb.password = previous;
     }
   });
 
@@ -276,7 +188,7 @@ describe("GraphQL: connectLine and testLineConnection for the account's owner", 
       ok: true,
       reason: null,
       advancedFeatures: true,
-      capabilities: { private_api: true, helper_connected: true, reactions: true, detected_imessage: "me@icloud.com" },
+      capabilities: { private_api: true, helper_connected: true, reactions: true, detected_imessage: "fake-owner@icloud.com" },
       line: { id: f.line.id, provider: "bluebubbles", status: "connected", statusReason: null, advancedFeatures: true, providerSettings: { url: bb.url, sendTimeoutSeconds: 60 } },
     });
     expect(report.line.lastEventAt).toEqual(expect.any(Number));
