@@ -671,6 +671,17 @@ function httpDeliver(url: string, body: { type: string; data: unknown }): Promis
 // The fake
 // ------------------------------------------------------------------------------------------------
 
+/** What most of the source's serializer calls pass; each call below states only what differs. */
+const SER_DEFAULTS = {
+  notification: false,
+  includeChats: true,
+  loadChatParticipants: false,
+  parseAttributedBody: false,
+  withAttachments: true,
+  convert: true,
+  loadMetadata: true,
+} as const;
+
 interface SerCfg {
   notification: boolean;
   includeChats: boolean;
@@ -1062,7 +1073,8 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
     return out;
   }
 
-  serialize(rec: BBMessageRecord, cfg: SerCfg): Record<string, unknown> {
+  serialize(rec: BBMessageRecord, options: Partial<SerCfg>): Record<string, unknown> {
+    const cfg: SerCfg = { ...SER_DEFAULTS, ...options };
     let out: Record<string, unknown> = {
       originalROWID: rec.originalROWID,
       guid: rec.guid,
@@ -1151,27 +1163,14 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
   private pollerShape(rec: BBMessageRecord) {
     return this.serialize(rec, {
       notification: true,
-      includeChats: true,
       loadChatParticipants: true,
-      parseAttributedBody: false,
-      withAttachments: true,
-      convert: true,
-      loadMetadata: true,
       enforceMaxSize: true,
     });
   }
 
   /** B/index.ts emitMessageMatch / emitMessageError */
   private matchShape(rec: BBMessageRecord, tempGuid: string | null) {
-    const out = this.serialize(rec, {
-      notification: true,
-      includeChats: true,
-      loadChatParticipants: false,
-      parseAttributedBody: false,
-      withAttachments: true,
-      convert: true,
-      loadMetadata: true,
-    });
+    const out = this.serialize(rec, { notification: true });
     if (isNotEmpty(tempGuid)) out.tempGuid = tempGuid;
     return out;
   }
@@ -1181,38 +1180,20 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
     return this.serialize(rec, {
       notification: true,
       includeChats: false,
-      loadChatParticipants: false,
-      parseAttributedBody: false,
-      withAttachments: true,
-      convert: true,
-      loadMetadata: true,
     });
   }
 
   /** Send responses: loadChatParticipants false, parse flags true, default attachment config. */
   private responseShape(rec: BBMessageRecord, withAttachments = true) {
     return this.serialize(rec, {
-      notification: false,
-      includeChats: true,
-      loadChatParticipants: false,
       parseAttributedBody: true,
       withAttachments,
-      convert: true,
-      loadMetadata: true,
     });
   }
 
   /** Error data: MessageSerializer.serialize({message, config:{loadChatParticipants:false}}) */
   private errorDataShape(rec: BBMessageRecord) {
-    return this.serialize(rec, {
-      notification: false,
-      includeChats: true,
-      loadChatParticipants: false,
-      parseAttributedBody: false,
-      withAttachments: true,
-      convert: true,
-      loadMetadata: true,
-    });
+    return this.serialize(rec, {});
   }
 
   // ---------------------------------------------------------------------------- webhooks
@@ -1848,13 +1829,8 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
     if (outcome.kind === "timeout") throw unhandled("Message send timeout");
     const chat = this.chats.get(outcome.record.chats[0]?.guid ?? "") ?? this.ensureChat(chatGuid);
     const msg = this.serialize(outcome.record, {
-      notification: false,
       includeChats: false,
       loadChatParticipants: true,
-      parseAttributedBody: false,
-      withAttachments: true,
-      convert: true,
-      loadMetadata: true,
     });
     if (isNotEmpty(tempGuid)) msg.tempGuid = tempGuid;
     const data = {
@@ -1949,14 +1925,10 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
     const rec = this.messages.find((m) => m.guid === ctx.params.guid);
     if (!rec) throw notFound("Message does not exist!");
     const data = this.serialize(withChats ? rec : { ...rec, chats: [] }, {
-      notification: false,
-      includeChats: true,
       loadChatParticipants: true,
       participantsPreloaded: withParticipants,
       parseAttributedBody: withAttributedBody,
       withAttachments,
-      convert: true,
-      loadMetadata: true,
     });
     return success("Success", data);
   }
@@ -2028,8 +2000,6 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
     const page = this.sortPage(all, body.sort, offset, limit);
     const data = page.map((rec) =>
       this.serialize(loadChats ? (chatGuid ? { ...rec, chats: rec.chats.filter((c) => c.guid === chatGuid) } : rec) : { ...rec, chats: [] }, {
-        notification: false,
-        includeChats: true,
         loadChatParticipants: withChatParticipants,
         parseAttributedBody: withAttributedBody,
         withAttachments,
@@ -2066,13 +2036,7 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
       this.serialize(
         { ...rec, chats: rec.chats.filter((c) => c.guid === guid) },
         {
-          notification: false,
-          includeChats: true,
-          loadChatParticipants: false,
-          parseAttributedBody: false,
           withAttachments,
-          convert: true,
-          loadMetadata: true,
         },
       ),
     );
@@ -2115,13 +2079,6 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
       const last = this.sortPage(this.filterMessages({ chatGuid: chat.guid }), "DESC", 0, 1)[0];
       data.lastMessage = last
         ? this.serialize(last, {
-            notification: false,
-            includeChats: true,
-            loadChatParticipants: false,
-            parseAttributedBody: false,
-            withAttachments: true,
-            convert: true,
-            loadMetadata: true,
           })
         : null;
     }
