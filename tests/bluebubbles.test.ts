@@ -189,6 +189,38 @@ describe("inbound through /api/inbound", () => {
     expect(hooks).toBe(1);
   });
 
+  it("concurrent deliveries, a fifth of them repeats, are stored once each and announced once each", async () => {
+    const bb = await fake();
+    const f = await connected(bb);
+    await post("/v1/webhooks", f.key, { from: f.line.handle, url: "https://example.com/hook", events: ["message.received"] });
+    webhooksOn = false; // delivered by hand below, all at once
+    dropped.length = 0;
+    const senders = Array.from({ length: 8 }, () => phone());
+    try {
+      for (let i = 0; i < 60; i++) bb.receive({ from: senders[i % senders.length]!, text: `burst ${i}` });
+      await bb.idle();
+    } finally {
+      webhooksOn = true;
+    }
+    const posts = dropped.filter((d) => (d.body as { type: string }).type === "new-message");
+    expect(posts).toHaveLength(60);
+    const all = [...posts, ...posts.filter((_, i) => i % 5 === 0), ...posts.filter((_, i) => i % 5 === 0)];
+    const answers = await Promise.all(all.map((d) => call("POST", new URL(d.url).pathname + new URL(d.url).search, { body: d.body })));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    const received = answers.reduce((n, a) => n + (a.body.received.stored as number), 0);
+    expect(received).toBe(60);
+    const rows = await (await db()).message.findMany({ where: { lineId: f.line.id }, select: { guid: true, chatId: true } });
+    expect(rows).toHaveLength(60);
+    expect(new Set(rows.map((r) => r.guid)).size).toBe(60);
+    expect(new Set(rows.map((r) => r.chatId)).size).toBe(8);
+    const hooks = await (await db()).webhookDelivery.count({ where: { event: "message.received", webhook: { lineId: f.line.id } } });
+    expect(hooks).toBe(60);
+    const chats = await (await db()).chat.findMany({ where: { lineId: f.line.id } });
+    expect(chats.every((c) => c.hasReceivedInbound && c.providerChatId?.startsWith("iMessage;-;"))).toBe(true);
+    // Contact-first is satisfied: the line can answer any of them.
+    expect((await post("/v1/messages", f.key, { from: f.line.handle, to: senders[3], text: "thanks" })).status).toBe(200);
+  });
+
   it("answers 401 and stores nothing without the line's token", async () => {
     const bb = await fake();
     const f = await connected(bb);

@@ -1,4 +1,5 @@
-import { getDb, type Prisma, prismaQuery } from "../db";
+import { getDb, type Prisma, prismaQuery, sql } from "../db";
+import { processSingleton } from "../singleton";
 import type { Line } from "../generated/prisma/client";
 import { CredentialsError } from "../credentials";
 import { providerLine } from "../platform/connection";
@@ -7,7 +8,7 @@ import type { ProbeResult } from "../platform/types";
 import { fanOut } from "../webhooks/fanout";
 import { wakeWebhooks } from "../webhooks/runner";
 import { notifyChange } from "../cache/changes";
-import { forgetCachedLines } from "./lines";
+import { findLine, forgetCachedLines } from "./lines";
 
 // A provider line's health: connected while its provider answers; degraded after a failed
 // call or probe; disconnected after DISCONNECT_AFTER in a row. Sends wait while a line is
@@ -76,20 +77,24 @@ async function load(lineId: string): Promise<Line | null> {
   return db.line.findUnique({ where: { id: lineId } });
 }
 
+/** When this process last wrote a line's lastEventAt (at most once a second each). */
+const lastWritten = processSingleton("provider-up", () => new Map<string, number>());
+
 /** The provider answered (a call, an event): the line is connected again if it was not. */
 export async function noteProviderUp(lineId: string): Promise<void> {
-  const line = await load(lineId);
-  if (!line || line.provider === "simulated") return;
-  const now = new Date();
-  if (line.status === "connected" && line.failures === 0) {
-    // At most one write a second per line on the hot inbound path.
-    if (!line.lastEventAt || now.getTime() - line.lastEventAt.getTime() > 1_000) {
-      const db = await getDb();
-      await db.line.update({ where: { id: line.id }, data: { lastEventAt: now } });
-    }
+  const cached = await findLine(lineId); // the hot inbound path: no read of its own while healthy
+  if (!cached || cached.provider === "simulated") return;
+  const now = Date.now();
+  if (cached.status === "connected" && cached.failures === 0) {
+    if (now - (lastWritten.get(lineId) ?? 0) < 1_000) return;
+    lastWritten.set(lineId, now);
+    if (lastWritten.size > 10_000) lastWritten.clear();
+    await sql(`UPDATE "Line" SET "lastEventAt" = $2 WHERE id = $1`, [lineId, new Date(now)]);
     return;
   }
-  await setStatus(line, "connected", null, { failures: 0, lastEventAt: now });
+  const line = await load(lineId);
+  if (!line || (line.status === "connected" && line.failures === 0)) return;
+  await setStatus(line, "connected", null, { failures: 0, lastEventAt: new Date(now) });
 }
 
 /** A call to the provider went unanswered: degraded, then disconnected after DISCONNECT_AFTER. */

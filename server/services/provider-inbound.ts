@@ -16,6 +16,7 @@ import { wakeWebhooks } from "../webhooks/runner";
 import { config } from "../config";
 import { notifyChange } from "../cache/changes";
 import { directChat, ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
+import { ingestQuick, isQuick } from "./inbound-batch";
 import { noteProviderUp } from "./line-health";
 import { findLine } from "./lines";
 
@@ -122,6 +123,7 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
   try {
     switch (event.kind) {
       case "message": {
+        if (isQuick(event)) return await ingestQuick({ line, event });
         if (await knownGuid(line.id, event.guid)) return "duplicate";
         if (event.isFromMe) {
           if (await adoptOwn(line, event)) return "adopted";
