@@ -7,9 +7,12 @@
 //   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
 //   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
-//   reads,writes,webhooks) to run only some parts, BENCH_DRAIN / BENCH_DRAIN_PGLITE and
-//   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_NODE_ARGS for the server's
-//   node flags (e.g. --cpu-prof).
+//   reads,writes,webhooks,inbound) to run only some parts, BENCH_DRAIN / BENCH_DRAIN_PGLITE and
+//   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_INBOUND /
+//   BENCH_INBOUND_PGLITE for the unique provider events of the inbound part (bench/inbound.ts:
+//   BlueBubbles webhooks, 20% of them repeats) and BENCH_INBOUND_SECONDS (default 60) for its
+//   time bound (no new request after it), BENCH_NODE_ARGS for the server's node flags
+//   (e.g. --cpu-prof).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -17,6 +20,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, storeEnvelope } from "./load";
+import { type InboundResults, measureInbound } from "./inbound";
 import { measureWebhooks, type WebhookResults } from "./webhooks";
 import { measureWrites, type WriteResults } from "./writes";
 
@@ -26,9 +30,12 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
-const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks").split(",").map((p) => p.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound").split(",").map((p) => p.trim()));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
+const INBOUND = { postgres: Number(process.env.BENCH_INBOUND ?? 20_000), pglite: Number(process.env.BENCH_INBOUND_PGLITE ?? 5_000) };
+const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
 const writeRows: { database: string; w: WriteResults }[] = [];
+const inboundRows: { database: string; r: InboundResults }[] = [];
 const webhookRows: { database: string; h: WebhookResults }[] = [];
 const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 const NEXT = path.resolve("node_modules/.bin/next");
@@ -207,6 +214,21 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
     if (PARTS.has("webhooks")) {
       webhookRows.push({ database, h: await measureWebhooks({ base, auth, line: "+15550009000", db: dbConfig, count: WEBHOOKS[database] }) });
     }
+    if (PARTS.has("inbound")) {
+      const r = await measureInbound({
+        base,
+        auth,
+        account: "bench@example.com",
+        env,
+        db: dbConfig,
+        schema: database === "postgres" ? schema : "public",
+        count: INBOUND[database],
+        seconds: INBOUND_SECONDS,
+        connections: CONNECTIONS,
+        serverPid: server.pid!,
+      });
+      inboundRows.push({ database, r });
+    }
     return readRows;
   } finally {
     if (server && server.exitCode === null) {
@@ -263,12 +285,47 @@ async function main(): Promise<void> {
       );
     }
   }
+  if (inboundRows.length) {
+    console.log(
+      `\nInbound provider webhooks: BlueBubbles new-message POSTs to /api/inbound/<line_id>, 20% of them repeats of an earlier message, ${CONNECTIONS} in flight from a node:http process (target: >= 1,000 provider events/s stored and fanned out, 0 lost, 0 duplicated)`,
+    );
+    console.log(
+      "database   unique  requests  req/s  p50 ms  p99 ms  not 200  events/s accepted  events/s stored  events/s delivered  lost (stored/delivered)  dup stored  dup delivered  bad sig  CPU ms/req  outcomes",
+    );
+    for (const { database, r } of inboundRows) {
+      const failures = Object.entries(r.failures).map(([s, n]) => `${n}x${s}`).join(",") || "0";
+      const outcomes = Object.entries(r.outcomes).map(([k, n]) => `${k} ${n}`).join(", ");
+      if (r.stoppedEarly) {
+        console.log(`${database.padEnd(10)} (the ${INBOUND_SECONDS} s bound stopped the load: ${r.unique} of ${r.planned} unique messages sent)`);
+      }
+      console.log(
+        `${database.padEnd(10)} ${String(r.unique).padStart(6)} ${String(r.requests).padStart(9)} ${r.requestsPerSecond.toFixed(0).padStart(6)} ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${failures.padStart(8)} ${r.acceptedPerSecond.toFixed(0).padStart(18)} ${r.storedPerSecond.toFixed(0).padStart(16)} ${r.fannedOutPerSecond.toFixed(0).padStart(19)} ${`${r.lost}/${r.undelivered}`.padStart(24)} ${String(r.duplicatedMessages).padStart(11)} ${String(r.duplicatedDeliveries + r.duplicatedReceived).padStart(14)} ${String(r.badSignatures).padStart(8)} ${r.cpuMsPerRequest.toFixed(2).padStart(11)}  ${outcomes}`,
+      );
+      if (r.perRequest) {
+        const p = r.perRequest;
+        console.log(
+          `${"".padEnd(10)} per request, from the schema's table statistics: ${p.idxScans.toFixed(1)} index scans, ${p.seqScans.toFixed(1)} sequential scans, ${p.inserted.toFixed(2)} rows inserted, ${p.updated.toFixed(2)} rows updated`,
+        );
+      }
+    }
+  }
   const verdict = (what: string, ratio: number | undefined, target: number) =>
     ratio === undefined ? `${what}: not measured` : `${what}: ${(ratio * 100).toFixed(0)}% (target ${target * 100}%) -> ${ratio >= target ? "met" : "NOT met"}`;
   for (const database of ["pglite", "postgres"]) {
     const chats = rows.find((r) => r.database === database && r.route.startsWith("GET /v1/chats"))?.ratio ?? undefined;
     const w = writeRows.find((r) => r.database === database)?.w;
     console.log(`\n${database}: ${verdict("GET /v1/chats", chats, 0.8)}; ${verdict("POST /v1/messages", w && w.accept.rps / w.trivial.rps, 0.7)}`);
+    const ib = inboundRows.find((r) => r.database === database)?.r;
+    if (ib) {
+      const e2e = Math.min(ib.storedPerSecond, ib.fannedOutPerSecond);
+      const lost = Math.max(ib.lost, ib.undelivered);
+      const dup = ib.duplicatedMessages + ib.duplicatedDeliveries + ib.duplicatedReceived;
+      console.log(
+        `${database}: inbound provider events: ${e2e.toFixed(0)}/s stored and delivered (target >= 1,000/s) -> ${e2e >= 1000 ? "met" : "NOT met"}; lost ${lost}, duplicated ${dup} -> ${lost === 0 && dup === 0 ? "ok" : "NOT ok"}`,
+      );
+    } else {
+      console.log(`${database}: inbound provider events: not measured`);
+    }
   }
 }
 

@@ -4,6 +4,7 @@ import { config } from "../config";
 import { CredentialsError, decryptJson, encryptJson } from "../credentials";
 import type { Line } from "../generated/prisma/client";
 import type { AnyProvider, ProviderLine } from "./provider";
+import { processSingleton } from "../singleton";
 import { providerFor } from "./registry";
 import type { Platform } from "./types";
 
@@ -44,8 +45,23 @@ export function inboundTokenMatches(line: Pick<Line, "inboundTokenHash">, token:
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/** Decrypted lines by ID, while their stored row is unchanged (the hot inbound path decrypts once). */
+const decrypted = processSingleton("provider-lines", () => new Map<string, { row: Line; value: ProviderLine }>());
+
+const sameRow = (a: Line, b: Line) =>
+  a.providerSecrets === b.providerSecrets && a.provider === b.provider && a.advancedFeatures === b.advancedFeatures && a.service === b.service && a.handle === b.handle && JSON.stringify(a.providerSettings) === JSON.stringify(b.providerSettings);
+
 /** The line as its provider sees it, secrets decrypted. Throws CredentialsError when they cannot be. */
 export function providerLine(line: Line): ProviderLine {
+  const hit = decrypted.get(line.id);
+  if (hit && sameRow(hit.row, line)) return hit.value;
+  const value = decryptLine(line);
+  if (decrypted.size > 1_000) decrypted.clear();
+  decrypted.set(line.id, { row: line, value });
+  return value;
+}
+
+function decryptLine(line: Line): ProviderLine {
   const provider = providerFor(line.provider);
   let token = "";
   let secrets: unknown = null;
