@@ -485,6 +485,24 @@ describe("nothing missed, health and bad answers", () => {
     expect(hooks).toBe(4);
   });
 
+  it("a message whose webhook was lost while later ones arrived is still caught up", async () => {
+    const bb = await fake();
+    const f = await connected(bb);
+    const alice = phone();
+    webhooksOn = false;
+    try {
+      bb.receive({ from: alice, text: "lost in transit" });
+      await bb.idle();
+    } finally {
+      webhooksOn = true;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    await texted(f, alice, "arrived"); // moves the catch-up cursor past the lost one
+    expect((await messagesOf(f, alice)).map((m) => m.text)).toEqual(["arrived"]);
+    expect((await catchUpLine(f.line.id)).counts.stored).toBe(1);
+    expect((await messagesOf(f, alice)).map((m) => m.text)).toEqual(["arrived", "lost in transit"]);
+  });
+
   it("a Mac that stops answering makes the line degraded, then disconnected; sends wait and go out on recovery", async () => {
     const bb = await fake();
     const f = await connected(bb);

@@ -15,6 +15,8 @@ import { ingestProviderEvent, type InboundOutcome } from "./provider-inbound";
 // probe (so even a webhook the provider dropped arrives within a probe interval).
 
 const PAGE = 500;
+/** Catch-up re-reads this much before its cursor. */
+export const CATCH_UP_OVERLAP_MS = 5 * 60_000;
 /** A bound on one catch-up: 100 pages of 500. */
 const MAX_PAGES = 100;
 
@@ -36,7 +38,9 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     await sql(`UPDATE "Line" SET "catchupAfter" = $2 WHERE id = $1 AND "catchupAfter" IS NULL`, [line.id, new Date()]);
     return report;
   }
-  const after = line.catchupAfter.getTime();
+  // A little before the newest message taken in: one that failed to store while later ones did
+  // is read again (what is already stored is a duplicate, skipped by the unique constraint).
+  const after = line.catchupAfter.getTime() - CATCH_UP_OVERLAP_MS;
   try {
     const pl = providerLine(line);
     for (let offset = 0; report.pages < MAX_PAGES; report.pages++) {

@@ -73,7 +73,7 @@ async function chatHasProviderId(chatId: string, providerChatId: string): Promis
 }
 
 /** A message the line's owner sent from the device itself (typed on the Mac or phone): an outgoing message of its chat. */
-async function storeOwn(line: Line, event: MessageEvent): Promise<void> {
+async function storeOwn(line: Line, event: MessageEvent): Promise<InboundOutcome> {
   const db = await getDb();
   const accountId = line.accountId!;
   const url = await fileUrlSigner();
@@ -83,7 +83,7 @@ async function storeOwn(line: Line, event: MessageEvent): Promise<void> {
   } else {
     chat = await db.$transaction((tx) => directChat(tx, line, accountId, normalizeHandle(event.sender), event.providerChatId ?? undefined));
   }
-  if (!chat) return; // a group we have never heard from: nothing to attach it to
+  if (!chat) return "ignored"; // a group we have never heard from: nothing to attach it to
   const sentAt = new Date(event.sentAt);
   let message: Message | null = null;
   try {
@@ -111,10 +111,10 @@ async function storeOwn(line: Line, event: MessageEvent): Promise<void> {
   } catch (err) {
     if ((err as { code?: unknown }).code !== "P2002") throw err; // stored concurrently: a duplicate
   }
-  if (message) {
-    await notifyChange(accountId);
-    wakeWebhooks();
-  }
+  if (!message) return "duplicate";
+  await notifyChange(accountId);
+  wakeWebhooks();
+  return "stored";
 }
 
 /** Takes in one mapped provider event. Events that cannot be placed are logged, never thrown. */
@@ -127,9 +127,9 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
         if (await knownGuid(line.id, event.guid)) return "duplicate";
         if (event.isFromMe) {
           if (await adoptOwn(line, event)) return "adopted";
-          await storeOwn(line, event);
+          const outcome = await storeOwn(line, event);
           await advanceCursor(line.id, event.sentAt);
-          return "stored";
+          return outcome;
         }
         // Only the first attachment travels with the message (the contract's one per message); the
         // rest are named in the log.
