@@ -415,8 +415,10 @@ export async function measureInbound(t: Target): Promise<InboundResults> {
     const url = `${t.base}${inboundUrl.pathname}${inboundUrl.search}`;
     await client.connect();
 
-    // 2. A message.received webhook of the account on that line.
-    const created = await (
+    // 2. A message.received webhook of the account on that line (BENCH_INBOUND_HOOK=false: none,
+    //    to measure ingestion without fan-out and delivery in the same server process).
+    const withHook = process.env.BENCH_INBOUND_HOOK !== "false";
+    const created = !withHook ? { id: "none", secret: "none" } : await (
       await fetch(`${t.base}/v1/webhooks`, {
         method: "POST",
         headers: { ...t.auth, "content-type": "application/json" },
@@ -436,7 +438,7 @@ export async function measureInbound(t: Target): Promise<InboundResults> {
     const warm = requestList(SENDERS, 1);
     const warmReport = await generate(url, warm.bodies, 8, 60);
     if (warmReport.statuses["200"] !== warm.bodies.length) throw new Error(`warm-up answers: ${JSON.stringify(warmReport.statuses)}`);
-    for (let i = 0; i < 300 && (receivedCounts.size < SENDERS || (await deliveryCount()) < SENDERS); i++) await sleep(100);
+    for (let i = 0; i < 300 && withHook && (receivedCounts.size < SENDERS || (await deliveryCount()) < SENDERS); i++) await sleep(100);
     const baseline = { messages: await messageCount(), deliveries: await deliveryCount() };
     receivedCounts.clear();
 
@@ -453,7 +455,7 @@ export async function measureInbound(t: Target): Promise<InboundResults> {
     const deadline = Date.now() + 120_000;
     while (Date.now() < deadline && (await messageCount()) - baseline.messages < unique) await sleep(250);
     const receivedWanted = () => [...receivedCounts.keys()].filter((g) => wanted.has(g)).length;
-    while (Date.now() < deadline && (receivedWanted() < unique || (await deliveryCount()) - baseline.deliveries < unique)) await sleep(100);
+    while (withHook && Date.now() < deadline && (receivedWanted() < unique || (await deliveryCount()) - baseline.deliveries < unique)) await sleep(100);
     const cpu = cpuSeconds(t.serverPid) - cpuBefore;
     await sleep(1_000);
     const statsAfter = t.schema ? await tableStats(client, t.schema) : null;

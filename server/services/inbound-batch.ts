@@ -172,7 +172,7 @@ async function run(inputs: QuickInput[]): Promise<("stored" | "duplicate")[]> {
 }
 
 /** Embedded PGlite runs one statement at a time: merge batches that would only queue. */
-const inFlight = () => (config().DATABASE_URL ? 8 : 1);
+const inFlight = () => (config().DATABASE_URL ? 2 : 1);
 
 /** Takes in a contact's plain message: "stored", or "duplicate" when the line already has its GUID. */
 export const ingestQuick = processSingleton("inbound-quick", () => batcher<QuickInput, "stored" | "duplicate">(run, { maxInFlight: inFlight }));
