@@ -63,9 +63,9 @@ export interface Provider<Config = unknown, Settings = unknown, Secrets = unknow
   downloadAttachment?(line: ProviderLine<Settings, Secrets>, ref: ProviderAttachmentRef, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType: string | null }>;
 }
 
-// Each provider is defined with its own types; the registry holds them type-erased.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyProvider = Provider<any, any, any>;
+// Each provider is defined with its own types; the registry holds them type-erased (its
+// methods take what the same provider's schemas produced: configSchema, then load).
+export type AnyProvider = Provider<unknown, unknown, unknown>;
 
 export function defineProvider<C, S, K>(provider: Provider<C, S, K>): Provider<C, S, K> {
   return provider;
