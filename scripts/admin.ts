@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { ZodError } from "zod";
+import { z, ZodError } from "zod";
 
 const USAGE = `usage:
   admin account create --email E [--password P] [--no-owner]
@@ -87,8 +87,9 @@ function providerConfig(raw: string | undefined): Record<string, unknown> {
   } catch {
     throw new UsageError("--provider-config must be a JSON object, e.g. '{\"url\":\"http://mac.local:1234\",\"password\":\"...\"}'");
   }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new UsageError("--provider-config must be a JSON object");
-  return parsed as Record<string, unknown>;
+  const object = z.record(z.string(), z.unknown()).safeParse(parsed);
+  if (!object.success) throw new UsageError("--provider-config must be a JSON object");
+  return object.data;
 }
 
 interface Report {

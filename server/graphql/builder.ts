@@ -41,6 +41,8 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   Scalars: {
     Timestamp: { Input: number; Output: Date | number };
+    /** A free-form value; the operation's own zod schema checks its shape. */
+    JSON: { Input: unknown; Output: unknown };
   };
 }>({
   plugins: [ScopeAuthPlugin, RelayPlugin, PrismaPlugin, ComplexityPlugin],

@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 // The messaging providers behind one interface. A line is carried by one provider (the
 // built-in simulated platform, a BlueBubbles Mac, ...); server/platform/registry.ts maps a
 // provider's name to its settings schema and factory. Providers never touch the database:
@@ -135,13 +137,17 @@ export type ProviderInbound =
   | { kind: "send-error"; guid: string; tempGuid: string | null; reason: string }
   | { kind: "ignored"; reason: string };
 
+/** Probed capabilities as stored (Line.capabilities): flat facts, provider-specific names. */
+export const CapabilitiesSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]));
+export type Capabilities = z.infer<typeof CapabilitiesSchema>;
+
 /** What a provider says a line can do, probed. */
 export interface ProbeResult {
   ok: boolean;
   /** Why the probe failed, or what is missing (readable, no secrets). */
   reason: string | null;
   /** Private API / helper / server version etc.: provider-specific, shown to owners. */
-  capabilities: Record<string, string | number | boolean | null>;
+  capabilities: Capabilities;
   /** Reactions, typing, read receipts, replies and voice memos. */
   advancedFeatures: boolean;
 }

@@ -5,7 +5,7 @@ import { ApiError } from "../errors";
 import type { Line } from "../generated/prisma/client";
 import { newInboundToken, providerLine, sealConnection } from "../platform/connection";
 import { findProvider, PROVIDER_NAMES } from "../platform/registry";
-import type { ProbeResult } from "../platform/types";
+import { CapabilitiesSchema, type ProbeResult } from "../platform/types";
 import { serializeLine } from "../serializers";
 import { notifyChange } from "../cache/changes";
 import { probeLine } from "./line-health";
@@ -51,7 +51,8 @@ export function describeLine(line: Line) {
   return {
     ...serializeLine(line),
     provider_settings: settings,
-    capabilities: (line.capabilities ?? null) as Record<string, unknown> | null,
+    // A row written by an older or another provider's probe reads as none, never as a guess.
+    capabilities: CapabilitiesSchema.safeParse(line.capabilities).data ?? null,
     send_rate_per_second: line.sendRatePerSecond,
     status_changed_at: line.statusChangedAt ? line.statusChangedAt.getTime() : null,
   };

@@ -320,9 +320,9 @@ describe("sends", () => {
   it("sendAttachment sends multipart with the exact field names and bytes", async () => {
     const bytes = new Uint8Array(70_000);
     for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) % 256;
-    let form: FormData | null = null;
+    const received: { form: FormData | null } = { form: null };
     handler = async (req, res) => {
-      form = await new Response(new Uint8Array(req.body), { headers: { "content-type": String(req.headers["content-type"]) } }).formData();
+      received.form = await new Response(new Uint8Array(req.body), { headers: { "content-type": String(req.headers["content-type"]) } }).formData();
       ok(res, "Attachment sent!", message({ text: "", attachments: [{ originalROWID: 9, guid: "at_1", uti: "public.png", mimeType: "image/png", transferName: "pic.png", totalBytes: bytes.length }] }));
     };
     const sent = await client.sendAttachment(
@@ -334,7 +334,8 @@ describe("sends", () => {
     expect(sent.attachments[0]?.transferName).toBe("pic.png");
     expect(last().url.pathname).toBe("/api/v1/message/attachment");
     expect(String(last().headers["content-type"])).toMatch(/^multipart\/form-data; boundary=/);
-    const f = form as unknown as FormData;
+    const f = received.form;
+    if (!f) throw new Error("the server received no form");
     expect([...f.keys()].sort()).toEqual(["attachment", "chatGuid", "isAudioMessage", "method", "name", "partIndex", "tempGuid"]);
     expect(f.get("chatGuid")).toBe("iMessage;-;+15551234567");
     expect(f.get("tempGuid")).toBe("temp-2");
