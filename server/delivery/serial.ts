@@ -1,5 +1,5 @@
 import { sql } from "../db";
-import type { OutboxItem } from "../generated/prisma/client";
+import type { Line, OutboxItem } from "../generated/prisma/client";
 import { serialProviderNames } from "../platform/connection";
 import { PROVIDER_NAMES, providerFor } from "../platform/registry";
 import { findLine } from "../services/lines";
@@ -48,8 +48,7 @@ export async function serialBacklog(): Promise<boolean> {
 }
 
 /** How long a claim on this line must last: past the provider's own send timeout. */
-export async function leaseMsFor(lineId: string): Promise<number> {
-  const line = await findLine(lineId);
+export function leaseMsFor(line: Line | null): number {
   if (!line) return LEASE_MS;
   const provider = providerFor(line.provider);
   const timeout = provider.sendTimeoutMs?.(provider.load(line.providerSettings, null).settings) ?? LEASE_MS;
@@ -64,7 +63,7 @@ export async function claimHead(id: string, lineId: string, claimedBy: string, n
   const line = await findLine(lineId);
   const rate = line && line.sendRatePerSecond > 0 ? line.sendRatePerSecond : 1;
   const nextSlot = new Date(now.getTime() + Math.ceil(1000 / rate));
-  const lease = new Date(now.getTime() + (await leaseMsFor(lineId)));
+  const lease = new Date(now.getTime() + leaseMsFor(line));
   const rows = await sql<OutboxItem>(
     `WITH head AS (
        SELECT id FROM "OutboxItem" WHERE "lineId" = $1 AND status IN ('pending', 'claimed') ORDER BY id LIMIT 1),

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { defineProvider } from "../provider";
 import type { ProbeResult } from "../types";
-import { createBlueBubblesClient, describeBlueBubblesError, privateApiUsable, redactUrl } from "./client";
+import { type BBWebhookEventName, createBlueBubblesClient, describeBlueBubblesError, privateApiUsable, redactUrl } from "./client";
 import { mapMessage, mapWebhook } from "./inbound";
 import { blueBubblesPlatform } from "./platform";
 
@@ -10,8 +10,8 @@ import { blueBubblesPlatform } from "./platform";
 
 export const DEFAULT_SEND_TIMEOUT_SECONDS = 150;
 
-/** Events the line needs (names checked against the server's webhookEventOptions). */
-export const WEBHOOK_EVENTS = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
+/** Events the line needs: names from the server's webhookEventOptions, checked at compile time (a wrong name is a 400 and silently lost inbound). */
+export const WEBHOOK_EVENTS: readonly BBWebhookEventName[] = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
 
 const Config = z
   .object({
@@ -94,7 +94,7 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
     for (const hook of await client.listWebhooks()) {
       if (hook.url === line.inboundUrl || hook.url.split("?")[0] === ours) await client.deleteWebhook(hook.id);
     }
-    await client.addWebhook(line.inboundUrl, WEBHOOK_EVENTS);
+    await client.addWebhook(line.inboundUrl, [...WEBHOOK_EVENTS]);
     return [];
   },
 

@@ -250,6 +250,7 @@ export const BB_WEBHOOK_EVENTS = [
   "incoming-facetime",
   "ft-call-status-changed",
 ] as const;
+export type BBWebhookEventName = (typeof BB_WEBHOOK_EVENTS)[number];
 
 // ------------------------------------------------------------------------------------------------
 // Reactions (BB/api/interfaces/messageInterface.ts possibleReactions).
