@@ -379,7 +379,10 @@ describe("sending through BlueBubbles", () => {
     expect(await settled(f, id)).toMatchObject({ status: "sent" });
     const att = bb.requests.find((r) => r.path === "/api/v1/message/attachment");
     expect(att?.body).toMatchObject({ chatGuid: `iMessage;-;${alice}`, name: "dot.png", tempGuid: id });
-    expect(fromUs(bb, "here it is")).toHaveLength(1);
+    await vi.waitFor(() => expect(fromUs(bb, "here it is")).toHaveLength(1));
+    await bb.idle();
+    // Both parts' echoes are ours: one outgoing message, not a second one "typed on the Mac".
+    expect((await messagesOf(f, alice)).filter((m) => m.is_from_me)).toHaveLength(1);
 
     const react = await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, message_id: first.guid, type: "laugh" });
     const typing = await post("/v1/typing", f.key, { from: f.line.handle, to: alice });

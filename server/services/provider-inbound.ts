@@ -58,9 +58,16 @@ type MessageEvent = Extract<ProviderInbound, { kind: "message" }>;
 /** Our own send, echoed back: adopt it into its outbox item (by tempGuid, else by content in flight). */
 async function adoptOwn(line: Line, event: MessageEvent): Promise<boolean> {
   const sent = { guid: event.guid, sentAt: event.sentAt, service: event.service ?? undefined, providerChatId: event.providerChatId ?? undefined };
-  if (event.tempGuid?.startsWith("obx_") && (await adoptSent(event.tempGuid, sent))) return true;
   const theirs = { text: event.text, attachmentNames: event.attachments.map((a) => a.filename) };
-  for (const item of await inFlightMessages(line.id)) {
+  // A later part of a message sent in parts (tempGuid "obx_….text"): ours, recorded by its item's own send.
+  if (event.tempGuid?.startsWith("obx_") && event.tempGuid.includes(".")) return true;
+  const inFlight = await inFlightMessages(line.id);
+  for (const item of inFlight) {
+    // Adopted only when the echo carries the whole item: its first part alone is not the message sent.
+    const whole = sameContent({ text: item.payload.text, attachmentNames: item.fileNames }, theirs);
+    if (item.id === event.tempGuid) return whole ? await adoptSent(item.id, sent) || true : true;
+  }
+  for (const item of inFlight) {
     const sameChat = item.payload.to === (event.group?.id ?? normalizeHandle(event.sender)) || (event.providerChatId !== null && (await chatHasProviderId(item.payload.chat_id, event.providerChatId)));
     if (sameChat && sameContent({ text: item.payload.text, attachmentNames: item.fileNames }, theirs) && (await adoptSent(item.id, sent))) return true;
   }
