@@ -518,11 +518,15 @@ export async function adoptSent(id: string, sent: { guid: string; sentAt: number
   return true;
 }
 
-/** Outbox messages on a line that may be at the provider right now: being sent, or sent with an unknown outcome. */
+/**
+ * Outbox messages on a line whose echoes may still arrive: being sent, sent with an unknown
+ * outcome, or sent in the last minutes (a message sent in parts echoes each part).
+ */
 export async function inFlightMessages(lineId: string): Promise<{ id: string; payload: MessagePayload; fileNames: string[] }[]> {
   const items = await sql<OutboxItem>(
     `SELECT * FROM "OutboxItem" WHERE "lineId" = $1 AND kind = 'message'
-       AND (status = 'claimed' OR (status = 'pending' AND "unknownSince" IS NOT NULL)) ORDER BY id LIMIT 100`,
+       AND (status = 'claimed' OR (status = 'pending' AND "unknownSince" IS NOT NULL)
+            OR (status = 'sent' AND "completedAt" > now() - interval '10 minutes')) ORDER BY id LIMIT 100`,
     [lineId],
   );
   const ctx = await loadContext(items);

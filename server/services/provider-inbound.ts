@@ -68,6 +68,10 @@ async function adoptOwn(line: Line, event: MessageEvent): Promise<boolean> {
     if (item.id === event.tempGuid) return whole ? await adoptSent(item.id, sent) || true : true;
   }
   for (const item of inFlight) {
+    // One part of a message sent in parts (its text, or one attachment): ours, not a new message.
+    const parts = [...(item.payload.text ? [{ text: item.payload.text, attachmentNames: [] }] : []), ...item.fileNames.map((n) => ({ text: null, attachmentNames: [n] }))];
+    const isPart = parts.length > 1 && parts.some((p) => sameContent(p, theirs));
+    if (isPart && (item.payload.to === (event.group?.id ?? normalizeHandle(event.sender)) || (event.providerChatId !== null && (await chatHasProviderId(item.payload.chat_id, event.providerChatId))))) return true;
     const sameChat = item.payload.to === (event.group?.id ?? normalizeHandle(event.sender)) || (event.providerChatId !== null && (await chatHasProviderId(item.payload.chat_id, event.providerChatId)));
     if (sameChat && sameContent({ text: item.payload.text, attachmentNames: item.fileNames }, theirs) && (await adoptSent(item.id, sent))) return true;
   }
