@@ -10,8 +10,9 @@
 //   reads,writes,webhooks,inbound) to run only some parts, BENCH_DRAIN / BENCH_DRAIN_PGLITE and
 //   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_INBOUND /
 //   BENCH_INBOUND_PGLITE for the unique provider events of the inbound part (bench/inbound.ts:
-//   BlueBubbles webhooks, 20% of them repeats) and BENCH_INBOUND_SECONDS (default 60) for its
-//   time bound (no new request after it), BENCH_NODE_ARGS for the server's node flags
+//   BlueBubbles webhooks, 20% of them repeats), BENCH_INBOUND_SECONDS (default 60) for its
+//   time bound (no new request after it) and BENCH_INBOUND_CONNECTIONS (default 64) for the
+//   webhooks in flight, BENCH_NODE_ARGS for the server's node flags
 //   (e.g. --cpu-prof).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -34,12 +35,20 @@ const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
 const INBOUND = { postgres: Number(process.env.BENCH_INBOUND ?? 20_000), pglite: Number(process.env.BENCH_INBOUND_PGLITE ?? 5_000) };
 const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
+/**
+ * Provider webhooks in flight at once in the inbound part. Each is a separate POST, and a
+ * service receives them from every connected Mac or phone at once; at 32 in flight the figure
+ * is bound by each request's round trips, not by the server's CPU (see README).
+ */
+const INBOUND_CONNECTIONS = Number(process.env.BENCH_INBOUND_CONNECTIONS ?? 64);
 const writeRows: { database: string; w: WriteResults }[] = [];
 const inboundRows: { database: string; r: InboundResults }[] = [];
 const webhookRows: { database: string; h: WebhookResults }[] = [];
 const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 const NEXT = path.resolve("node_modules/.bin/next");
 const TSX = path.resolve("node_modules/.bin/tsx");
+/** The production server, as `npm start` runs it. */
+const START = path.resolve("scripts/start.mjs");
 
 interface Row extends Measured {
   database: string;
@@ -165,7 +174,7 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
   try {
     // BENCH_NODE_ARGS: extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-    server = spawn(process.execPath, [...nodeArgs, NEXT, "start", "-p", String(port), "-H", "127.0.0.1"], {
+    server = spawn(process.execPath, [...nodeArgs, START, "-p", String(port), "-H", "127.0.0.1"], {
       env,
       stdio: ["ignore", "ignore", "inherit"],
     });
@@ -224,7 +233,7 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
         schema: database === "postgres" ? schema : "public",
         count: INBOUND[database],
         seconds: INBOUND_SECONDS,
-        connections: CONNECTIONS,
+        connections: INBOUND_CONNECTIONS,
         serverPid: server.pid!,
       });
       inboundRows.push({ database, r });
@@ -257,7 +266,7 @@ async function main(): Promise<void> {
     // PostgreSQL skipped on request
   } else if (await postgresReachable()) rows.push(...(await runOn("postgres")));
   else console.error(`PostgreSQL not reachable at ${PG_URL}: skipped.`);
-  console.log(`\n${CONNECTIONS} connections, ${SECONDS}s per route, median of ${ROUNDS} interleaved rounds, loopback, next start, load from ${loadGenerator} (a separate process)`);
+  console.log(`\n${CONNECTIONS} connections, ${SECONDS}s per route, median of ${ROUNDS} interleaved rounds, loopback, npm start (scripts/start.mjs), load from ${loadGenerator} (a separate process)`);
   if (rows.length) {
     console.log("\nReads: each next to the trivial route handler answering the same envelope (target: GET /v1/chats >= 80%)");
     console.log(`database   route                        req/s     p50 ms   p99 ms   errors  CPU ms/req  at ${FIXED_RATE}/s   vs trivial`);
@@ -287,7 +296,7 @@ async function main(): Promise<void> {
   }
   if (inboundRows.length) {
     console.log(
-      `\nInbound provider webhooks: BlueBubbles new-message POSTs to /api/inbound/<line_id>, 20% of them repeats of an earlier message, ${CONNECTIONS} in flight from a node:http process (target: >= 1,000 provider events/s stored and fanned out, 0 lost, 0 duplicated)`,
+      `\nInbound provider webhooks: BlueBubbles new-message POSTs to /api/inbound/<line_id>, 20% of them repeats of an earlier message, ${INBOUND_CONNECTIONS} in flight from a node:http process (target: >= 1,000 provider events/s stored and fanned out, 0 lost, 0 duplicated)`,
     );
     console.log(
       "database   unique  requests  req/s  p50 ms  p99 ms  not 200  events/s accepted  events/s stored  events/s delivered  lost (stored/delivered)  dup stored  dup delivered  bad sig  CPU ms/req  outcomes",

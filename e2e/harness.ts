@@ -4,10 +4,11 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
-// `next start` as a user runs it (production build, embedded PGlite in a fresh DATA_DIR), on
+// `npm start` (scripts/start.mjs) as a user runs it (production build, embedded PGlite in a fresh DATA_DIR), on
 // a free loopback port, with the operator CLI pointed at the same data.
 
-const NEXT = path.resolve("node_modules/.bin/next");
+/** The production server, as `npm start` runs it. */
+const START = path.resolve("scripts/start.mjs");
 const TSX = path.resolve("node_modules/.bin/tsx");
 
 function freePort(): Promise<number> {
@@ -56,7 +57,7 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
     env,
     process: () => child!,
     async start() {
-      child = spawn(NEXT, ["start", "-p", String(port), "-H", "127.0.0.1"], { env, stdio: ["ignore", "ignore", "inherit"] });
+      child = spawn(process.execPath, [START, "-p", String(port), "-H", "127.0.0.1"], { env, stdio: ["ignore", "ignore", "inherit"] });
       const deadline = Date.now() + 60_000;
       while (Date.now() < deadline) {
         try {
@@ -66,7 +67,7 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
         }
         await new Promise((r) => setTimeout(r, 250));
       }
-      throw new Error("next start did not come up");
+      throw new Error("npm start did not come up");
     },
     async stop() {
       if (!child || child.exitCode !== null || child.signalCode !== null) return;
@@ -80,7 +81,7 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
       if (hung) {
         child.kill("SIGKILL");
         await exited;
-        throw new Error("next start did not exit within 20 s of SIGTERM");
+        throw new Error("npm start did not exit within 20 s of SIGTERM");
       }
     },
     async dispose() {

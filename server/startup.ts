@@ -10,6 +10,7 @@ import { seedDevAccount } from "./dev-seed";
 import { endStreamsOnSignals } from "./shutdown";
 import { credentialsKeySource } from "./credentials";
 import { catchUpAll, startLineMonitor } from "./services/line-monitor";
+import { registerFastRoutes } from "./http/fast-routes";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
 // to get a first key.
@@ -18,6 +19,7 @@ export async function startServer(): Promise<void> {
   const c = config();
   endStreamsOnSignals();
   await bootstrap();
+  registerFastRoutes();
   const { kind } = await database();
   if (kind === "pglite") {
     const released = await releaseAllClaims();

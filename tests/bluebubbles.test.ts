@@ -10,7 +10,7 @@ import { catchUpLine, probeDueLines } from "@/server/services/line-monitor";
 import { forgetCachedLines } from "@/server/services/lines";
 import { storage } from "@/server/storage";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
-import { call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
+import { blueBubblesLine, call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
 
 // BlueBubbles lines end to end: the real service (routes, outbox runner, inbound route) against
 // a scripted fake of BlueBubbles Server 1.9.9 on a loopback port, whose webhooks are delivered
@@ -51,16 +51,8 @@ async function connected(
   bb: FakeBlueBubbles,
   options: { service?: "imessage" | "sms" | "auto"; rate?: number; timeout?: number } = {},
 ): Promise<BBFixture> {
-  const f = await makeAccount();
-  const report = await createConnectedLine({
-    accountId: f.accountId,
-    handle: phone(),
-    service: options.service,
-    provider: "bluebubbles",
-    providerConfig: { url: bb.url, password: bb.password, sendTimeoutSeconds: options.timeout ?? 5 },
-    sendRatePerSecond: options.rate ?? 50,
-  });
-  return { key: f.key, accountId: f.accountId, line: { id: report.line.id, handle: report.line.handle }, bb };
+  const f = await blueBubblesLine(bb, options);
+  return { key: f.key, accountId: f.accountId, line: f.line, bb };
 }
 
 /** A contact texts the Mac; its webhook reaches us. */

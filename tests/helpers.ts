@@ -7,6 +7,7 @@ import { SCOPES, type Scope } from "@/server/auth/scopes";
 import { database, getDb } from "@/server/db";
 import { createAccount } from "@/server/services/accounts";
 import { createLine } from "@/server/services/lines";
+import { createConnectedLine } from "@/server/services/line-connections";
 import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
 
@@ -290,4 +291,21 @@ export function expectRequestId(res: ApiResult): void {
   const id = res.body?.request_id;
   if (typeof id !== "string" || !id.startsWith("req_")) throw new Error(`no request_id in ${JSON.stringify(res.body)}`);
   if (res.headers.get("request-id") !== id) throw new Error("Request-Id header differs from body request_id");
+}
+
+/** A new account with a line connected to a BlueBubbles server (a fake's url and password). */
+export async function blueBubblesLine(
+  bb: { url: string; password: string },
+  options: { service?: "imessage" | "sms" | "auto"; rate?: number; timeout?: number } = {},
+): Promise<Fixture & { line: { id: string; handle: string } }> {
+  const f = await makeAccount();
+  const report = await createConnectedLine({
+    accountId: f.accountId,
+    handle: phone(),
+    service: options.service,
+    provider: "bluebubbles",
+    providerConfig: { url: bb.url, password: bb.password, sendTimeoutSeconds: options.timeout ?? 5 },
+    sendRatePerSecond: options.rate ?? 50,
+  });
+  return { ...f, line: { id: report.line.id, handle: report.line.handle } };
 }

@@ -16,12 +16,11 @@ import { createDeliverOutboxItem } from "@/inngest/functions/deliver-outbox-item
 import { createDeliverWebhooks } from "@/inngest/functions/deliver-webhooks";
 import { createSweepOutbox, OVERDUE_MS } from "@/inngest/functions/sweep-outbox";
 import { createProbeLines } from "@/inngest/functions/probe-lines";
-import { createConnectedLine } from "@/server/services/line-connections";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { verifyWebhook } from "@/server/webhooks/signing";
 import { inngest } from "@/inngest/client";
 import { config } from "@/server/config";
-import { call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+import { blueBubblesLine, call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 const q = encodeURIComponent;
 const received: { name: string; data: { id?: string; line_id?: string } }[] = [];
@@ -189,15 +188,8 @@ describe("Inngest engine", () => {
         call("POST", new URL(url).pathname + new URL(url).search, { body }).then(() => undefined),
     });
     try {
-      const f = await makeAccount();
-      const report = await createConnectedLine({
-        accountId: f.accountId,
-        handle: phone(),
-        provider: "bluebubbles",
-        providerConfig: { url: bb.url, password: bb.password, sendTimeoutSeconds: 5 },
-        sendRatePerSecond: 50,
-      });
-      const line = { id: report.line.id, handle: report.line.handle };
+      const f = await blueBubblesLine(bb);
+      const { line } = f;
       const alice = phone();
       bb.receive({ from: alice, text: "hi" });
       await bb.idle();

@@ -14,20 +14,19 @@ export const CORS_HEADERS: Record<string, string> = {
 
 export const newRequestId = () => newId("request");
 
+/** The headers of every enveloped JSON answer: content type, Request-Id and CORS. */
+export function envelopeHeaders(requestId: string, headers: Record<string, string> = {}): Record<string, string> {
+  return { "Content-Type": "application/json; charset=utf-8", "Request-Id": requestId, ...CORS_HEADERS, ...headers };
+}
+
 export function jsonResponse(status: number, body: object, requestId: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ ...body, request_id: requestId }), {
-    status,
-    headers: { "Content-Type": "application/json; charset=utf-8", "Request-Id": requestId, ...CORS_HEADERS, ...headers },
-  });
+  return new Response(JSON.stringify({ ...body, request_id: requestId }), { status, headers: envelopeHeaders(requestId, headers) });
 }
 
 /** A response from an already serialized JSON object; request_id is appended to it. */
 export function jsonTextResponse(status: number, json: string, requestId: string, headers: Record<string, string> = {}): Response {
   const body = json === "{}" ? `{"request_id":"${requestId}"}` : `${json.slice(0, -1)},"request_id":"${requestId}"}`;
-  return new Response(body, {
-    status,
-    headers: { "Content-Type": "application/json; charset=utf-8", "Request-Id": requestId, ...CORS_HEADERS, ...headers },
-  });
+  return new Response(body, { status, headers: envelopeHeaders(requestId, headers) });
 }
 
 /** The /v1 error envelope of an ApiError: { error: { type, code, message, param? }, request_id }. */
@@ -37,23 +36,24 @@ export function errorEnvelope(err: ApiError, requestId: string): { error: Record
   return { error, request_id: requestId };
 }
 
-export function errorResponse(err: unknown, requestId: string, headers: Record<string, string> = {}): Response {
-  if (err instanceof ApiError) {
-    return jsonResponse(err.status, { error: errorEnvelope(err, requestId).error }, requestId, { ...headers, ...err.headers });
-  }
+/** An error as an answer to send: its status, the envelope without request_id, and its headers. */
+export interface ErrorAnswer {
+  status: number;
+  body: { error: Record<string, string> };
+  headers: Record<string, string>;
+}
+
+/** What any transport answers for `err`: an ApiError as itself, anything else as a logged 500 quoting the request ID. */
+export function errorAnswer(err: unknown, requestId: string, headers: Record<string, string> = {}): ErrorAnswer {
+  if (err instanceof ApiError) return { status: err.status, body: { error: errorEnvelope(err, requestId).error }, headers: { ...headers, ...err.headers } };
   console.error(`[api] ${requestId} unexpected error`, err);
-  return jsonResponse(
-    500,
-    {
-      error: {
-        type: "api_error",
-        code: "internal_error",
-        message: `An unexpected error occurred. Quote request ${requestId} when reporting it.`,
-      },
-    },
-    requestId,
-    headers,
-  );
+  const error = { type: "api_error", code: "internal_error", message: `An unexpected error occurred. Quote request ${requestId} when reporting it.` };
+  return { status: 500, body: { error }, headers };
+}
+
+export function errorResponse(err: unknown, requestId: string, headers: Record<string, string> = {}): Response {
+  const answer = errorAnswer(err, requestId, headers);
+  return jsonResponse(answer.status, answer.body, requestId, answer.headers);
 }
 
 export function preflightResponse(): Response {

@@ -1,8 +1,9 @@
-// POST /api/inbound/<line_id> - a line's provider delivers its webhooks here (BlueBubbles: ?token=...)
-import { ApiError } from "@/server/errors";
+// POST /api/inbound/<line_id> - a line's provider delivers its webhooks here (BlueBubbles: ?token=...).
+// The production server (scripts/start.mjs) answers this path itself, without Next's request
+// handling (server/http/fast-routes.ts); this route serves it under `next dev` and tests.
 import { jsonBodyLimit, readBody } from "@/server/http/body";
+import { answerInbound } from "@/server/http/inbound";
 import { errorResponse, jsonResponse, newRequestId } from "@/server/http/responses";
-import { receiveProviderWebhook } from "@/server/services/provider-inbound";
 
 export const dynamic = "force-dynamic";
 
@@ -11,10 +12,8 @@ export async function POST(request: Request, { params }: { params: Promise<{ lin
   try {
     const { lineId } = await params;
     const body = await readBody(request, jsonBodyLimit(), "request_too_large");
-    const answer = await receiveProviderWebhook(lineId, { url: new URL(request.url), headers: request.headers, body });
-    if (answer.status === 200) return jsonResponse(200, { object: "inbound_receipt", received: answer.counts }, requestId);
-    const code = answer.code === "invalid_json" ? "invalid_json" : answer.code === "invalid_signature" ? "invalid_signature" : "invalid_inbound_token";
-    return errorResponse(new ApiError(code, answer.message), requestId);
+    const answer = await answerInbound(lineId, { url: new URL(request.url), headers: request.headers, body }, requestId);
+    return jsonResponse(answer.status, answer.body, requestId, answer.headers);
   } catch (err) {
     return errorResponse(err, requestId);
   }

@@ -1,0 +1,75 @@
+// npm start: the production server. It serves the production build (`npm run build`) the way
+// `next start` does (same request handler, same options: -p/--port or PORT, -H/--hostname,
+// --keepAliveTimeout; SIGTERM and SIGINT close the listener, finish open requests, then exit),
+// and answers the routes of server/http/fast-routes.ts (provider webhooks) on Node's own
+// request and response before Next's request handling, which costs several times what taking
+// such an event in does. Plain JavaScript on purpose: the route table comes from the app's own
+// bundle (published on globalThis at startup), so no second copy of the server code is loaded.
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const args = process.argv.slice(2);
+function option(...names) {
+  for (let i = 0; i < args.length; i++) {
+    for (const name of names) {
+      if (args[i] === name) return args[i + 1];
+      if (args[i].startsWith(`${name}=`)) return args[i].slice(name.length + 1);
+    }
+  }
+  return undefined;
+}
+const port = Number(option("-p", "--port") ?? process.env.PORT ?? 3000);
+const hostname = option("-H", "--hostname");
+const keepAliveTimeout = option("--keepAliveTimeout");
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`Invalid port: ${option("-p", "--port") ?? process.env.PORT}`);
+  process.exit(1);
+}
+// As `next start` does, before Next is loaded.
+process.env.NODE_ENV = "production";
+const { default: next } = await import("next");
+
+const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const app = next({ dev: false, dir, hostname: hostname ?? "localhost", port });
+const handle = app.getRequestHandler();
+await app.prepare(); // runs instrumentation.ts: the database, the runners and the route table
+
+/** The fast route table startServer published (server/http/fast-routes.ts). */
+const fastRoutes = () => globalThis[Symbol.for("relay.fast-routes")];
+if (!fastRoutes()) console.warn("[start] no fast route table was published: every request goes through Next.");
+
+const server = http.createServer((req, res) => {
+  const handler = fastRoutes()?.route(req);
+  if (!handler) return void handle(req, res);
+  handler(req, res).catch((err) => {
+    console.error("[start] fast route failed", err);
+    if (!res.headersSent) res.writeHead(500, { "Content-Type": "application/json; charset=utf-8", Connection: "close" });
+    res.end(JSON.stringify({ error: { type: "api_error", code: "internal_error", message: "An unexpected error occurred." } }));
+  });
+});
+if (keepAliveTimeout !== undefined) server.keepAliveTimeout = Number(keepAliveTimeout);
+server.on("error", (err) => {
+  console.error(`[start] ${err.message}`);
+  process.exit(1);
+});
+server.listen(port, hostname, () => {
+  const { port: bound } = server.address();
+  console.log(`> Ready on http://${hostname ?? "localhost"}:${bound}`);
+});
+
+let stopping = false;
+function stop(signal) {
+  if (stopping) return;
+  stopping = true;
+  // Stop accepting, let open requests finish (long-lived streams are ended by the app's own
+  // handler of the same signal: server/shutdown.ts), then close Next and exit as Node would.
+  server.close(async (err) => {
+    if (err) console.error(err);
+    await app.close().catch((e) => console.error(e));
+    process.exit(signal === "SIGINT" ? 130 : 143);
+  });
+  server.closeIdleConnections();
+}
+process.on("SIGTERM", () => stop("SIGTERM"));
+process.on("SIGINT", () => stop("SIGINT"));
