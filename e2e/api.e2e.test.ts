@@ -52,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(() => app.dispose());
 
-describe("/v1 against next start", () => {
+describe("/v1 against npm start", () => {
   let key = "";
   let firstMessageId = "";
   const line = "+15550004242";
@@ -62,6 +62,18 @@ describe("/v1 against next start", () => {
     admin("line", "create", "--account", "e2e@example.com", "--handle", line, "--advanced");
     key = admin("key", "create", "--account", "e2e@example.com", "--name", "e2e");
     expect(key).toMatch(/^sk_live_/);
+  });
+
+  it("answers provider webhooks on the start script's own listener, not through Next", async () => {
+    // Next's answers carry its router's Vary header; the fast route (server/http/fast-routes.ts) answers alone.
+    const hook = await fetch(`${base}/api/inbound/ln_nosuchline?token=x`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(hook.status).toBe(401);
+    expect((await hook.json()).error.code).toBe("invalid_inbound_token");
+    expect(hook.headers.get("request-id")).toMatch(/^req_/);
+    expect(hook.headers.get("vary")).toBeNull();
+    const viaNext = await fetch(`${base}/api/inbound/ln_nosuchline?token=x`, { method: "PUT" });
+    expect(viaNext.status).toBe(405);
+    expect(viaNext.headers.get("vary")).toContain("rsc");
   });
 
   it("authenticates, serves reads, ingests simulated traffic and hands out working file links", async () => {
