@@ -47,6 +47,17 @@ export async function* bodyChunks(request: Request, max: number, tooBig = () => 
   }
 }
 
+/** Chunks of `size` bytes in all, copied once into a buffer of the exact size (Buffer.concat and then a typed copy would be two). */
+function joined(chunks: Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
+
 /** Thrown while reading a body whose client went away before sending all of it: there is no one to answer. */
 export class ClientGone extends Error {
   constructor() {
@@ -69,13 +80,7 @@ export function readNodeBody(req: IncomingMessage, max: number, code: TooLargeCo
     const done = (err: Error | null) => {
       req.off("data", onData).off("end", onEnd).off("error", onGone).off("close", onGone);
       if (err) return reject(err);
-      const bytes = new Uint8Array(size);
-      let offset = 0;
-      for (const chunk of chunks) {
-        bytes.set(chunk, offset);
-        offset += chunk.byteLength;
-      }
-      resolve(bytes);
+      resolve(joined(chunks, size));
     };
     const onData = (chunk: Buffer) => {
       size += chunk.byteLength;
@@ -99,14 +104,7 @@ export async function readBody(request: Request, max: number, code: TooLargeCode
     chunks.push(chunk);
     size += chunk.byteLength;
   }
-  // One copy into a buffer of the exact size (Buffer.concat and then a typed copy would be two).
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return joined(chunks, size);
 }
 
 /** A request body as text, at most `max` bytes (request_too_large past it). */
