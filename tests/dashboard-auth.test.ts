@@ -3,6 +3,8 @@ import { handleAuth } from "@/server/auth/auth-route";
 import { authOptions } from "@/server/auth/session";
 import { resetConfig } from "@/server/config";
 import { createAccount } from "@/server/services/accounts";
+import { throttleAuthAttempt } from "@/server/services/auth-throttle";
+import { ApiError } from "@/server/errors";
 import { handleTrpc } from "@/server/trpc/http";
 import { createTRPCClient } from "@trpc/client";
 import { safeCallbackPath } from "@/lib/safe-callback";
@@ -112,6 +114,36 @@ async function trpc(path: string, body: unknown, headers: Record<string, string>
   const res = await handleTrpc(req, async () => null);
   return { status: res.status, headers: res.headers, body: await res.json() };
 }
+
+describe("throttle windows", () => {
+  // Regression: the windows were fixed 15-minute buckets, so attempts spent just before a
+  // boundary were forgotten just after it (20 guesses in seconds, and a CI run that crossed
+  // 09:30 saw the 11th attempt let through).
+  const WINDOW = 15 * 60_000;
+  const boundary = Math.ceil(Date.now() / WINDOW) * WINDOW + 10 * WINDOW;
+  const attempt = (email: string, at: number) =>
+    throttleAuthAttempt("sign_in", { ip: null, email }, at).then(
+      () => "allowed",
+      (e: unknown) => (e instanceof ApiError ? `${e.status} ${e.code} ${e.headers?.["Retry-After"]}` : Promise.reject(e)),
+    );
+
+  it("a burst across a window boundary gets no second budget", async () => {
+    const email = unique("boundary");
+    for (let i = 0; i < 10; i++) expect(await attempt(email, boundary - 2_000 + i)).toBe("allowed");
+    expect(await attempt(email, boundary + 1_000)).toMatch(/^429 rate_limit_exceeded \d+$/);
+  });
+
+  it("lets attempts back in as the earlier ones slide out, and says when", async () => {
+    const email = unique("sliding");
+    for (let i = 0; i < 10; i++) expect(await attempt(email, boundary - WINDOW / 2 + i)).toBe("allowed");
+    const refused = await attempt(email, boundary + 1_000);
+    const retryAfter = Number(refused.split(" ")[2]);
+    expect(retryAfter).toBeGreaterThan(1);
+    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+    // Half the window later the first window's attempts weigh about half: room again.
+    expect(await attempt(email, boundary + retryAfter * 1000 + 1_000)).toBe("allowed");
+  });
+});
 
 describe("sign-up throttling and tRPC batches", () => {
   it("allows 5 sign-ups per email in 15 minutes, then 429 rate_limit_exceeded with Retry-After", async () => {

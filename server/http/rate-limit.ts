@@ -31,6 +31,27 @@ export async function hit(bucket: string, limit: number, windowMs: number, amoun
   return { count, limit, remaining: Math.max(0, limit - count), resetAt, allowed: count <= limit };
 }
 
+/**
+ * Adds `amount` like hit(), but judges it against a sliding window: the previous window's count,
+ * weighted by how much of it still overlaps the last `windowMs`, plus the current one. A fixed
+ * window lets a client spend its budget just before a boundary and again just after it (twice
+ * the limit within seconds); this estimate does not. Used where a burst is the threat
+ * (sign-in and sign-up attempts).
+ */
+export async function slidingHit(bucket: string, limit: number, windowMs: number, amount = 1, now = Date.now()): Promise<WindowState> {
+  const [current, previous] = await Promise.all([hit(bucket, limit, windowMs, amount, now), peek(bucket, limit, windowMs, now - windowMs)]);
+  const start = windowStart(now, windowMs);
+  const overlap = 1 - (now - start) / windowMs;
+  const count = Math.ceil(previous.count * overlap) + current.count;
+  // The next attempt (which counts too) fits once enough of the previous window has slid out,
+  // or at the latest when the current window ends.
+  const room = limit - current.count - amount;
+  const resetAt = count > limit && room >= 0 && previous.count > 0
+    ? Math.min(current.resetAt, start + Math.ceil(windowMs * (1 - room / previous.count)))
+    : current.resetAt;
+  return { count, limit, remaining: Math.max(0, limit - count), resetAt: Math.max(resetAt, now + 1000), allowed: count <= limit };
+}
+
 /** Reads the bucket's current window without changing it. */
 export async function peek(bucket: string, limit: number, windowMs: number, now = Date.now()): Promise<WindowState> {
   const db = await getDb();

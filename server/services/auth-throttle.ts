@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
 import { ApiError } from "../errors";
-import { hit, type WindowState } from "../http/rate-limit";
+import { slidingHit as hit, type WindowState } from "../http/rate-limit";
 
 // Sign-in and sign-up attempts per client address and per email, in the shared database
-// windows (every app instance counts together). Every attempt counts, successful or not, so
+// windows (every app instance counts together; sliding, so a burst across a window boundary
+// gets no second budget). Every attempt counts, successful or not, so
 // the limit also bounds the password hashing (about 0.4 s of a core each) a client can cause.
 // Addresses come from clientIp(): null means unknown (no TRUST_PROXY), and all such clients
 // share one larger budget, which still bounds the hashing done for the whole instance.
