@@ -3,6 +3,10 @@ import { requireSession } from "./session";
 import { accountOverview } from "@/server/services/accounts";
 import { Nav } from "./nav";
 
+// Rendered per request, never at build: `next build` would otherwise try to prerender every
+// page, and reading the session (its secret lives in the database) would open DATA_DIR.
+export const dynamic = "force-dynamic";
+
 // Every dashboard page needs a session; without one, sign in first.
 export default async function DashboardLayout({ children }: { children: ReactNode }) {
   const actor = await requireSession();
