@@ -94,7 +94,7 @@ const SENDERS = 50;
 const PASSWORD = "bench-pw";
 
 /** A deterministic PRNG (mulberry32), so every run sends the same pattern of repeats. */
-function prng(seed: number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -251,7 +251,7 @@ async function startBlueBubblesStub(): Promise<{ url: string; state: StubState; 
   };
 }
 
-interface GeneratorReport {
+export interface GeneratorReport {
   startedAt: number;
   endedAt: number;
   requests: number;
@@ -262,7 +262,7 @@ interface GeneratorReport {
 }
 
 /** Runs a command to its end (bounded); resolves with its stdout, rejects with its stderr. */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined, timeoutMs: number): Promise<string> {
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined, timeoutMs: number): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -279,12 +279,18 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined
   });
 }
 
-/** Runs the generator process over `bodies` (no new request after `seconds`); resolves with its report. */
-async function generate(url: string, bodies: string[], connections: number, seconds: number): Promise<GeneratorReport> {
+/**
+ * A request of the list: a JSON body, or (Twilio) a form body with the X-Twilio-Signature it
+ * must carry.
+ */
+export type GeneratedRequest = string | { form: string; signature: string };
+
+/** Runs the generator process over `requests` (no new request after `seconds`); resolves with its report. */
+export async function generate(url: string, requests: GeneratedRequest[], connections: number, seconds: number): Promise<GeneratorReport> {
   const dir = mkdtempSync(path.join(tmpdir(), "relay-inbound-"));
   try {
     const file = path.join(dir, "bodies.jsonl");
-    writeFileSync(file, bodies.join("\n"));
+    writeFileSync(file, requests.map((r) => JSON.stringify(r)).join("\n"));
     const self = fileURLToPath(import.meta.url);
     const args = ["--import", "tsx", self, "generate", url, file, String(connections), String(seconds)];
     const out = await run(process.execPath, args, undefined, (seconds + 60) * 1000);
@@ -301,14 +307,21 @@ async function generate(url: string, bodies: string[], connections: number, seco
  * in order, sending no new one after `seconds` (the requests sent are then a prefix of the list).
  */
 async function generatorMain(url: string, file: string, connections: number, seconds: number): Promise<void> {
-  const bodies = readFileSync(file, "utf8").split("\n").map((b) => Buffer.from(b, "utf8"));
+  const requests = readFileSync(file, "utf8")
+    .split("\n")
+    .map((line): { body: Buffer; headers: Record<string, string> } => {
+      const r = JSON.parse(line) as GeneratedRequest;
+      return typeof r === "string"
+        ? { body: Buffer.from(r, "utf8"), headers: { "content-type": "application/json" } }
+        : { body: Buffer.from(r.form, "utf8"), headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": r.signature } };
+    });
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   const outcomes: Record<string, number> = {};
   let next = 0;
-  const post = (body: Buffer) =>
+  const post = ({ body, headers }: { body: Buffer; headers: Record<string, string> }) =>
     new Promise<void>((resolve) => {
       const started = performance.now();
       const req = http.request(
@@ -318,7 +331,7 @@ async function generatorMain(url: string, file: string, connections: number, sec
           port: target.port,
           path: target.pathname + target.search,
           method: "POST",
-          headers: { "content-type": "application/json", "content-length": body.length },
+          headers: { ...headers, "content-length": body.length },
           timeout: 30_000,
         },
         (res) => {
@@ -328,7 +341,7 @@ async function generatorMain(url: string, file: string, connections: number, sec
             latencies.push(performance.now() - started);
             const status = String(res.statusCode);
             statuses[status] = (statuses[status] ?? 0) + 1;
-            if (res.statusCode === 200) {
+            if (res.statusCode === 200 && res.headers["content-type"]?.startsWith("application/json")) {
               try {
                 const received = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { received?: Record<string, number> }).received ?? {};
                 for (const [k, v] of Object.entries(received)) outcomes[k] = (outcomes[k] ?? 0) + v;
@@ -351,7 +364,7 @@ async function generatorMain(url: string, file: string, connections: number, sec
   const stopAt = startedAt + seconds * 1000;
   await Promise.all(
     Array.from({ length: connections }, async () => {
-      while (next < bodies.length && Date.now() < stopAt) await post(bodies[next++]!);
+      while (next < requests.length && Date.now() < stopAt) await post(requests[next++]!);
     }),
   );
   const endedAt = Date.now();
@@ -363,7 +376,7 @@ async function generatorMain(url: string, file: string, connections: number, sec
 }
 
 /** The schema's table statistics summed (PostgreSQL). */
-async function tableStats(client: pg.Client, schema: string) {
+export async function tableStats(client: pg.Client, schema: string) {
   const { rows } = await client.query(
     `SELECT coalesce(sum(idx_scan), 0)::bigint AS idx, coalesce(sum(seq_scan), 0)::bigint AS seq,
             coalesce(sum(n_tup_ins), 0)::bigint AS ins, coalesce(sum(n_tup_upd), 0)::bigint AS upd

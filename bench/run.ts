@@ -7,12 +7,14 @@
 //   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
 //   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
-//   reads,writes,webhooks,inbound) to run only some parts, BENCH_DRAIN / BENCH_DRAIN_PGLITE and
+//   reads,writes,webhooks,inbound,twilio) to run only some parts, BENCH_DRAIN / BENCH_DRAIN_PGLITE and
 //   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_INBOUND /
 //   BENCH_INBOUND_PGLITE for the unique provider events of the inbound part (bench/inbound.ts:
 //   BlueBubbles webhooks, 20% of them repeats), BENCH_INBOUND_SECONDS (default 60) for its
 //   time bound (no new request after it) and BENCH_INBOUND_CONNECTIONS (default 64) for the
-//   webhooks in flight, BENCH_NODE_ARGS for the server's node flags
+//   webhooks in flight, BENCH_TWILIO / BENCH_TWILIO_PGLITE for the distinct events of the
+//   twilio part (bench/twilio.ts: signed inbound messages and status callbacks, 20% repeats),
+//   BENCH_NODE_ARGS for the server's node flags
 //   (e.g. --cpu-prof).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -22,6 +24,7 @@ import path from "node:path";
 import pg from "pg";
 import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, storeEnvelope } from "./load";
 import { type InboundResults, measureInbound } from "./inbound";
+import { measureTwilio, type TwilioResults } from "./twilio";
 import { measureWebhooks, type WebhookResults } from "./webhooks";
 import { measureWrites, type WriteResults } from "./writes";
 
@@ -31,10 +34,11 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
-const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound").split(",").map((p) => p.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio").split(",").map((p) => p.trim()));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
 const INBOUND = { postgres: Number(process.env.BENCH_INBOUND ?? 20_000), pglite: Number(process.env.BENCH_INBOUND_PGLITE ?? 5_000) };
 const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
+const TWILIO = { postgres: Number(process.env.BENCH_TWILIO ?? 20_000), pglite: Number(process.env.BENCH_TWILIO_PGLITE ?? 5_000) };
 /**
  * Provider webhooks in flight at once in the inbound part. Each is a separate POST, and a
  * service receives them from every connected Mac or phone at once; at 32 in flight the figure
@@ -43,6 +47,7 @@ const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
 const INBOUND_CONNECTIONS = Number(process.env.BENCH_INBOUND_CONNECTIONS ?? 64);
 const writeRows: { database: string; w: WriteResults }[] = [];
 const inboundRows: { database: string; r: InboundResults }[] = [];
+const twilioRows: { database: string; t: TwilioResults }[] = [];
 const webhookRows: { database: string; h: WebhookResults }[] = [];
 const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 const NEXT = path.resolve("node_modules/.bin/next");
@@ -223,21 +228,20 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
     if (PARTS.has("webhooks")) {
       webhookRows.push({ database, h: await measureWebhooks({ base, auth, line: "+15550009000", db: dbConfig, count: WEBHOOKS[database] }) });
     }
-    if (PARTS.has("inbound")) {
-      const r = await measureInbound({
-        base,
-        auth,
-        account: "bench@example.com",
-        env,
-        db: dbConfig,
-        schema: database === "postgres" ? schema : "public",
-        count: INBOUND[database],
-        seconds: INBOUND_SECONDS,
-        connections: INBOUND_CONNECTIONS,
-        serverPid: server.pid!,
-      });
-      inboundRows.push({ database, r });
-    }
+    // The provider parts: webhooks from a separate process to a line connected through the operator CLI.
+    const provider = {
+      base,
+      auth,
+      account: "bench@example.com",
+      env,
+      db: dbConfig,
+      schema: database === "postgres" ? schema : "public",
+      seconds: INBOUND_SECONDS,
+      connections: INBOUND_CONNECTIONS,
+      serverPid: server.pid!,
+    };
+    if (PARTS.has("inbound")) inboundRows.push({ database, r: await measureInbound({ ...provider, count: INBOUND[database] }) });
+    if (PARTS.has("twilio")) twilioRows.push({ database, t: await measureTwilio({ ...provider, count: TWILIO[database] }) });
     return readRows;
   } finally {
     if (server && server.exitCode === null) {
@@ -318,6 +322,23 @@ async function main(): Promise<void> {
       }
     }
   }
+  if (twilioRows.length) {
+    console.log(
+      `\nTwilio webhooks: form POSTs to /api/inbound/<line_id> with X-Twilio-Signature checked, inbound messages and status callbacks (sent, delivered in either order), 20% of them repeats, ${INBOUND_CONNECTIONS} in flight from a node:http process (target: >= 1,000/s, 0 lost, 0 duplicated)`,
+    );
+    console.log("database   inbound  callbacks  requests  req/s  p50 ms  p99 ms  not 200  events/s recorded  events/s delivered  lost in/status  dup in/events  undelivered  CPU ms/req");
+    for (const { database, t } of twilioRows) {
+      const failures = Object.entries(t.failures).map(([s, n]) => `${n}x${s}`).join(",") || "0";
+      if (t.stoppedEarly) console.log(`${database.padEnd(10)} (the ${INBOUND_SECONDS} s bound stopped the load before the end of the list)`);
+      console.log(
+        `${database.padEnd(10)} ${String(t.inbound).padStart(7)} ${String(t.callbacks).padStart(10)} ${String(t.requests).padStart(9)} ${t.requestsPerSecond.toFixed(0).padStart(6)} ${t.p50.toFixed(1).padStart(7)} ${t.p99.toFixed(1).padStart(7)} ${failures.padStart(8)} ${t.eventsPerSecond.toFixed(0).padStart(18)} ${t.deliveredPerSecond.toFixed(0).padStart(19)} ${`${t.lostInbound}/${t.lostStatuses}`.padStart(15)} ${`${t.duplicatedInbound}/${t.duplicatedEvents}`.padStart(14)} ${String(t.undelivered).padStart(12)} ${t.cpuMsPerRequest.toFixed(2).padStart(11)}`,
+      );
+      if (t.perRequest) {
+        const p = t.perRequest;
+        console.log(`${"".padEnd(10)} per request: ${p.idxScans.toFixed(1)} index scans, ${p.inserted.toFixed(2)} rows inserted, ${p.updated.toFixed(2)} rows updated`);
+      }
+    }
+  }
   const verdict = (what: string, ratio: number | undefined, target: number) =>
     ratio === undefined ? `${what}: not measured` : `${what}: ${(ratio * 100).toFixed(0)}% (target ${target * 100}%) -> ${ratio >= target ? "met" : "NOT met"}`;
   for (const database of ["pglite", "postgres"]) {
@@ -334,6 +355,15 @@ async function main(): Promise<void> {
       );
     } else {
       console.log(`${database}: inbound provider events: not measured`);
+    }
+    const tw = twilioRows.find((r) => r.database === database)?.t;
+    if (tw) {
+      const rate = Math.min(tw.eventsPerSecond, tw.deliveredPerSecond);
+      const lost = tw.lostInbound + tw.lostStatuses + tw.undelivered;
+      const dup = tw.duplicatedInbound + tw.duplicatedEvents;
+      console.log(
+        `${database}: Twilio inbound and status callbacks: ${rate.toFixed(0)}/s recorded and delivered (target >= 1,000/s) -> ${rate >= 1000 ? "met" : "NOT met"}; lost ${lost}, duplicated ${dup} -> ${lost === 0 && dup === 0 ? "ok" : "NOT ok"}`,
+      );
     }
   }
 }

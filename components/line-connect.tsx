@@ -7,8 +7,8 @@ import { useTRPC } from "@/lib/trpc";
 import type { AppRouter } from "@/server/trpc/router";
 
 // A line's provider and health on the lines page, and the "Connect a line" form: connect a
-// line to BlueBubbles (or back to simulated) and test the connection. The provider's password
-// is typed here, sent once, cleared, and never shown again (the server never returns it).
+// line to a provider (or back to simulated) and test the connection. The provider's secrets
+// are typed here, sent once, cleared, and never shown again (the server never returns them).
 
 type Outputs = inferRouterOutputs<AppRouter>;
 export type LineConnection = Outputs["lines"]["connections"][number];
@@ -18,6 +18,8 @@ type Report = Outputs["lines"]["connect"];
 export const PROVIDERS = [
   { name: "simulated", label: "Simulated", short: "Simulated" },
   { name: "bluebubbles", label: "BlueBubbles (iMessage on a Mac)", short: "BlueBubbles" },
+  { name: "sms-gateway", label: "SMS Gateway for Android (SMS through a phone)", short: "SMS Gateway" },
+  { name: "twilio", label: "Twilio (SMS and MMS)", short: "Twilio" },
 ] as const;
 
 export const providerLabel = (name: string, short = false) => {
@@ -51,6 +53,17 @@ const CAPABILITIES: [key: string, label: string][] = [
   ["detected_imessage", "iMessage account"],
   ["server_version", "Server version"],
   ["os_version", "macOS version"],
+  ["attachments", "Attachments"],
+  ["mms", "MMS"],
+  ["group_messages", "Group messages"],
+  ["delivery_reports", "Delivery reports"],
+  ["messaging_service", "Messaging Service"],
+  ["sender", "Sends from"],
+  ["account_sid", "Account SID"],
+  ["gateway_version", "Gateway app version"],
+  ["gateway_health", "Gateway health"],
+  ["webhooks_registered", "Webhooks registered"],
+  ["webhook_url_accepted", "Inbound URL callable by the phone"],
   ["simulated", "Simulated platform"],
 ];
 
@@ -106,18 +119,56 @@ function ProbeResult({ report }: { report: Report }) {
 
 const lineName = (l: LineConnection) => (l.label ? `${l.label} (${l.handle})` : l.handle);
 
-/** A saved URL is shown again unless it was masked (it carried credentials). */
-function savedSetting(line: LineConnection | undefined, key: string): string {
-  const value = line?.provider === "bluebubbles" ? line.provider_settings[key] : undefined;
+/** One setting of a provider's connection, as the form asks for it. Secrets are never shown again. */
+interface Field {
+  key: string;
+  label: string;
+  type: "url" | "text" | "number" | "password";
+  placeholder: string;
+  /** Stored encrypted and never returned: typed again to change any setting. */
+  secret?: boolean;
+  optional?: boolean;
+  min?: number;
+  max?: number;
+  width?: number;
+}
+
+/** The settings each provider's --provider-config takes (server/platform/<name>/index.ts). */
+export const PROVIDER_FIELDS: Record<string, Field[]> = {
+  simulated: [],
+  bluebubbles: [
+    { key: "url", label: "Server URL", type: "url", placeholder: "http://mac.local:1234", width: 240 },
+    { key: "password", label: "Password", type: "password", placeholder: "BlueBubbles server password", secret: true },
+    { key: "sendTimeoutSeconds", label: "Send timeout (seconds)", type: "number", placeholder: "150", optional: true, min: 5, max: 600, width: 120 },
+  ],
+  "sms-gateway": [
+    { key: "url", label: "Gateway URL", type: "url", placeholder: "http://phone.lan:8080 or https://api.sms-gate.app/3rdparty/v1", width: 300 },
+    { key: "username", label: "Username", type: "text", placeholder: "sms" },
+    { key: "password", label: "Password", type: "password", placeholder: "shown in the app", secret: true },
+    { key: "signingKey", label: "Webhook signing key", type: "password", placeholder: "Settings > Webhooks > Signing key", secret: true },
+    { key: "timeoutSeconds", label: "Request timeout (seconds)", type: "number", placeholder: "20", optional: true, min: 1, max: 120, width: 120 },
+  ],
+  twilio: [
+    { key: "accountSid", label: "Account SID", type: "text", placeholder: "AC…", width: 300 },
+    { key: "authToken", label: "Auth token", type: "password", placeholder: "Twilio auth token", secret: true },
+    { key: "messagingServiceSid", label: "Messaging Service SID", type: "text", placeholder: "MG… (optional)", optional: true, width: 260 },
+    { key: "baseUrl", label: "API base URL", type: "url", placeholder: "https://api.twilio.com (optional)", optional: true, width: 240 },
+    { key: "sendTimeoutSeconds", label: "Send timeout (seconds)", type: "number", placeholder: "15", optional: true, min: 2, max: 120, width: 120 },
+  ],
+};
+
+/** A saved setting is shown again unless it was masked (a URL that carried credentials). */
+function savedSetting(line: LineConnection | undefined, provider: string, key: string): string {
+  const value = line?.provider === provider ? line.provider_settings[key] : undefined;
   if (value === undefined || value === null) return "";
   const text = String(value);
   return text.includes("***") ? "" : text;
 }
 
 /**
- * Connect a line: choose the line and its provider; for BlueBubbles the server URL, password and
- * send timeout. Test connection saves and probes new settings (lines.connect), or probes the
- * saved ones again when nothing was changed and no password typed (lines.test).
+ * Connect a line: choose the line and its provider, then the provider's settings (server URL,
+ * credentials, ...). Test connection saves and probes new settings (lines.connect), or probes
+ * the saved ones again when nothing was changed and no secret typed (lines.test).
  */
 export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
   const trpc = useTRPC();
@@ -125,28 +176,27 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
   const [lineId, setLineId] = useState<string | null>(null);
   // null: as saved on the line.
   const [provider, setProvider] = useState<string | null>(null);
-  const [url, setUrl] = useState<string | null>(null);
-  const [timeoutSeconds, setTimeoutSeconds] = useState<string | null>(null);
-  const [password, setPassword] = useState("");
+  // Typed values by field key; a key absent shows the saved setting (secrets: empty).
+  const [typed, setTyped] = useState<Record<string, string>>({});
   const [report, setReport] = useState<Report | null>(null);
 
   const line = lines.find((l) => l.id === lineId) ?? lines[0];
   const chosenProvider = provider ?? line?.provider ?? "bluebubbles";
-  const shownUrl = url ?? savedSetting(line, "url");
-  const shownTimeout = timeoutSeconds ?? savedSetting(line, "sendTimeoutSeconds");
-  const bluebubbles = chosenProvider === "bluebubbles";
-  const unchanged =
-    !!line && chosenProvider === line.provider && shownUrl === savedSetting(line, "url") && shownTimeout === savedSetting(line, "sendTimeoutSeconds");
+  const fields = PROVIDER_FIELDS[chosenProvider] ?? [];
+  const saved = line?.provider === chosenProvider && chosenProvider !== "simulated";
+  const shown = (f: Field) => typed[f.key] ?? (f.secret ? "" : savedSetting(line, chosenProvider, f.key));
+  const unchanged = !!line && chosenProvider === line.provider && fields.every((f) => shown(f) === (f.secret ? "" : savedSetting(line, chosenProvider, f.key)));
   // Nothing new to save: probe what is saved.
-  const testSaved = unchanged && password === "";
+  const testSaved = unchanged;
   const switchingToSimulated = !!line && chosenProvider === "simulated" && line.provider !== "simulated";
 
+  const clear = () => {
+    setProvider(null);
+    setTyped({});
+  };
   const done = (r: Report) => {
     setReport(r);
-    setPassword("");
-    setProvider(null);
-    setUrl(null);
-    setTimeoutSeconds(null);
+    clear();
     void qc.invalidateQueries({ queryKey: trpc.lines.connections.queryKey() });
     void qc.invalidateQueries({ queryKey: trpc.lines.list.queryKey() });
   };
@@ -156,10 +206,7 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
 
   function choose(id: string) {
     setLineId(id);
-    setProvider(null);
-    setUrl(null);
-    setTimeoutSeconds(null);
-    setPassword("");
+    clear();
     setReport(null);
     connect.reset();
     test.reset();
@@ -176,21 +223,21 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
     }
     test.reset();
     const providerConfig: Record<string, unknown> = {};
-    if (bluebubbles) {
-      providerConfig.url = shownUrl.trim();
-      providerConfig.password = password;
-      if (shownTimeout.trim()) providerConfig.sendTimeoutSeconds = Number(shownTimeout);
+    for (const f of fields) {
+      const value = shown(f).trim();
+      if (value === "" && f.optional) continue;
+      providerConfig[f.key] = f.type === "number" ? Number(value) : f.secret ? shown(f) : value;
     }
     connect.mutate({ line_id: line.id, provider: chosenProvider, provider_config: providerConfig });
   }
 
   if (!lines.length) return null;
-  const savedBlueBubbles = line?.provider === "bluebubbles";
   return (
     <form className="panel stack" onSubmit={submit} aria-label="Connect a line" autoComplete="off">
       <h2>Connect a line</h2>
       <p className="small muted">
-        Carry a line through a provider: BlueBubbles Server on a Mac sends and receives its iMessage (and SMS through a paired iPhone). The password is stored
+        Carry a line through a provider: BlueBubbles Server on a Mac sends and receives its iMessage (and SMS through a paired iPhone); SMS Gateway for
+        Android sends and receives SMS through an Android phone; Twilio sends SMS and MMS from a Twilio number. Passwords, keys and tokens are stored
         encrypted and never shown again. Choose Simulated to switch a line back to the built-in platform.
       </p>
       <div className="row">
@@ -220,33 +267,29 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
           </div>
         ) : null}
       </div>
-      {bluebubbles ? (
-        <div className="row">
-          <label style={{ flex: 1, minWidth: 240 }}>
-            Server URL
-            <input type="url" value={shownUrl} onChange={(e) => setUrl(e.target.value)} required placeholder="http://mac.local:1234" spellCheck={false} />
-          </label>
-          <label>
-            Password
-            <input
-              type="password"
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-              required={!testSaved}
-              autoComplete="new-password"
-              placeholder={savedBlueBubbles ? "saved (type to change)" : "BlueBubbles server password"}
-              maxLength={500}
-            />
-          </label>
-          <label>
-            Send timeout (seconds)
-            <input type="number" value={shownTimeout} onChange={(e) => setTimeoutSeconds(e.target.value)} min={5} max={600} step={1} placeholder="150" style={{ width: 120 }} />
-          </label>
+      {fields.length ? (
+        <div className="row" style={{ flexWrap: "wrap" }}>
+          {fields.map((f) => (
+            <label key={`${chosenProvider}.${f.key}`} style={f.width ? { flex: 1, minWidth: f.width } : undefined}>
+              {f.label}
+              <input
+                type={f.type}
+                value={shown(f)}
+                onChange={(e) => setTyped({ ...typed, [f.key]: e.target.value })}
+                required={f.secret ? !testSaved : !f.optional}
+                placeholder={f.secret && saved ? "saved (type to change)" : f.placeholder}
+                spellCheck={false}
+                maxLength={500}
+                {...(f.secret ? { autoComplete: "new-password" } : {})}
+                {...(f.type === "number" ? { min: f.min, max: f.max, step: 1, style: { width: f.width } } : {})}
+              />
+            </label>
+          ))}
         </div>
       ) : null}
-      {bluebubbles && savedBlueBubbles ? (
+      {saved && fields.some((f) => f.secret) ? (
         <p className="small muted" style={{ margin: 0 }}>
-          Leave the password empty to test the saved connection; type it to save changed settings.
+          Leave the secrets empty to test the saved connection; type them to save changed settings.
         </p>
       ) : null}
       <ErrorText error={connect.error ?? test.error} />

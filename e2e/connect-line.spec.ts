@@ -45,6 +45,8 @@ test.describe("connecting a line in Chromium", () => {
     await expect(page.getByRole("heading", { name: /Welcome/ })).toBeVisible();
     await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "Lines", exact: true }).click();
     await expect(page.getByRole("heading", { level: 1, name: "Lines", exact: true })).toBeVisible();
+    // Only once the page is hydrated does the button create a line (before, a click is a plain form submit).
+    await page.waitForLoadState("networkidle");
     await page.getByRole("button", { name: "Create line" }).click();
     await expect(page.locator("td .mono", { hasText: "+155501" }).first()).toBeVisible();
     // A new line is simulated and connected.

@@ -19,8 +19,8 @@ import { z, ZodError } from "zod";
 const USAGE = `usage:
   admin account create --email E [--password P] [--no-owner]
   admin line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
-                    [--provider simulated|bluebubbles --provider-config JSON] [--rate MESSAGES_PER_SECOND]
-  admin line connect --line ln_... --provider simulated|bluebubbles --provider-config JSON [--rate MESSAGES_PER_SECOND]
+                    [--provider simulated|bluebubbles|sms-gateway|twilio --provider-config JSON] [--rate MESSAGES_PER_SECOND]
+  admin line connect --line ln_... --provider simulated|bluebubbles|sms-gateway|twilio --provider-config JSON [--rate MESSAGES_PER_SECOND]
   admin line test --line ln_...
   admin line list [--account E] [--json]
   admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]

@@ -8,6 +8,8 @@ export const ERROR_CODES = {
   invalid_inbound_token: { type: "authentication_error", status: 401 },
   /** Extension (POST /api/inbound/<line>): a provider webhook whose signature does not verify. */
   invalid_signature: { type: "authentication_error", status: 403 },
+  /** Extension (POST /api/inbound/<line>): a webhook whose signature or timestamp does not verify (SMS Gateway: X-Signature, X-Timestamp within 5 minutes). */
+  invalid_webhook_signature: { type: "authentication_error", status: 401 },
   /** Extension (dashboard, GraphQL): no signed-in session. */
   session_required: { type: "authentication_error", status: 401 },
   insufficient_scope: { type: "authorization_error", status: 403 },

@@ -81,6 +81,9 @@ export function serializeMessage(m: MessageWithAttachments, url: FileUrlSigner) 
     sent_at: ms(m.sentAt),
     synced_at: ms(m.syncedAt),
     reply_to_guid: m.replyToGuid,
+    delivery_status: m.deliveryStatus as "sent" | "delivered" | "undelivered" | "failed" | null,
+    delivered_at: msOrNull(m.deliveredAt),
+    delivery_error: m.deliveryError,
   };
 }
 
@@ -136,6 +139,7 @@ export function serializeOutboxItem(o: OutboxItem) {
     max_attempts: o.maxAttempts,
     created_at: ms(o.createdAt),
     completed_at: msOrNull(o.completedAt),
+    segments: o.segments,
     payload: o.payload,
   };
 }

@@ -11,6 +11,7 @@ import { forgetCachedLines } from "@/server/services/lines";
 import { storage } from "@/server/storage";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { blueBubblesLine, call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
+import { messagesOf, outbox, send, settled } from "./line-flows";
 
 // BlueBubbles lines end to end: the real service (routes, outbox runner, inbound route) against
 // a scripted fake of BlueBubbles Server 1.9.9 on a loopback port, whose webhooks are delivered
@@ -18,7 +19,6 @@ import { blueBubblesLine, call, db, dispatch, get, makeAccount, phone, post, run
 
 runDelivery();
 
-const q = encodeURIComponent;
 /** Webhooks from the fakes reach our inbound route unless switched off ("the service is down"). */
 let webhooksOn = true;
 const dropped: { url: string; body: unknown }[] = [];
@@ -62,32 +62,9 @@ async function texted(f: BBFixture, from: string, text: string) {
   return m;
 }
 
-async function send(f: BBFixture, to: string, body: Record<string, unknown>): Promise<string> {
-  const res = await post("/v1/messages", f.key, { from: f.line.handle, to, ...body });
-  expect(res.status).toBe(200);
-  return res.body.id as string;
-}
 
-async function outbox(f: BBFixture, id: string) {
-  return (await get(`/v1/outbox?id=${id}`, f.key)).body as { status: string; error: string | null; attempts: number };
-}
 
-async function settled(f: BBFixture, id: string, timeout = 30_000) {
-  let item = await outbox(f, id);
-  await vi.waitFor(
-    async () => {
-      item = await outbox(f, id);
-      expect(["sent", "failed"]).toContain(item.status);
-    },
-    { timeout, interval: 100 },
-  );
-  return item;
-}
 
-async function messagesOf(f: BBFixture, to: string) {
-  const res = await get(`/v1/messages?from=${q(f.line.handle)}&to=${q(to)}&limit=100`, f.key);
-  return (res.body.data ?? []) as { id: string; guid: string; text: string | null; is_from_me: boolean; service: string; attachments: unknown[] }[];
-}
 
 async function lineRow(id: string): Promise<Line> {
   return (await db()).line.findUniqueOrThrow({ where: { id } });

@@ -3,8 +3,11 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { config } from "@/server/config";
 import { registerFastRoutes } from "@/server/http/fast-routes";
+import { providerLine } from "@/server/platform/connection";
+import { createConnectedLine } from "@/server/services/line-connections";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
-import { blueBubblesLine, db, dispatch, phone } from "./helpers";
+import { type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
+import { blueBubblesLine, db, dispatch, makeAccount, phone } from "./helpers";
 
 // The routes the production server (scripts/start.mjs) answers on Node's own request and
 // response, before Next: provider webhooks. Served here by a real node:http listener on a
@@ -146,5 +149,54 @@ describe("provider webhooks on the production server's own listener", () => {
     expect(other.status).toBe(418);
     const nested = await fetch(`${base}/api/inbound/ln_x/more`, { method: "POST", body: "{}" });
     expect(nested.status).toBe(418);
+  });
+});
+
+describe("signed form webhooks on the fast route (Twilio)", () => {
+  // Twilio posts to the public URL (PUBLIC_URL + path + query) and signs that; here the
+  // request reaches our listener under another host, as behind a reverse proxy.
+  let tw: FakeTwilio;
+  beforeAll(async () => {
+    tw = await startFakeTwilio({
+      numbers: [phone()],
+      deliver: async (url, init) => {
+        const u = new URL(url);
+        const res = await fetch(`${base}${u.pathname}${u.search}`, { method: "POST", headers: init.headers, body: init.body });
+        return { status: res.status, contentType: res.headers.get("content-type"), body: await res.text() };
+      },
+    });
+  });
+  afterAll(() => tw.close());
+
+  it("answers an inbound SMS with empty TwiML as the route file does, stores it once, and refuses bad signatures and content types", async () => {
+    const f = await makeAccount();
+    const report = await createConnectedLine({
+      accountId: f.accountId,
+      handle: tw.numbers[0]!,
+      provider: "twilio",
+      providerConfig: { accountSid: tw.accountSid, authToken: tw.authToken, baseUrl: tw.url },
+    });
+    const lineId = report.line.id;
+    tw.incomingUrl = providerLine(await (await db()).line.findUniqueOrThrow({ where: { id: lineId } })).inboundUrl;
+    const { message, params, answer } = await tw.receive({ from: phone(), body: "over the fast route" });
+    expect(answer).toMatchObject({ status: 200, contentType: "text/xml" });
+    expect(answer!.body).toBe('<?xml version="1.0" encoding="UTF-8"?><Response/>');
+    // The same request again through the route file: the same answer, nothing stored twice.
+    const signed = { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": tw.sign(tw.incomingUrl, params) };
+    const again = await dispatch(new Request(tw.incomingUrl, { method: "POST", headers: signed, body: new URLSearchParams(params).toString() }));
+    expect(again.status).toBe(200);
+    expect(again.headers.get("content-type")).toBe("text/xml");
+    expect(await again.text()).toBe(answer!.body);
+    expect((await storedGuids(lineId)).filter((g) => g === message.sid)).toHaveLength(1);
+
+    const path = new URL(tw.incomingUrl).pathname + new URL(tw.incomingUrl).search;
+    const forged = [...params.filter(([k]) => k !== "Body" && k !== "MessageSid"), ["Body", "forged"], ["MessageSid", "SMforged"]] as [string, string][];
+    const badSig = await raw({ path, headers: { ...signed, "x-twilio-signature": tw.sign(tw.incomingUrl, params) } }, new URLSearchParams(forged).toString());
+    expect(badSig.status).toBe(403);
+    expect((badSig.json.error as { code: string }).code).toBe("invalid_signature");
+    const json = await raw({ path, headers: { "content-type": "application/json", "x-twilio-signature": tw.sign(tw.incomingUrl, []) } }, "{}");
+    expect(json.status).toBe(415);
+    expect((json.json.error as { code: string }).code).toBe("unsupported_media_type");
+    expect(await storedGuids(lineId)).not.toContain("SMforged");
   });
 });

@@ -26,6 +26,9 @@ describe("inbound traffic through the simulated platform", () => {
       sent_at: expect.any(Number),
       synced_at: expect.any(Number),
       reply_to_guid: null,
+      delivery_status: null,
+      delivered_at: null,
+      delivery_error: null,
       request_id: expect.stringMatching(/^req_/),
     });
     expect(m.sent_at).toBeGreaterThanOrEqual(before);

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { SCOPES } from "../auth/scopes";
 import { config } from "../config";
 import { ERROR_CODES, type ErrorCode } from "../errors";
+import { TWILIO_ERROR_CODES } from "../platform/twilio/errors";
 import { ErrorSchema } from "../schemas/responses";
 import { WEBHOOK_EVENTS } from "../webhooks/event-names";
 import { COMMON_ERRORS, OPERATIONS, type Operation } from "./operations";
@@ -170,7 +171,8 @@ function buildDocument() {
       description:
         "Send and receive messages on your lines. Authenticate with `Authorization: Bearer sk_live_...`; each operation names the scope it needs (" +
         SCOPES.map((s) => `\`${s}\``).join(", ") +
-        "). Times are Unix milliseconds; lists are pages with `has_more` and an opaque `next_cursor`. Errors are `{ error: { type, code, message, param? }, request_id }` with the codes listed per operation (every code: `x-error-codes`).",
+        "). Times are Unix milliseconds; lists are pages with `has_more` and an opaque `next_cursor`. Errors are `{ error: { type, code, message, param? }, request_id }` with the codes listed per operation (every code: `x-error-codes`).\n\n" +
+        PROVIDER_ERRORS,
     },
     servers: [{ url: base }],
     security: [{ apiKey: [] }],
@@ -182,8 +184,23 @@ function buildDocument() {
       schemas: components,
     },
     "x-error-codes": Object.fromEntries(Object.entries(ERROR_CODES).map(([code, { type, status }]) => [code, { type, status }])),
+    "x-provider-error-codes": { twilio: TWILIO_ERROR_CODES },
   };
 }
+
+/** How provider refusals reach an outbox item, with every Twilio code the service maps by name. */
+const PROVIDER_ERRORS = [
+  "## Provider errors and delivery status",
+  "On SMS lines an outbox item is `sent` once the provider accepted the message; the message's `delivery_status` (extension: `sent` | `delivered` | `undelivered` | `failed`, with `delivered_at` and `delivery_error`) then follows the provider's reports, and the opt-in webhook events `message.delivered` and `message.undelivered` tell each final state once. A provider refusal that will not change fails the item at once (`message.failed`, `error` = the provider's code and reason); throttling and the provider's own trouble are retried within the outbox window; refused credentials make the line wait, degraded, until it is connected again.",
+  "",
+  "Twilio codes (`x-provider-error-codes`; any other 4xx fails the item with Twilio's own message):",
+  "",
+  "| code | on a send | meaning |",
+  "|---|---|---|",
+  ...TWILIO_ERROR_CODES.map((c) => `| ${c.code} | ${c.action === "fail" ? "fails the item" : c.action === "retry" ? "retried" : "line waits"} | ${c.reason} |`),
+  "",
+  "SMS Gateway for Android: 400 (the gateway's message quoted) and 413 fail the item; 401/403 make the line wait; 429, 5xx and the cloud's 503 (phone offline, queue full) are retried; a send whose answer was lost is sent again under the same ID, which the gateway answers 409 and the service adopts.",
+].join("\n");
 
 let cached: { base: string; doc: ReturnType<typeof buildDocument> } | undefined;
 

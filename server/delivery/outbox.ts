@@ -10,12 +10,13 @@ import { wakeWebhooks } from "../webhooks/runner";
 import { batcher } from "../batcher";
 import { newId } from "../ids";
 import { isSerialLine, platformForLine, serialProviderNames } from "../platform/connection";
-import { PROVIDER_NAMES } from "../platform/registry";
+import { findProvider, PROVIDER_NAMES } from "../platform/registry";
 import { CredentialsError } from "../credentials";
 import { findLine } from "../services/lines";
 import { noteProviderDown, noteProviderUp } from "../services/line-health";
 import { processSingleton } from "../singleton";
-import type { OutgoingMessage, Platform, SendResult } from "../platform/types";
+import type { DeliveryReport, OutgoingMessage, Platform, SendResult } from "../platform/types";
+import { applyReports, storeReports } from "../services/delivery-status";
 import { type LiveEvent, livePayloads, notifyLiveAtCommit, publishLocal } from "../events/live";
 import { MessagePayload, OutboxTarget, type OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "./payloads";
 
@@ -185,6 +186,8 @@ export interface RetryOptions {
   unknown?: boolean;
   /** The provider did not answer: the item waits for it (up to the send window) instead of using up attempts. */
   waitForProvider?: boolean;
+  /** The provider asked for this pause (Retry-After); the backoff is never shorter. */
+  retryAfterMs?: number;
 }
 
 /** Fails an item this worker claimed, as any failure does (message.failed for messages). */
@@ -203,7 +206,8 @@ async function retryLater(item: OutboxItem, reason: string, options: RetryOption
     return;
   }
   const db = await getDb();
-  const delay = backoffMs(Math.min(item.attempts, 8));
+  // A provider's Retry-After is honoured up to the longest backoff (the item's window still bounds it).
+  const delay = Math.max(backoffMs(Math.min(item.attempts, 8)), Math.min(options.retryAfterMs ?? 0, MAX_BACKOFF_MS));
   await db.outboxItem.updateMany({
     where: { id: item.id, status: "claimed", claimedBy: item.claimedBy },
     data: {
@@ -303,6 +307,10 @@ async function send(x: Prepared): Promise<SendResult> {
   }
   switch (x.kind) {
     case "message": {
+      const optedOut = await optedOutAt(x.line, x.p.to);
+      if (optedOut) {
+        return { ok: false, permanent: true, reason: `${x.p.to} opted out of messages from ${x.line.handle} (replied STOP on ${optedOut.toISOString()}); they must reply START before this line can message them again` };
+      }
       const message = outgoingMessage(x);
       if (x.item.unknownSince && platform.reconcile) {
         // An earlier attempt may have sent it: only a proven miss is sent again.
@@ -324,10 +332,29 @@ async function send(x: Prepared): Promise<SendResult> {
   }
 }
 
+/** When the contact opted out of this provider line's messages (replied STOP), if they did and have not opted back in. */
+async function optedOutAt(line: Line, to: string): Promise<Date | null> {
+  if (!findProvider(line.provider)?.service) return null; // only SMS providers carry opt-outs
+  const rows = await sql<{ optedOutAt: Date }>(`SELECT "optedOutAt" FROM "OptOut" WHERE "lineId" = $1 AND handle = $2`, [line.id, to]);
+  return rows[0]?.optedOutAt ?? null;
+}
+
+/** The provider refused a send because the recipient opted out: later sends fail at once. */
+async function recordRefusedOptOut(lineId: string, to: string): Promise<void> {
+  await sql(`INSERT INTO "OptOut" ("lineId", handle) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [lineId, to]).catch((err: unknown) => {
+    console.error(`[outbox] recording the opt-out of ${to} on ${lineId} failed`, err);
+  });
+}
+
 /** Clock difference allowed between this server and a provider's host when reconciling. */
 const RECONCILE_SLACK_MS = 5_000;
 
-type Sent = { x: Prepared; guid: string; sentAt: Date; service?: string; providerChatId?: string };
+type Sent = { x: Prepared; guid: string; sentAt: Date; service?: string; providerChatId?: string; segments?: number; delivery?: DeliveryReport };
+
+/** Whether the line's provider reports delivery after accepting: its sent messages start `sent`. */
+function reportsDelivery(line: Line): boolean {
+  return findProvider(line.provider)?.deliveryReports === true;
+}
 
 /**
  * Writes the Message rows of sent messages: once per outbox item, even if one was delivered
@@ -354,11 +381,12 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
       x.item.id,
       sentAt,
       syncedAt,
+      reportsDelivery(x.line) ? "sent" : null,
     ]),
     ["", "", "", "", "", "", "", "::boolean", "::boolean"],
   );
   const inserted = await query<{ id: string }>(
-    `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt", "syncedAt")
+    `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt", "syncedAt", "deliveryStatus")
      VALUES ${messages.text} ON CONFLICT DO NOTHING RETURNING id`,
     messages.params,
   );
@@ -406,6 +434,9 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
         outboxId: x.item.id,
         sentAt,
         syncedAt,
+        deliveryStatus: reportsDelivery(x.line) ? "sent" : null,
+        deliveredAt: null,
+        deliveryError: null,
       };
       const data = { ...serializeMessage({ ...message, attachments: attachmentsOf.get(id)! }, url), line_handle: x.line.handle };
       return [{ accountId: x.item.accountId, lineId: x.line.id, event: "message.sent" as const, data }];
@@ -420,7 +451,16 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   for (const [chatId, at] of lastAt) {
     await query(`UPDATE "Chat" SET "lastMessageAt" = $1 WHERE id = $2 AND ("lastMessageAt" IS NULL OR "lastMessageAt" < $1)`, [at, chatId]);
   }
-  return deliveries;
+  // Delivery reports: the one the send's answer carried, and any that arrived before it did.
+  const reporting = rows.filter(({ x, guid }) => reportsDelivery(x.line) && written.has(ids.get(x.item.id)!) && guid);
+  if (!reporting.length) return deliveries;
+  await storeReports(
+    query,
+    reporting.flatMap(({ x, guid, delivery }) => (delivery ? [{ lineId: x.line.id, guid, ...delivery }] : [])),
+  );
+  // Counts may have come before the message was recorded.
+  const applied = await applyReports(query, reporting.map(({ x, guid }) => ({ lineId: x.line.id, guid })), url, { segments: true });
+  return deliveries + applied.deliveries;
 }
 
 /** The service that carried a message: as the provider said, else the line's. */
@@ -471,9 +511,13 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
       // A provider line's health follows its calls: an answer of any kind says it is up.
       await (!result.ok && result.unreachable ? noteProviderDown(x.line.id, result.reason) : noteProviderUp(x.line.id)).catch(() => undefined);
     }
-    if (result.ok) sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt), service: result.service, providerChatId: result.providerChatId });
-    else if (result.permanent && !result.unknown) await fail(x.item, result.reason);
-    else await retryLater(x.item, result.reason, { unknown: result.unknown, waitForProvider: result.unreachable || result.unknown });
+    if (result.ok) {
+      sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt), service: result.service, providerChatId: result.providerChatId, segments: result.segments, delivery: result.delivery });
+    } else if (result.permanent && !result.unknown) {
+      if (result.optedOut && x.kind === "message") await recordRefusedOptOut(x.line.id, x.p.to);
+      await fail(x.item, result.reason);
+    }
+    else await retryLater(x.item, result.reason, { unknown: result.unknown, waitForProvider: result.unreachable || result.unknown, retryAfterMs: result.retryAfterMs });
   }
   if (!sent.length) return;
   const accounts = sent.map((s) => s.x.item.accountId);
@@ -489,7 +533,7 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
       [...ids.params, new Date()],
     );
     for (const s of sent) {
-      if (s.service) await query(`UPDATE "OutboxItem" SET service = $1 WHERE id = $2`, [s.service, s.x.item.id]);
+      if (s.service || s.segments) await query(`UPDATE "OutboxItem" SET service = COALESCE($1, service), segments = COALESCE($2, segments) WHERE id = $3`, [s.service ?? null, s.segments ?? null, s.x.item.id]);
       // The chat's provider ID as the provider last gave it (a new chat's, or a renamed service prefix).
       if (s.providerChatId && s.providerChatId !== s.x.providerChatId) {
         await query(`UPDATE "Chat" SET "providerChatId" = $1 WHERE id = $2`, [s.providerChatId, s.x.p.chat_id]);

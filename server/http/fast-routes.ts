@@ -26,8 +26,10 @@ export interface FastRoutes {
 const INBOUND = /^\/api\/inbound\/([^/?#]+)(?:\?|$)/;
 
 function sendAnswer(res: ServerResponse, answer: Answer, requestId: string, close: boolean): void {
-  const body = JSON.stringify({ ...answer.body, request_id: requestId });
-  const headers: Record<string, string | number> = { ...envelopeHeaders(requestId, answer.headers), "Content-Length": Buffer.byteLength(body) };
+  const body = "text" in answer ? answer.text : JSON.stringify({ ...answer.body, request_id: requestId });
+  const envelope = envelopeHeaders(requestId, answer.headers);
+  if ("text" in answer) envelope["Content-Type"] = answer.contentType;
+  const headers: Record<string, string | number> = { ...envelope, "Content-Length": Buffer.byteLength(body) };
   // A body refused before it was read whole: the rest is not read, so the connection ends with the answer.
   if (close) headers.Connection = "close";
   res.writeHead(answer.status, headers).end(body);

@@ -25,6 +25,13 @@ export interface InboundRequest {
   body: Uint8Array;
 }
 
+/** Why a provider's webhook is refused: the error code and its HTTP status come from server/errors.ts. */
+export interface InboundRefusal {
+  /** invalid_signature (403): Twilio's answer to a bad signature; invalid_webhook_signature (401): a signature or timestamp that does not verify (SMS Gateway). */
+  code: "invalid_signature" | "invalid_webhook_signature";
+  message: string;
+}
+
 export interface Provider<Config = unknown, Settings = unknown, Secrets = unknown> {
   name: string;
   /** Shown in the dashboard. */
@@ -41,21 +48,38 @@ export interface Provider<Config = unknown, Settings = unknown, Secrets = unknow
   platform(line: ProviderLine<Settings, Secrets>): Platform;
   /** How long one send may take at the provider (a claim's lease outlasts it). */
   sendTimeoutMs?(settings: Settings): number;
+  /** A provider that carries one service only (SMS providers): lines connected to it report it. */
+  service?: "sms";
+  /** Whether the provider reports delivery (delivered, undelivered) after it accepted a message. */
+  deliveryReports?: boolean;
   /** Whether sends are idempotent by key (simulated): then the batch runner may send in parallel. */
   idempotentSends: boolean;
   /** Asks the provider what the line can do (and whether it answers at all). */
   probe(line: ProviderLine<Settings, Secrets>): Promise<ProbeResult>;
+  /**
+   * Standing problems with how this service is set up for the provider (a PUBLIC_URL it cannot
+   * call), shown with every connection test and on the dashboard's lines page.
+   */
+  warnings?(settings: Settings): string[];
   /** On connect: point the provider's webhooks at the line's inbound URL. Returns warnings to show. */
   registerWebhooks?(line: ProviderLine<Settings, Secrets>): Promise<string[]>;
   /**
    * Inbound webhooks. `auth: "token"`: the URL's token is checked before parse (constant time);
-   * providers that sign their requests verify here and answer false for a bad signature.
+   * `auth: "signature"`: `verify` checks the provider's signature and answers why it refuses.
    */
   inbound?: {
     auth: "token" | "signature";
-    verify?(request: InboundRequest, line: ProviderLine<Settings, Secrets>): boolean;
-    /** Maps one webhook body to events; throws on a body that is not the provider's shape. */
+    verify?(request: InboundRequest, line: ProviderLine<Settings, Secrets>): InboundRefusal | null;
+    /** How the body is encoded: JSON (the default) or an HTML form (application/x-www-form-urlencoded). */
+    format?: "json" | "form";
+    /**
+     * Maps one webhook body (parsed JSON, or the form's fields as a URLSearchParams) to events.
+     * Throws on a body that is not the provider's shape: an ApiError says which code to answer
+     * (missing_required_parameter, invalid_parameter_value), anything else is invalid_json.
+     */
     parse(body: unknown, line: ProviderLine<Settings, Secrets>): ProviderInbound[];
+    /** The body of a 200 answer when the provider expects one of its own (Twilio: an empty TwiML document). */
+    reply?: { contentType: string; body: string };
   };
   /** Messages after `after` (provider clock, Unix ms), oldest first, a page at a time. */
   catchUp?(line: ProviderLine<Settings, Secrets>, after: number, page: { offset: number; limit: number }): Promise<ProviderInbound[]>;
@@ -69,4 +93,34 @@ export type AnyProvider = Provider<unknown, unknown, unknown>;
 
 export function defineProvider<C, S, K>(provider: Provider<C, S, K>): Provider<C, S, K> {
   return provider;
+}
+
+/**
+ * A contact's SMS (or MMS) to the line, in a one-to-one chat: how the SMS providers report a
+ * received message, from a webhook or from catch-up alike.
+ */
+export function smsFromContact(m: {
+  guid: string;
+  sender: string;
+  text: string | null;
+  attachments?: ProviderAttachmentRef[];
+  sentAt: number;
+  optOut?: "stop" | "start";
+}): ProviderInbound {
+  return {
+    kind: "message",
+    guid: m.guid,
+    sender: m.sender,
+    isFromMe: false,
+    tempGuid: null,
+    providerChatId: null,
+    group: null,
+    text: m.text,
+    attachments: m.attachments ?? [],
+    isAudioMessage: false,
+    replyToGuid: null,
+    service: "sms",
+    sentAt: m.sentAt,
+    ...(m.optOut ? { optOut: m.optOut } : {}),
+  };
 }

@@ -1,11 +1,13 @@
 import { blueBubblesProvider } from "./bluebubbles";
 import type { AnyProvider } from "./provider";
 import { simulatedProvider } from "./simulated";
+import { smsGatewayProvider } from "./sms-gateway";
+import { twilioProvider } from "./twilio";
 
 // Provider name -> its definition. A new provider is one folder under server/platform and one
 // line here.
 
-const PROVIDERS: readonly AnyProvider[] = [simulatedProvider, blueBubblesProvider];
+const PROVIDERS: readonly AnyProvider[] = [simulatedProvider, blueBubblesProvider, twilioProvider, smsGatewayProvider];
 
 export const PROVIDER_NAMES = PROVIDERS.map((p) => p.name) as [string, ...string[]];
 

@@ -59,8 +59,41 @@ export interface OutgoingTyping extends OutgoingAction {
  *   provider did not answer at all (for the line's health; the item waits instead of failing).
  */
 export type SendResult =
-  | { ok: true; guid: string; sentAt: number; service?: ServiceName; providerChatId?: string }
-  | { ok: false; permanent: boolean; reason: string; unknown?: boolean; unreachable?: boolean };
+  | {
+      ok: true;
+      guid: string;
+      sentAt: number;
+      service?: ServiceName;
+      providerChatId?: string;
+      /** How many SMS segments the provider split the text into, when it says. */
+      segments?: number;
+      /** A delivery status the provider already reported with its answer (a send it already held). */
+      delivery?: DeliveryReport;
+    }
+  | {
+      ok: false;
+      permanent: boolean;
+      reason: string;
+      unknown?: boolean;
+      unreachable?: boolean;
+      /** The provider refused because the recipient opted out (replied STOP): later sends fail fast. */
+      optedOut?: boolean;
+      /** The provider asked us to wait this long before trying again (HTTP 429 Retry-After). */
+      retryAfterMs?: number;
+    };
+
+/** Where a sent message stands after the provider accepted it (ranked: sent, then one final state). */
+export const DELIVERY_STATUSES = ["sent", "delivered", "undelivered", "failed"] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+/** One delivery report for one of our sent messages. */
+export interface DeliveryReport {
+  status: DeliveryStatus;
+  /** When the provider says it happened (Unix ms); the time it reached us when it does not say. */
+  at: number;
+  /** The provider's error code and reason for undelivered and failed; null otherwise. */
+  reason: string | null;
+}
 
 /** A provider that sends one message in several parts (an attachment, then its text). */
 export interface SentPart {
@@ -118,6 +151,8 @@ export type ProviderInbound =
       replyToGuid: string | null;
       service: ServiceName | null;
       sentAt: number;
+      /** The contact opted out of (STOP) or back into (START) messages from this line with it. */
+      optOut?: "stop" | "start";
     }
   | {
       kind: "reaction";
@@ -133,6 +168,11 @@ export type ProviderInbound =
   | { kind: "typing"; sender: string; providerChatId: string | null; isTyping: boolean }
   /** The contact read our messages up to `readAt` (BlueBubbles: an updated-message of our own with dateRead). */
   | { kind: "read"; guid: string; sender: string | null; providerChatId: string | null; readAt: number }
+  /**
+   * A delivery report for a message we sent, by the provider's ID for it (the GUID its send
+   * returned). Reports come unordered and repeated, even before the send's own answer.
+   */
+  | ({ kind: "status"; guid: string; segments: number | null } & DeliveryReport)
   /** The provider reports that a send failed after it accepted it. */
   | { kind: "send-error"; guid: string; tempGuid: string | null; reason: string }
   | { kind: "ignored"; reason: string };

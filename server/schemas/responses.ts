@@ -72,6 +72,14 @@ export const MessageSchema = z
     sent_at: ms,
     synced_at: ms,
     reply_to_guid: z.string().nullable(),
+    delivery_status: z
+      .enum(["sent", "delivered", "undelivered", "failed"])
+      .nullable()
+      .describe(
+        "Extension. Outgoing messages on lines whose provider reports delivery (SMS Gateway, Twilio): sent once the provider accepted it, then delivered, undelivered or failed as the carrier reports (a final state is never left). Null for incoming messages and on other lines.",
+      ),
+    delivered_at: msOrNull.describe("Extension. When the provider reported the message delivered"),
+    delivery_error: z.string().nullable().describe("Extension. The provider's error code and reason when undelivered or failed"),
   })
   .meta({ id: "Message" });
 
@@ -124,6 +132,7 @@ export const OutboxItemSchema = z
     max_attempts: z.number().int(),
     created_at: ms,
     completed_at: msOrNull,
+    segments: z.number().int().nullable().describe("Extension. How many SMS segments the provider split the text into, when it reported it"),
     payload: z.unknown().describe("What will be (or was) sent"),
   })
   .meta({ id: "OutboxItem" });

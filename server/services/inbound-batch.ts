@@ -142,6 +142,9 @@ async function run(inputs: QuickInput[]): Promise<("stored" | "duplicate")[]> {
       outboxId: null,
       sentAt: new Date(r.event.sentAt),
       syncedAt,
+      deliveryStatus: null,
+      deliveredAt: null,
+      deliveryError: null,
     }));
     const deliveries = await fanOut(
       query,

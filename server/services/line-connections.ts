@@ -55,7 +55,21 @@ export function describeLine(line: Line) {
     capabilities: CapabilitiesSchema.safeParse(line.capabilities).data ?? null,
     send_rate_per_second: line.sendRatePerSecond,
     status_changed_at: line.statusChangedAt ? line.statusChangedAt.getTime() : null,
+    warnings: lineWarnings(line),
   };
+}
+
+/** What the owner should fix for this line to work fully: empty for simulated lines. */
+function lineWarnings(line: Line): string[] {
+  const provider = findProvider(line.provider);
+  if (!provider || provider.name === "simulated") return [];
+  let settings: unknown = null;
+  try {
+    settings = provider.load(line.providerSettings, null).settings;
+  } catch {
+    return urlWarnings(provider.name);
+  }
+  return [...urlWarnings(provider.name), ...(provider.warnings?.(settings) ?? [])];
 }
 
 /** Warnings a working connection may still deserve: a provider cannot call back a local URL. */
@@ -93,6 +107,8 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
       ...sealed,
       ...(body.send_rate_per_second ? { sendRatePerSecond: body.send_rate_per_second } : {}),
       failures: 0,
+      // An SMS provider's line carries SMS, without reactions, typing, receipts or voice memos.
+      ...(provider.service ? { service: provider.service, advancedFeatures: false } : {}),
       // Catch-up starts at the connection: the provider's older history is not imported.
       ...(switching ? { catchupAfter: provider.name === "simulated" ? null : new Date(), capabilities: undefined } : {}),
       ...(provider.name === "simulated" ? { status: "connected", statusReason: null } : {}),
@@ -100,7 +116,7 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   });
   forgetCachedLines();
   const { line: probed, probe } = await probeLine(updated);
-  const warnings = probe.ok ? urlWarnings(provider.name) : [];
+  const warnings = probe.ok ? lineWarnings(probed) : [];
   if (provider.registerWebhooks && probe.ok) {
     try {
       warnings.push(...(await provider.registerWebhooks(providerLine(probed))));
@@ -115,7 +131,7 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   }
   if (probed.accountId) await notifyChange(probed.accountId);
   // Read again: catch-up may have changed the line's health.
-  return { line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings };
+  return { line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings: [...new Set(warnings)] };
 }
 
 /** Probes a line again (operator `line test`, the dashboard's button). */
@@ -126,7 +142,7 @@ export async function testLine(accountId: string | null, lineId: string): Promis
     throw new ApiError("line_not_found", `No line with ID '${lineId}'.`, { param: "line_id" });
   }
   const { line: probed, probe } = await probeLine(line);
-  return { line: describeLine(probed), probe, warnings: probe.ok ? urlWarnings(line.provider) : [] };
+  return { line: describeLine(probed), probe, warnings: probe.ok ? lineWarnings(probed) : [] };
 }
 
 /** Creates a line and connects it to its provider in one step (operator CLI). */

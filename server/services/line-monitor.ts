@@ -1,4 +1,5 @@
 import { config } from "../config";
+import { DELIVERY_REPORT_RETENTION_MS } from "./delivery-status";
 import { getDb, sql } from "../db";
 import type { Line } from "../generated/prisma/client";
 import { CredentialsError } from "../credentials";
@@ -96,10 +97,11 @@ export async function probeDueLines(now = new Date()): Promise<number> {
 /** How long provider event keys are kept for dedupe: BlueBubbles replays up to a week after a restart. */
 export const PROVIDER_EVENT_RETENTION_MS = 30 * 86_400_000;
 
-/** Forgets provider event keys older than the retention (Message rows keep their own GUIDs). */
+/** Forgets provider event keys and delivery reports older than their retention (Message rows keep their own GUIDs). */
 export async function sweepProviderEvents(now = Date.now()): Promise<number> {
   const rows = await sql(`DELETE FROM "ProviderEvent" WHERE "createdAt" < $1 RETURNING 1`, [new Date(now - PROVIDER_EVENT_RETENTION_MS)]);
-  return rows.length;
+  const reports = await sql(`DELETE FROM "DeliveryReport" WHERE "createdAt" < $1 RETURNING 1`, [new Date(now - DELIVERY_REPORT_RETENTION_MS)]);
+  return rows.length + reports.length;
 }
 
 /** Catch-up for every provider line (on start). */

@@ -5,7 +5,7 @@ import { ApiError, invalidParam } from "../errors";
 import type { WebhookDelivery } from "../generated/prisma/client";
 import { isId, newId } from "../ids";
 import { newWebhookSecret } from "../webhooks/signing";
-import { WEBHOOK_EVENTS, type WebhookEvent } from "../webhooks/event-names";
+import { OPT_IN_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from "../webhooks/event-names";
 import { assertLineAccess, resolveLine } from "./lines";
 import { linesForActor } from "./tenancy";
 
@@ -19,6 +19,8 @@ import { linesForActor } from "./tenancy";
 export const SESSION_TTL_MS = 10 * 60_000;
 const LEASE_MS = 30_000;
 
+const DEFAULT_EVENTS = WEBHOOK_EVENTS.filter((e) => !OPT_IN_EVENTS.includes(e));
+
 export const ListenQuery = z.object({
   from: z.string().trim().min(1).max(320).optional().describe("Only this line (handle or ln_ ID); every line the key can use when absent"),
   events: z
@@ -26,7 +28,7 @@ export const ListenQuery = z.object({
     .trim()
     .max(500)
     .optional()
-    .describe(`Comma-separated event names (default: all of ${WEBHOOK_EVENTS.join(", ")})`),
+    .describe(`Comma-separated event names (default: ${DEFAULT_EVENTS.join(", ")}; ${OPT_IN_EVENTS.join(" and ")} only when named)`),
   session: z.string().trim().max(100).optional().describe("Resume this lsn_ session: events since the disconnect are sent first"),
 });
 
@@ -38,7 +40,7 @@ export interface ListenSession {
 }
 
 function parseEvents(raw: string | undefined): WebhookEvent[] {
-  if (!raw) return [...WEBHOOK_EVENTS];
+  if (!raw) return [...DEFAULT_EVENTS];
   const names = [...new Set(raw.split(",").map((n) => n.trim()).filter(Boolean))];
   const unknown = names.filter((n) => !(WEBHOOK_EVENTS as readonly string[]).includes(n));
   if (unknown.length || !names.length) throw invalidParam("events", `Unknown event(s) ${unknown.join(", ")}. Events: ${WEBHOOK_EVENTS.join(", ")}.`);

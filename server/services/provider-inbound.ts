@@ -17,6 +17,7 @@ import { config } from "../config";
 import { notifyChange } from "../cache/changes";
 import { directChat, ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
 import { ingestQuick, isQuick } from "./inbound-batch";
+import { receiveDeliveryReport } from "./delivery-status";
 import { noteProviderUp } from "./line-health";
 import { findLine } from "./lines";
 
@@ -128,12 +129,28 @@ async function storeOwn(line: Line, event: MessageEvent): Promise<InboundOutcome
   return "stored";
 }
 
+/** A contact's STOP (or START) to this line: sends to them fail at once until they opt back in. */
+async function recordOptOut(lineId: string, sender: string, change: "stop" | "start", at: number): Promise<void> {
+  const handle = normalizeHandle(sender);
+  if (change === "start") {
+    // Only a START newer than the STOP it answers (webhooks arrive in any order).
+    await sql(`DELETE FROM "OptOut" WHERE "lineId" = $1 AND handle = $2 AND "optedOutAt" <= $3`, [lineId, handle, new Date(at)]);
+  } else {
+    await sql(
+      `INSERT INTO "OptOut" ("lineId", handle, "optedOutAt") VALUES ($1, $2, $3)
+       ON CONFLICT ("lineId", handle) DO UPDATE SET "optedOutAt" = GREATEST("OptOut"."optedOutAt", EXCLUDED."optedOutAt")`,
+      [lineId, handle, new Date(at)],
+    );
+  }
+}
+
 /** Takes in one mapped provider event. Events that cannot be placed are logged, never thrown. */
 export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: ProviderInbound): Promise<InboundOutcome> {
   let event = mapped;
   try {
     switch (event.kind) {
       case "message": {
+        if (event.optOut && !event.isFromMe) await recordOptOut(line.id, event.sender, event.optOut, event.sentAt);
         if (isQuick(event)) return await ingestQuick({ line, event });
         if (await knownGuid(line.id, event.guid)) return "duplicate";
         if (event.isFromMe) {
@@ -189,6 +206,8 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
         await ingestReceipt(line, { sender: event.sender, sentAt: event.readAt });
         return "stored";
       }
+      case "status":
+        return await receiveDeliveryReport(line.id, event.guid, { status: event.status, at: event.at, reason: event.reason }, event.segments);
       case "send-error":
         console.warn(`[inbound] ${line.id}: the provider reports message ${event.guid} failed after sending: ${event.reason}`);
         return "ignored";
@@ -204,27 +223,52 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
   }
 }
 
-export type WebhookAnswer = { status: 200; counts: Record<InboundOutcome, number> } | { status: 400 | 401 | 403; code: string; message: string };
+export interface WebhookReceipt {
+  counts: Record<InboundOutcome, number>;
+  /** The provider's own answer body, when it expects one (Twilio: TwiML). */
+  reply?: { contentType: string; body: string };
+}
 
-/** A provider's webhook for line `lineId`: verified, mapped, taken in. */
-export async function receiveProviderWebhook(lineId: string, request: InboundRequest): Promise<WebhookAnswer> {
-  const unauthorized = { status: 401 as const, code: "invalid_inbound_token", message: "Missing or wrong token for this line's inbound URL." };
+/** The body as its provider encodes it: parsed JSON, or a form's fields. Throws ApiError for a body that is neither. */
+function decodeBody(format: "json" | "form", request: InboundRequest, label: string): unknown {
+  const text = new TextDecoder().decode(request.body);
+  if (format === "form") {
+    const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+    if (type !== "application/x-www-form-urlencoded") {
+      throw new ApiError("unsupported_media_type", `${label} posts its webhooks as application/x-www-form-urlencoded, not ${type || "a body without a Content-Type"}.`);
+    }
+    return new URLSearchParams(text);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ApiError("invalid_json", `Not a ${label} webhook body: ${(err as Error).message.slice(0, 200)}`);
+  }
+}
+
+/** A provider's webhook for line `lineId`: verified, mapped, taken in. Refusals are thrown as ApiError. */
+export async function receiveProviderWebhook(lineId: string, request: InboundRequest): Promise<WebhookReceipt> {
+  const unauthorized = new ApiError("invalid_inbound_token", "Missing or wrong token for this line's inbound URL.");
   const line = lineId.startsWith("ln_") ? await findLine(lineId) : null;
   const provider = line ? findProvider(line.provider) : null;
-  if (!line || !provider?.inbound || line.isSandbox) return unauthorized;
-  if (provider.inbound.auth === "token" && !inboundTokenMatches(line, request.url.searchParams.get("token"))) return unauthorized;
+  if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
+  const inbound = provider.inbound;
+  if (inbound.auth === "token" && !inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
   const pl = providerLine(line);
-  if (provider.inbound.auth === "signature" && !provider.inbound.verify?.(request, pl)) {
-    return { status: 403, code: "invalid_signature", message: "The request's signature does not match this line's credentials." };
+  if (inbound.auth === "signature") {
+    const refusal = inbound.verify ? inbound.verify(request, pl) : { code: "invalid_signature" as const, message: "This provider's webhooks cannot be verified." };
+    if (refusal) throw new ApiError(refusal.code, refusal.message);
   }
+  const body = decodeBody(inbound.format ?? "json", request, provider.label);
   let events: ProviderInbound[];
   try {
-    events = provider.inbound.parse(JSON.parse(new TextDecoder().decode(request.body)) as unknown, pl);
+    events = inbound.parse(body, pl);
   } catch (err) {
-    return { status: 400, code: "invalid_json", message: `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}` };
+    if (err instanceof ApiError) throw err;
+    throw new ApiError("invalid_json", `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}`);
   }
   await noteProviderUp(line.id);
   const counts: Record<InboundOutcome, number> = { stored: 0, duplicate: 0, adopted: 0, ignored: 0 };
   for (const event of events) counts[await ingestProviderEvent(line, pl, event)]++;
-  return { status: 200, counts };
+  return { counts, ...(inbound.reply ? { reply: inbound.reply } : {}) };
 }

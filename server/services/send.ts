@@ -12,6 +12,7 @@ import { hit } from "../http/rate-limit";
 import { newId } from "../ids";
 import { processSingleton } from "../singleton";
 import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../platform/events";
+import { CapabilitiesSchema } from "../platform/types";
 import { resolveChat } from "./chats";
 import { findFile } from "./files";
 import { requireIdKind } from "./id-params";
@@ -148,6 +149,9 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
     requireIdKind("file", id, "attachments");
   }
   const { line, chat } = await prepareWrite(actor, input.from, input.to);
+  if (attachments.length && CapabilitiesSchema.safeParse(line.capabilities).data?.attachments === false) {
+    throw invalidParam("attachments", `Line ${line.handle} sends text only: its provider (${line.provider}) cannot send attachments.`);
+  }
   for (const id of attachments) await findFile(actor, id, "attachments");
   const replyToGuid = await parentGuid(actor, chat, input.reply_to);
   if (line.isSandbox) await enforceSandboxQuota(actor);

@@ -1,5 +1,6 @@
-// The events webhooks deliver (SPEC.md "Events", plus the opt-in message.failed and
-// line.status_changed extensions).
+// The events webhooks deliver (SPEC.md "Events", plus the opt-in extensions message.failed,
+// line.status_changed, and message.delivered / message.undelivered on lines whose provider
+// reports delivery).
 // Kept free of server imports: the dashboard's forms list them too.
 export const WEBHOOK_EVENTS = [
   "message.received",
@@ -8,5 +9,10 @@ export const WEBHOOK_EVENTS = [
   "reaction.removed",
   "message.failed",
   "line.status_changed",
+  "message.delivered",
+  "message.undelivered",
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** Sent only to subscribers that name them (a stream without `events` does not get them). */
+export const OPT_IN_EVENTS: readonly WebhookEvent[] = ["message.delivered", "message.undelivered"];

@@ -103,6 +103,11 @@ export default function LinesPage() {
                 {typeof connectionOf(l.id)?.provider_settings.url === "string" ? (
                   <div className="small muted mono">{String(connectionOf(l.id)!.provider_settings.url)}</div>
                 ) : null}
+                {connectionOf(l.id)?.warnings.map((w) => (
+                  <div key={w} className="small warning" role="note">
+                    {w}
+                  </div>
+                ))}
               </td>
               <td>
                 <LineHealth status={l.status} reason={l.status_reason} showReason />

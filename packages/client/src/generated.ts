@@ -86,6 +86,12 @@ export type Message = {
   /** Unix time in milliseconds */
   synced_at: number;
   reply_to_guid: string | null;
+  /** Extension. Outgoing messages on lines whose provider reports delivery (SMS Gateway, Twilio): sent once the provider accepted it, then delivered, undelivered or failed as the carrier reports (a final state is never left). Null for incoming messages and on other lines. */
+  delivery_status: ("sent" | "delivered" | "undelivered" | "failed") | null;
+  /** Extension. When the provider reported the message delivered */
+  delivered_at: number | null;
+  /** Extension. The provider's error code and reason when undelivered or failed */
+  delivery_error: string | null;
 };
 
 export type Attachment = {
@@ -187,6 +193,8 @@ export type OutboxItem = {
   /** Unix time in milliseconds */
   created_at: number;
   completed_at: number | null;
+  /** Extension. How many SMS segments the provider split the text into, when it reported it */
+  segments: number | null;
   /** What will be (or was) sent */
   payload: unknown;
 };
@@ -482,7 +490,7 @@ export type CreateWebhookBody = {
   from: string;
   /** HTTPS URL on a public address */
   url: string;
-  /** Any of message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed */
+  /** Any of message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed, message.delivered, message.undelivered */
   events: string[];
 };
 
@@ -551,7 +559,7 @@ export type DisableWebhookResponse = Webhook;
 export type ListenQuery = {
   /** Only this line (handle or ln_ ID); every line the key can use when absent */
   from?: string;
-  /** Comma-separated event names (default: all of message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed) */
+  /** Comma-separated event names (default: message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed; message.delivered and message.undelivered only when named) */
   events?: string;
   /** Resume this lsn_ session: events since the disconnect are sent first */
   session?: string;
@@ -618,5 +626,5 @@ export const OPERATIONS = {
 export type OperationId = keyof typeof OPERATIONS;
 
 /** The events a webhook can subscribe to. */
-export const WEBHOOK_EVENTS = ["message.received","message.sent","reaction.added","reaction.removed","message.failed","line.status_changed"] as const;
+export const WEBHOOK_EVENTS = ["message.received","message.sent","reaction.added","reaction.removed","message.failed","line.status_changed","message.delivered","message.undelivered"] as const;
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];

@@ -56,7 +56,7 @@ interface Envelope<E extends WebhookEventName, D> {
 
 /** A verified delivery: switch on `event` to narrow `data`. */
 export type WebhookEvent =
-  | Envelope<"message.received" | "message.sent", WithLine<Message>>
+  | Envelope<"message.received" | "message.sent" | "message.delivered" | "message.undelivered", WithLine<Message>>
   | Envelope<"reaction.added" | "reaction.removed", WithLine<Reaction>>
   | Envelope<"message.failed", MessageFailedData>
   | Envelope<"line.status_changed", LineStatusChangedData>;

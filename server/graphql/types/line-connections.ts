@@ -68,7 +68,7 @@ const ConnectLineInput = builder.inputType("ConnectLineInput", {
     providerConfig: f.field({
       type: JSONScalar,
       description:
-        "The provider's settings. bluebubbles: { url, password, sendTimeoutSeconds? } (the password is stored encrypted and never returned). simulated: {} or omitted.",
+        "The provider's settings. bluebubbles: { url, password, sendTimeoutSeconds? }; sms-gateway: { url, username, password, signingKey }; twilio: { accountSid, authToken, messagingServiceSid?, baseUrl? }. Passwords, keys and tokens are stored encrypted and never returned. simulated: {} or omitted.",
     }),
     sendRatePerSecond: f.float({ description: "Sends per second on this line (provider lines pace their sends); 1 unless set." }),
   }),

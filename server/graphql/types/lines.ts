@@ -24,7 +24,7 @@ export const Line = builder.prismaObject("Line", {
     advancedFeatures: t.exposeBoolean("advancedFeatures"),
     isSandbox: t.exposeBoolean("isSandbox"),
     createdAt: t.expose("createdAt", { type: "Timestamp" }),
-    provider: t.exposeString("provider", { description: "Who carries the line: simulated (the built-in platform) or bluebubbles (iMessage on a Mac)." }),
+    provider: t.exposeString("provider", { description: "Who carries the line: simulated (the built-in platform), bluebubbles (iMessage on a Mac), sms-gateway (SMS through an Android phone) or twilio (SMS and MMS)." }),
     status: t.field({ type: LineStatus, resolve: (l) => l.status as (typeof LINE_STATUSES)[number] }),
     statusReason: t.exposeString("statusReason", { nullable: true, description: "Why the line is degraded or disconnected (readable, no secrets)." }),
     lastEventAt: t.expose("lastEventAt", { type: "Timestamp", nullable: true, description: "When the provider last answered or sent an event." }),

@@ -64,6 +64,13 @@ export const Message = builder.prismaObject("Message", {
     sentAt: t.expose("sentAt", { type: "Timestamp" }),
     syncedAt: t.expose("syncedAt", { type: "Timestamp" }),
     replyToGuid: t.exposeString("replyToGuid", { nullable: true }),
+    deliveryStatus: t.exposeString("deliveryStatus", {
+      nullable: true,
+      description:
+        "Outgoing messages on lines whose provider reports delivery (SMS Gateway, Twilio): sent, then delivered, undelivered or failed (a final state is never left). Null for incoming messages and other lines.",
+    }),
+    deliveredAt: t.expose("deliveredAt", { type: "Timestamp", nullable: true, description: "When the provider reported the message delivered." }),
+    deliveryError: t.exposeString("deliveryError", { nullable: true, description: "The provider's error code and reason when undelivered or failed." }),
     replyTo: t.prismaField({
       type: "Message",
       nullable: true,

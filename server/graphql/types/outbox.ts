@@ -107,6 +107,7 @@ export const OutboxItem = builder.prismaObject("OutboxItem", {
     maxAttempts: t.exposeInt("maxAttempts"),
     createdAt: t.expose("createdAt", { type: "Timestamp" }),
     completedAt: t.expose("completedAt", { type: "Timestamp", nullable: true }),
+    segments: t.exposeInt("segments", { nullable: true, description: "How many SMS segments the provider split the text into, when it reported it." }),
     payload: t.field({ type: OutboxPayload, select: { kind: true, payload: true }, resolve: parsePayload }),
     message: t.prismaField({
       type: "Message",

@@ -1,7 +1,7 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import type http from "node:http";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ZodError } from "zod";
+import { type Loopback, listenLoopback, readBody, refusedUrl } from "../../../tests/fakes/http";
 import {
   BBChatSchema,
   BBMessageSchema,
@@ -34,7 +34,7 @@ interface Recorded {
 
 type Handler = (req: Recorded, res: http.ServerResponse, raw: http.IncomingMessage) => void | Promise<void>;
 
-let server: http.Server;
+let server: Loopback;
 let origin: string;
 let handler: Handler;
 let requests: Recorded[];
@@ -202,40 +202,30 @@ async function failure(promise: Promise<unknown>): Promise<BlueBubblesError> {
 }
 
 beforeAll(async () => {
-  server = http.createServer((raw, res) => {
-    const chunks: Buffer[] = [];
-    raw.on("data", (c: Buffer) => chunks.push(c));
-    raw.on("end", () => {
-      const rec: Recorded = {
-        method: raw.method ?? "",
-        rawUrl: raw.url ?? "",
-        url: new URL(raw.url ?? "/", "http://bb.test"),
-        headers: raw.headers,
-        body: Buffer.concat(chunks),
-      };
-      requests.push(rec);
-      // authMiddleware: guid ?? password ?? token from the query only.
-      if (rec.url.searchParams.get("password") !== PASSWORD) {
-        send(res, 401, {
-          status: 401,
-          message: "You are not authorized to access this resource",
-          error: { type: "Authentication Error", message: "Unauthorized" },
-        });
-        return;
-      }
-      Promise.resolve(handler(rec, res, raw)).catch((err: unknown) => {
-        res.destroy(err as Error);
+  server = await listenLoopback(async (raw, res) => {
+    const rec: Recorded = {
+      method: raw.method ?? "",
+      rawUrl: raw.url ?? "",
+      url: new URL(raw.url ?? "/", "http://bb.test"),
+      headers: raw.headers,
+      body: await readBody(raw),
+    };
+    requests.push(rec);
+    // authMiddleware: guid ?? password ?? token from the query only.
+    if (rec.url.searchParams.get("password") !== PASSWORD) {
+      send(res, 401, {
+        status: 401,
+        message: "You are not authorized to access this resource",
+        error: { type: "Authentication Error", message: "Unauthorized" },
       });
-    });
+      return;
+    }
+    await handler(rec, res, raw);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  origin = server.url;
 });
 
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-});
+afterAll(() => server.close());
 
 beforeEach(() => {
   requests = [];
@@ -550,11 +540,7 @@ describe("garbage and limits", () => {
   });
 
   it("connection refused → network with sentRequest false", async () => {
-    const closed = http.createServer();
-    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((resolve) => closed.close(resolve));
-    const c = createBlueBubblesClient({ url: `http://127.0.0.1:${port}`, password: PASSWORD });
+    const c = createBlueBubblesClient({ url: await refusedUrl(), password: PASSWORD });
     const e = await failure(c.sendText({ chatGuid: "c", tempGuid: "t", message: "x", method: "apple-script" }, 5_000));
     expect(e.kind).toBe("network");
     expect(e.sentRequest).toBe(false);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type Exchange, exchange, excerpt, issueList, mediaType, type ProviderFailureKind, scrubber, TransportError, truncate } from "../http";
 import {
   BBChatSchema,
   BBMessageSchema,
@@ -22,8 +23,9 @@ export * from "./schemas";
 //   guid ?? password ?? token from the query; there is no header auth). The password therefore
 //   travels in every URL: error messages carry only the route path, never the URL, and every
 //   string that comes from the server or the network stack is scrubbed of the password.
-// - Every body is read with a byte cap; a JSON body over `maxJsonBytes` is "garbage" and the
-//   connection is dropped.
+// - Calls go over the shared provider transport (../http.ts): one deadline covering connect,
+//   headers and body, and a byte cap on every body; a JSON body over `maxJsonBytes` is
+//   "garbage" and the connection is dropped.
 // - This module reports what happened (kind, HTTP status, error.type, data.error, …); deciding
 //   whether a failure is permanent is left to the platform layer.
 
@@ -33,15 +35,14 @@ export interface BlueBubblesConnection {
   password: string;
 }
 
+/**
+ * timeout, network, http, garbage: see ../http.ts. Here "http" is a JSON envelope with status
+ * >= 400 or a plain-text error (e.g. Koa's "Not Found"); "garbage" is HTML, non-JSON, JSON that
+ * is not the envelope or not the expected data, a 2xx whose envelope says status >= 400, a
+ * redirect, or a JSON body over the size cap.
+ */
 export type BBErrorKind =
-  /** Our deadline passed. For sends the outcome is UNKNOWN (the message may have gone out). */
-  | "timeout"
-  /** Connection refused/reset/DNS, or the connection dropped mid-request: see `sentRequest`. */
-  | "network"
-  /** An error response from the server: a JSON envelope with status >= 400, or a plain-text error (e.g. Koa's "Not Found"). */
-  | "http"
-  /** HTML, non-JSON, JSON that is not the envelope or not the expected data, a 2xx whose envelope says status >= 400, a redirect, or a JSON body over the size cap. */
-  | "garbage"
+  | ProviderFailureKind
   /** downloadAttachment only: the file is larger than the caller's maxBytes (reading stopped there). */
   | "too_large";
 
@@ -191,21 +192,6 @@ const DEFAULT_DOWNLOAD_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_JSON_BYTES = 10 * 1024 * 1024;
 const EXCERPT_CHARS = 160;
 
-/** Connect-phase failures: the request certainly never reached the server. */
-const NOT_SENT_CODES = new Set([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EAI_NONAME",
-  "EAI_FAIL",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-  "EHOSTDOWN",
-  "ENETDOWN",
-  "EADDRNOTAVAIL",
-  "UND_ERR_CONNECT_TIMEOUT",
-]);
-
 /** Replaces the value of password / guid / token query parameters with "***". */
 export function redactUrl(url: string): string {
   return url.replace(/([?&](?:password|guid|token)=)[^&#]*/gi, "$1***");
@@ -247,25 +233,6 @@ export function describeBlueBubblesError(e: unknown): string {
   return truncate(redactUrl(String(e)), 300);
 }
 
-function truncate(s: string, max: number): string {
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
-}
-
-function errorCode(err: unknown): string | null {
-  let e: unknown = err;
-  for (let depth = 0; depth < 6 && e && typeof e === "object"; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && code) return code;
-    const errors = (e as { errors?: unknown }).errors;
-    if (Array.isArray(errors) && errors.length > 0) {
-      const inner = errorCode(errors[0]);
-      if (inner) return inner;
-    }
-    e = (e as { cause?: unknown }).cause;
-  }
-  return null;
-}
-
 const EnvelopeSchema = z.object({
   status: z.number(),
   message: z.unknown().optional(),
@@ -295,13 +262,6 @@ function envelopeDetails(env: Envelope) {
   };
 }
 
-function mediaType(res: Response): string | null {
-  const ct = res.headers.get("content-type");
-  if (!ct) return null;
-  const essence = ct.split(";")[0]?.trim().toLowerCase();
-  return essence || null;
-}
-
 interface RequestSpec {
   method: "GET" | "POST" | "DELETE";
   path: string;
@@ -310,8 +270,6 @@ interface RequestSpec {
   form?: FormData;
   timeoutMs: number;
 }
-
-class Overflow extends Error {}
 
 export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueBubblesClientOptions = {}): BlueBubblesClient {
   let parsed: URL;
@@ -329,20 +287,9 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
 
   // The password as it may appear in any string: raw and URL-encoded both ways.
-  const secrets = password
-    ? [...new Set([password, encodeURIComponent(password), new URLSearchParams({ p: password }).toString().slice(2)])]
-        .filter((s) => s.length > 0)
-        .sort((a, b) => b.length - a.length)
-    : [];
-  const scrub = (s: string): string => {
-    let out = redactUrl(s);
-    for (const secret of secrets) out = out.split(secret).join("***");
-    return out;
-  };
-  const excerpt = (text: string): string => {
-    const t = scrub(text.replace(/\s+/g, " ").trim());
-    return JSON.stringify(truncate(t, EXCERPT_CHARS));
-  };
+  const scrubPassword = scrubber(password ? [password, encodeURIComponent(password), new URLSearchParams({ p: password }).toString().slice(2)] : []);
+  const scrub = (s: string): string => scrubPassword(redactUrl(s));
+  const quote = (text: string): string => JSON.stringify(excerpt(scrub(text), EXCERPT_CHARS));
 
   function buildUrl(path: string, query: Record<string, string> = {}): string {
     const url = new URL(base + path);
@@ -351,130 +298,49 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
     return url.toString();
   }
 
-  /**
-   * Sends one request under one deadline (connect, headers and body), then hands the response to
-   * `consume` while the deadline still runs. Maps every failure to a BlueBubblesError.
-   */
-  async function exchange<T>(spec: RequestSpec, consume: (res: Response, read: (cap: number) => Promise<Uint8Array>) => Promise<T>): Promise<T> {
+  function failure(spec: RequestSpec, kind: BBErrorKind, detail: string, extra: Partial<BlueBubblesErrorInit> = {}): BlueBubblesError {
     const operation = `${spec.method} ${spec.path}`;
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, spec.timeoutMs);
+    return new BlueBubblesError({ kind, operation, message: `BlueBubbles ${operation}: ${scrub(detail)}`, sentRequest: true, ...extra });
+  }
 
-    const fail = (kind: BBErrorKind, detail: string, extra: Partial<BlueBubblesErrorInit> = {}): BlueBubblesError =>
-      new BlueBubblesError({ kind, operation, message: `BlueBubbles ${operation}: ${scrub(detail)}`, sentRequest: true, ...extra });
-
-    const transportError = (err: unknown, phase: "request" | "body", status: number | null = null): BlueBubblesError => {
-      if (err instanceof BlueBubblesError) return err;
-      if (err instanceof Overflow) return fail("garbage", "response larger than the size cap", { status });
-      if (timedOut) return fail("timeout", `no complete response within ${spec.timeoutMs} ms (outcome unknown)`, { status });
-      const code = errorCode(err);
-      const notSent = phase === "request" && code !== null && NOT_SENT_CODES.has(code);
-      const cause = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
-      const reason = code ?? truncate(cause, 120);
-      const detail = notSent
-        ? `could not connect (${reason}); request not sent`
-        : `connection failed ${phase === "body" ? "while reading the response" : "during the request"} (${reason}); outcome unknown`;
-      return fail("network", detail, { code, sentRequest: !notSent, status });
-    };
-
-    let res: Response;
-    try {
-      const headers: Record<string, string> = { accept: "application/json" };
-      let body: string | FormData | undefined;
-      if (spec.json !== undefined) {
-        headers["content-type"] = "application/json";
-        body = JSON.stringify(spec.json);
-      } else if (spec.form) {
-        body = spec.form;
-      }
-      res = await doFetch(buildUrl(spec.path, spec.query), {
-        method: spec.method,
-        headers,
-        body,
-        signal: controller.signal,
-        redirect: "manual",
-      });
-    } catch (err) {
-      clearTimeout(timer);
-      throw transportError(err, "request");
+  /**
+   * Sends one request over the shared transport and reads its whole body under the deadline;
+   * every failure becomes a BlueBubblesError. Bodies are capped at `maxJsonBytes`, but with
+   * `fileCap` a 2xx body is a file capped at that ("too_large" beyond it).
+   */
+  async function send(spec: RequestSpec, fileCap?: number): Promise<Exchange> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    let body: string | FormData | undefined;
+    if (spec.json !== undefined) {
+      headers["content-type"] = "application/json";
+      body = JSON.stringify(spec.json);
+    } else if (spec.form) {
+      body = spec.form;
     }
-
-    const read = async (cap: number): Promise<Uint8Array> => {
-      const declared = Number(res.headers.get("content-length"));
-      if (Number.isFinite(declared) && declared > cap) {
-        controller.abort();
-        throw new Overflow();
-      }
-      if (!res.body) return new Uint8Array(0);
-      const reader = res.body.getReader();
-      const chunks: Uint8Array[] = [];
-      let total = 0;
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          total += value.byteLength;
-          if (total > cap) {
-            controller.abort();
-            reader.cancel().catch(() => {});
-            throw new Overflow();
-          }
-          chunks.push(value);
-        }
-      } catch (err) {
-        if (err instanceof Overflow) throw err;
-        throw transportError(err, "body", res.status);
-      }
-      const out = new Uint8Array(total);
-      let offset = 0;
-      for (const c of chunks) {
-        out.set(c, offset);
-        offset += c.byteLength;
-      }
-      return out;
-    };
-
+    const isFile = (status: number) => fileCap !== undefined && status >= 200 && status < 300;
     try {
-      return await consume(res, read);
+      const maxBytes = (status: number) => (isFile(status) ? fileCap! : maxJsonBytes);
+      return await exchange(buildUrl(spec.path, spec.query), { method: spec.method, headers, body, timeoutMs: spec.timeoutMs, maxBytes }, doFetch);
     } catch (err) {
-      throw transportError(err, "body", res.status);
-    } finally {
-      clearTimeout(timer);
-      if (!res.bodyUsed && res.body) res.body.cancel().catch(() => {});
+      if (!(err instanceof TransportError)) throw failure(spec, "network", err instanceof Error ? err.message : String(err));
+      if (err.kind === "too_large" && err.status !== null && isFile(err.status)) {
+        throw failure(spec, "too_large", `attachment larger than ${fileCap} bytes`, { status: err.status });
+      }
+      throw failure(spec, err.kind === "too_large" ? "garbage" : err.kind, err.message, { code: err.code, sentRequest: err.sentRequest, status: err.status });
     }
   }
 
   /** Reads and classifies a JSON envelope; returns it when it is a success. */
-  async function readEnvelope(spec: RequestSpec, res: Response, read: (cap: number) => Promise<Uint8Array>): Promise<Envelope> {
-    const operation = `${spec.method} ${spec.path}`;
-    const fail = (kind: BBErrorKind, detail: string, extra: Partial<BlueBubblesErrorInit> = {}): BlueBubblesError =>
-      new BlueBubblesError({
-        kind,
-        operation,
-        message: `BlueBubbles ${operation}: ${scrub(detail)}`,
-        status: res.status,
-        sentRequest: true,
-        ...extra,
-      });
+  function readEnvelope(spec: RequestSpec, res: Exchange): Envelope {
+    const fail = (kind: BBErrorKind, detail: string, extra: Partial<BlueBubblesErrorInit> = {}) => failure(spec, kind, detail, { status: res.status, ...extra });
 
     if (res.status >= 300 && res.status < 400) {
       const location = res.headers.get("location");
       throw fail("garbage", `unexpected redirect (HTTP ${res.status}${location ? ` to ${redactUrl(location)}` : ""}); check the server URL`);
     }
 
-    let bytes: Uint8Array;
-    try {
-      bytes = await read(maxJsonBytes);
-    } catch (err) {
-      if (err instanceof Overflow) throw fail("garbage", `response larger than ${maxJsonBytes} bytes (HTTP ${res.status})`);
-      throw err;
-    }
-    const text = new TextDecoder().decode(bytes);
-    const type = mediaType(res);
+    const text = new TextDecoder().decode(res.body);
+    const type = mediaType(res.headers);
 
     let json: unknown;
     try {
@@ -482,15 +348,15 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
     } catch {
       if (res.status >= 400 && type === "text/plain") {
         // Koa's default body when a handler set none, e.g. POST /message/query for an unknown chatGuid → 404 "Not Found".
-        const message = scrub(truncate(text.trim(), EXCERPT_CHARS)) || null;
-        throw fail("http", `HTTP ${res.status} ${excerpt(text)} (plain text)`, { envelopeMessage: message });
+        const message = truncate(scrub(text).trim(), EXCERPT_CHARS) || null;
+        throw fail("http", `HTTP ${res.status} ${quote(text)} (plain text)`, { envelopeMessage: message });
       }
-      throw fail("garbage", `response is not JSON (HTTP ${res.status}${type ? `, ${type}` : ""}): ${excerpt(text)}`);
+      throw fail("garbage", `response is not JSON (HTTP ${res.status}${type ? `, ${type}` : ""}): ${quote(text)}`);
     }
 
     const env = EnvelopeSchema.safeParse(json);
     if (!env.success) {
-      throw fail("garbage", `JSON response is not a BlueBubbles envelope (HTTP ${res.status}): ${excerpt(text)}`);
+      throw fail("garbage", `JSON response is not a BlueBubbles envelope (HTTP ${res.status}): ${quote(text)}`);
     }
     const raw = envelopeDetails(env.data);
     const clean = (v: string | null) => (v === null ? null : scrub(v));
@@ -516,29 +382,14 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
     return env.data;
   }
 
-  function badData(spec: RequestSpec, res: Response, error: z.ZodError, data: unknown): BlueBubblesError {
-    const operation = `${spec.method} ${spec.path}`;
-    const issues = error.issues
-      .slice(0, 3)
-      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-      .join("; ");
-    return new BlueBubblesError({
-      kind: "garbage",
-      operation,
-      message: `BlueBubbles ${operation}: unexpected data in the response (${scrub(truncate(issues, 300))})`,
-      status: res.status,
-      data,
-      sentRequest: true,
-    });
-  }
-
   async function call<S extends z.ZodType>(spec: RequestSpec, schema: S): Promise<{ data: z.output<S>; envelope: Envelope }> {
-    return exchange(spec, async (res, read) => {
-      const envelope = await readEnvelope(spec, res, read);
-      const parsed = schema.safeParse(envelope.data);
-      if (!parsed.success) throw badData(spec, res, parsed.error, envelope.data);
-      return { data: parsed.data, envelope };
-    });
+    const res = await send(spec);
+    const envelope = readEnvelope(spec, res);
+    const parsed = schema.safeParse(envelope.data);
+    if (!parsed.success) {
+      throw failure(spec, "garbage", `unexpected data in the response (${truncate(issueList(parsed.error.issues), 300)})`, { status: res.status, data: envelope.data });
+    }
+    return { data: parsed.data, envelope };
   }
 
   const anything = z.unknown();
@@ -665,35 +516,13 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
         query: { original: "true" },
         timeoutMs: timeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS,
       };
-      return exchange(spec, async (res, read) => {
-        if (res.status < 200 || res.status >= 300) {
-          // Errors come as envelopes (404 "Attachment does not exist!", 500 "… does not exist in disk!").
-          await readEnvelope(spec, res, read);
-          throw new BlueBubblesError({
-            kind: "garbage",
-            operation: `${spec.method} ${spec.path}`,
-            message: `BlueBubbles ${spec.method} ${spec.path}: HTTP ${res.status} with a success envelope`,
-            status: res.status,
-            sentRequest: true,
-          });
-        }
-        let bytes: Uint8Array;
-        try {
-          bytes = await read(maxBytes);
-        } catch (err) {
-          if (err instanceof Overflow) {
-            throw new BlueBubblesError({
-              kind: "too_large",
-              operation: `${spec.method} ${spec.path}`,
-              message: `BlueBubbles ${spec.method} ${spec.path}: attachment larger than ${maxBytes} bytes`,
-              status: res.status,
-              sentRequest: true,
-            });
-          }
-          throw err;
-        }
-        return { bytes, mimeType: mediaType(res) };
-      });
+      const res = await send(spec, maxBytes);
+      if (res.status < 200 || res.status >= 300) {
+        // Errors come as envelopes (404 "Attachment does not exist!", 500 "… does not exist in disk!").
+        readEnvelope(spec, res);
+        throw failure(spec, "garbage", `HTTP ${res.status} with a success envelope`, { status: res.status });
+      }
+      return { bytes: res.body, mimeType: mediaType(res.headers) };
     },
 
     async iMessageAvailable(address) {

@@ -1,9 +1,9 @@
-// POST /api/inbound/<line_id> - a line's provider delivers its webhooks here (BlueBubbles: ?token=...).
+// POST /api/inbound/<line_id> - a line's provider delivers its webhooks here (BlueBubbles: ?token=...; Twilio and SMS Gateway sign theirs).
 // The production server (scripts/start.mjs) answers this path itself, without Next's request
 // handling (server/http/fast-routes.ts); this route serves it under `next dev` and tests.
 import { jsonBodyLimit, readBody } from "@/server/http/body";
 import { answerInbound } from "@/server/http/inbound";
-import { errorResponse, jsonResponse, newRequestId } from "@/server/http/responses";
+import { envelopeHeaders, errorResponse, jsonResponse, newRequestId } from "@/server/http/responses";
 
 export const dynamic = "force-dynamic";
 
@@ -13,6 +13,7 @@ export async function POST(request: Request, { params }: { params: Promise<{ lin
     const { lineId } = await params;
     const body = await readBody(request, jsonBodyLimit(), "request_too_large");
     const answer = await answerInbound(lineId, { url: new URL(request.url), headers: request.headers, body }, requestId);
+    if ("text" in answer) return new Response(answer.text, { status: answer.status, headers: { ...envelopeHeaders(requestId, answer.headers), "Content-Type": answer.contentType } });
     return jsonResponse(answer.status, answer.body, requestId, answer.headers);
   } catch (err) {
     return errorResponse(err, requestId);

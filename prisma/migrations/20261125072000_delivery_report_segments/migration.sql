@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "DeliveryReport" ADD COLUMN     "segments" INTEGER;

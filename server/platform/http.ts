@@ -1,0 +1,208 @@
+// The transport for provider clients (server/platform/<name>/client.ts): one HTTP exchange
+// under one deadline (connect, headers and the whole body), with a byte cap on the body and
+// failures sorted by what they prove: "network" before the request left (refused, DNS) proves
+// nothing was sent; a timeout or a connection lost later does not, so a send that failed so is
+// "unknown" and reconciled or repeated under its idempotency key. Also here: the failure kinds
+// every client reports, Retry-After, and the scrubbing of secrets from anything that came from
+// the server or the network stack. Each client keeps its own error class; what a failure means
+// for a send is decided by its platform layer.
+
+/**
+ * What a failed provider call proves, the kinds every provider client's error class reports
+ * (a client may add its own, such as "too_large" for downloads).
+ */
+export type ProviderFailureKind =
+  /** Our deadline passed: the request may have been acted on (for a send, the outcome is unknown). */
+  | "timeout"
+  /** Refused, reset or dropped: `sentRequest` says whether it may have reached the server. */
+  | "network"
+  /** The server answered an error status. */
+  | "http"
+  /** An answer that is not what the API documents: a redirect, a body over the cap, not JSON, the wrong shape. */
+  | "garbage";
+
+export type TransportFailureKind =
+  /** Our deadline passed: for a send, the outcome is unknown. */
+  | "timeout"
+  /** The connection failed: see `sentRequest`. */
+  | "network"
+  /** The body is larger than the caller's cap (reading stopped there). */
+  | "too_large";
+
+export class TransportError extends Error {
+  override name = "TransportError";
+  constructor(
+    readonly kind: TransportFailureKind,
+    /** What happened and what it proves ("…; request not sent", "… (outcome unknown)"). */
+    message: string,
+    /** false only when the request certainly never reached the server. */
+    readonly sentRequest: boolean,
+    /** The network error code (ECONNREFUSED, UND_ERR_SOCKET, …), when there is one. */
+    readonly code: string | null = null,
+    /** The answer's HTTP status when the failure came while reading its body, else null. */
+    readonly status: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export interface Exchange {
+  status: number;
+  headers: Headers;
+  body: Uint8Array;
+}
+
+export interface ExchangeInit {
+  method: "GET" | "POST" | "DELETE";
+  headers?: Record<string, string>;
+  /** A string, or multipart form data (fetch sets its content type). */
+  body?: string | FormData;
+  timeoutMs: number;
+  /** Bodies larger than this fail with kind "too_large"; a function gives the cap by the answer's status. */
+  maxBytes: number | ((status: number) => number);
+}
+
+/** Connect-phase failures: the request certainly never reached the server. */
+const NOT_SENT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EAI_FAIL",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EHOSTDOWN",
+  "ENETDOWN",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** The first string `code` on an error, its `errors` (AggregateError) or its causes. */
+function errorCode(err: unknown): string | null {
+  let e: unknown = err;
+  for (let depth = 0; depth < 6 && e && typeof e === "object"; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && code) return code;
+    const errors = (e as { errors?: unknown }).errors;
+    if (Array.isArray(errors) && errors.length > 0) {
+      const inner = errorCode(errors[0]);
+      if (inner) return inner;
+    }
+    e = (e as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
+/** Retry-After as ms (delta-seconds or an HTTP date); null when absent or unreadable. */
+export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
+  const value = headers.get("retry-after")?.trim();
+  if (!value) return null;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, at - now) : null;
+}
+
+/** The media type of a Content-Type header, lowercased, without parameters. */
+export function mediaType(headers: Headers): string | null {
+  const essence = headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+  return essence || null;
+}
+
+/**
+ * A function that replaces every secret (password, token, the Authorization value) with "***"
+ * in a string that came from the server or the network stack; longer secrets first, so one
+ * that contains another is replaced whole. Secrets shorter than 3 characters are left (they
+ * would starve every message of its letters and hide nothing).
+ */
+export function scrubber(secrets: readonly (string | null | undefined)[]): (s: string) => string {
+  const list = [...new Set(secrets.filter((s): s is string => !!s && s.length >= 3))].sort((a, b) => b.length - a.length);
+  return (s) => list.reduce((out, secret) => out.split(secret).join("***"), s);
+}
+
+export function truncate(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** The start of a body for an error message, on one line: scrub it first (`scrubber`), so no secret is cut in half. */
+export function excerpt(text: string, max: number): string {
+  return truncate(text.replace(/\s+/g, " ").trim(), max);
+}
+
+/** The first issues of a zod error, for an error message ("data.0.guid: Required; …"). */
+export function issueList(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string {
+  return issues
+    .slice(0, 3)
+    .map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`)
+    .join("; ");
+}
+
+/**
+ * Sends one request and reads its whole body under `timeoutMs`. Redirects are not followed
+ * (the caller decides where it may go next). Throws TransportError; an HTTP error status is
+ * an answer, returned like any other.
+ */
+export async function exchange(url: string, init: ExchangeInit, doFetch: typeof fetch = globalThis.fetch): Promise<Exchange> {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, init.timeoutMs);
+
+  const failure = (err: unknown, status: number | null): TransportError => {
+    if (err instanceof TransportError) return err;
+    if (timedOut) return new TransportError("timeout", `no complete answer within ${init.timeoutMs} ms (outcome unknown)`, true, null, status);
+    const code = errorCode(err);
+    const notSent = status === null && code !== null && NOT_SENT_CODES.has(code);
+    const cause = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+    const why = code ?? truncate(cause, 120);
+    return notSent
+      ? new TransportError("network", `could not connect (${why}); request not sent`, false, code)
+      : new TransportError("network", `connection lost ${status === null ? "during the request" : "while reading the answer"} (${why}); outcome unknown`, true, code, status);
+  };
+
+  try {
+    let res: Response;
+    try {
+      res = await doFetch(url, { method: init.method, headers: init.headers, body: init.body, signal: controller.signal, redirect: "manual" });
+    } catch (err) {
+      throw failure(err, null);
+    }
+    const cap = typeof init.maxBytes === "function" ? init.maxBytes(res.status) : init.maxBytes;
+    const tooLarge = () => new TransportError("too_large", `answer larger than ${cap} bytes (HTTP ${res.status})`, true, null, res.status);
+    const declared = Number(res.headers.get("content-length"));
+    if (Number.isFinite(declared) && declared > cap) {
+      controller.abort();
+      throw tooLarge();
+    }
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    if (res.body) {
+      const reader = res.body.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          total += value.byteLength;
+          if (total > cap) {
+            controller.abort();
+            reader.cancel().catch(() => {});
+            throw tooLarge();
+          }
+          chunks.push(value);
+        }
+      } catch (err) {
+        throw failure(err, res.status);
+      }
+    }
+    const body = new Uint8Array(total);
+    let offset = 0;
+    for (const c of chunks) {
+      body.set(c, offset);
+      offset += c.byteLength;
+    }
+    return { status: res.status, headers: res.headers, body };
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,179 @@
+import { type ProviderFailureKind, truncate } from "../http";
+import type { SendResult } from "../types";
+
+// Twilio's error codes as this service treats them. Twilio publishes no permanent/transient
+// flag (PLATFORMS.md §3.6 is our policy): a refusal that will not change with time fails the
+// item at once with the code and a readable reason; throttling and Twilio's own trouble are
+// retried within the outbox window; refused credentials leave the line unreachable (items wait
+// for the operator to fix them). The same table names the ErrorCode of status callbacks, which
+// carry only the number. The API reference renders TWILIO_ERROR_CODES as it is.
+
+export type TwilioErrorCategory = "recipient" | "content" | "account" | "throttling" | "delivery";
+
+/** fail: the item fails at once. retry: backed off and retried. wait: the line is unreachable until its settings are fixed. */
+export type TwilioErrorAction = "fail" | "retry" | "wait";
+
+export interface TwilioErrorCodeInfo {
+  code: number;
+  category: TwilioErrorCategory;
+  action: TwilioErrorAction;
+  reason: string;
+  /** 21610: the recipient replied STOP; later sends to them fail without asking Twilio. */
+  optedOut?: true;
+}
+
+export const TWILIO_ERROR_CODES: readonly TwilioErrorCodeInfo[] = [
+  // The recipient cannot get SMS from this sender.
+  { code: 21211, category: "recipient", action: "fail", reason: "the 'To' number is not a valid phone number" },
+  { code: 21408, category: "recipient", action: "fail", reason: "sending to this region is not enabled for the account (Geo Permissions)" },
+  { code: 21610, category: "recipient", action: "fail", reason: "the recipient replied STOP to this sender (unsubscribed); they must reply START first", optedOut: true },
+  { code: 21612, category: "recipient", action: "fail", reason: "the 'To' number cannot be reached by SMS from this sender" },
+  { code: 21614, category: "recipient", action: "fail", reason: "the 'To' number is not a mobile number (cannot receive SMS)" },
+  { code: 21635, category: "recipient", action: "fail", reason: "the 'To' number is a landline" },
+  { code: 30005, category: "recipient", action: "fail", reason: "unknown destination handset (the number does not exist)" },
+  { code: 30006, category: "recipient", action: "fail", reason: "landline or unreachable carrier" },
+  // The content, or the sender's registration, is refused.
+  { code: 21602, category: "content", action: "fail", reason: "the message has neither text nor media" },
+  { code: 21617, category: "content", action: "fail", reason: "the text is longer than 1600 characters" },
+  { code: 30004, category: "content", action: "fail", reason: "message blocked (by the recipient, the carrier or Twilio)" },
+  { code: 30007, category: "content", action: "fail", reason: "filtered by the carrier as spam or against its guidelines" },
+  { code: 30032, category: "content", action: "fail", reason: "the toll-free sender number is not verified" },
+  { code: 30034, category: "content", action: "fail", reason: "the sender number is not registered for US A2P 10DLC" },
+  { code: 63016, category: "content", action: "fail", reason: "outside the 24-hour window in which free-form WhatsApp messages are allowed" },
+  // The account or the sender number is not set up to send this.
+  { code: 20003, category: "account", action: "wait", reason: "Twilio refused the Account SID and Auth Token (connect the line again with valid ones)" },
+  { code: 21606, category: "account", action: "fail", reason: "the 'From' number is not an SMS-capable number of this account" },
+  { code: 21608, category: "account", action: "fail", reason: "trial accounts may only send to verified numbers, and the 'To' number is not one" },
+  { code: 21659, category: "account", action: "fail", reason: "the 'From' number is not a Twilio number of this account" },
+  { code: 21660, category: "account", action: "fail", reason: "the 'From' number belongs to another account" },
+  // Throttling and trouble on the way: retried.
+  { code: 20429, category: "throttling", action: "retry", reason: "too many requests (Twilio's rate limit)" },
+  { code: 30001, category: "throttling", action: "retry", reason: "queue overflow: too many messages queued for this sender" },
+  { code: 30022, category: "throttling", action: "retry", reason: "US A2P 10DLC throughput limit exceeded" },
+  { code: 30003, category: "delivery", action: "retry", reason: "unreachable destination handset (off or out of coverage)" },
+  { code: 30008, category: "delivery", action: "retry", reason: "unknown error from the carrier" },
+];
+
+const BY_CODE = new Map(TWILIO_ERROR_CODES.map((c) => [c.code, c]));
+
+export function twilioErrorCode(code: number | null | undefined): TwilioErrorCodeInfo | undefined {
+  return code === null || code === undefined ? undefined : BY_CODE.get(code);
+}
+
+/** "21211 the 'To' number is not a valid phone number": the code, and what it means (Twilio's own text for codes not in the table). */
+export function twilioErrorText(code: number, twilioMessage?: string | null): string {
+  const known = BY_CODE.get(code);
+  if (known) return `${code} ${known.reason}`;
+  const message = twilioMessage?.trim();
+  return message ? `${code} ${truncate(message, 200)}` : `${code} (see https://www.twilio.com/docs/api/errors/${code})`;
+}
+
+export type TwilioErrorKind =
+  /** timeout, network, http (Twilio answered an error status), garbage: see ../http.ts. */
+  | ProviderFailureKind
+  /** A download over the caller's limit. */
+  | "too_large"
+  /** We refused the call ourselves (a media URL outside Twilio's hosts). */
+  | "refused";
+
+export interface TwilioErrorInit {
+  kind: TwilioErrorKind;
+  operation: string;
+  message: string;
+  sentRequest: boolean;
+  status?: number | null;
+  code?: number | null;
+  twilioMessage?: string | null;
+  retryAfterMs?: number | null;
+  networkCode?: string | null;
+}
+
+export class TwilioError extends Error {
+  override name = "TwilioError";
+  readonly kind: TwilioErrorKind;
+  /** "POST /Messages.json": the route, never a URL with credentials. */
+  readonly operation: string;
+  /** false only when the request certainly never reached Twilio. */
+  readonly sentRequest: boolean;
+  readonly status: number | null;
+  /** Twilio's error code (21211, 20429, …) from the error body. */
+  readonly code: number | null;
+  readonly twilioMessage: string | null;
+  /** From a Retry-After header. */
+  readonly retryAfterMs: number | null;
+  readonly networkCode: string | null;
+
+  constructor(init: TwilioErrorInit) {
+    super(init.message);
+    this.kind = init.kind;
+    this.operation = init.operation;
+    this.sentRequest = init.sentRequest;
+    this.status = init.status ?? null;
+    this.code = init.code ?? null;
+    this.twilioMessage = init.twilioMessage ?? null;
+    this.retryAfterMs = init.retryAfterMs ?? null;
+    this.networkCode = init.networkCode ?? null;
+  }
+}
+
+/** A short readable reason, without secrets, for the outbox, line health and logs. */
+export function describeTwilioError(e: unknown): string {
+  if (!(e instanceof TwilioError)) return truncate(e instanceof Error ? e.message : String(e), 300);
+  switch (e.kind) {
+    case "timeout":
+      return "Twilio did not answer in time (outcome unknown)";
+    case "network":
+      return e.sentRequest ? `connection to Twilio lost mid-request${e.networkCode ? ` (${e.networkCode})` : ""}` : `could not reach Twilio${e.networkCode ? ` (${e.networkCode})` : ""}`;
+    case "too_large":
+    case "refused":
+      return truncate(e.message, 300);
+    case "garbage":
+      return `unexpected answer from Twilio${e.status !== null ? ` (HTTP ${e.status})` : ""}`;
+    case "http": {
+      if (e.code !== null) return truncate(`Twilio error ${twilioErrorText(e.code, e.twilioMessage)} (HTTP ${e.status ?? "?"})`, 300);
+      return truncate(`Twilio answered HTTP ${e.status ?? "?"}${e.twilioMessage ? `: ${e.twilioMessage}` : ""}`, 300);
+    }
+  }
+}
+
+type Failure = Extract<SendResult, { ok: false }>;
+
+/**
+ * What a failed create-message call means for the item. A call that may have reached Twilio
+ * without a clear refusal is `unknown` (the outbox lists the account's messages before anything
+ * is sent again); only an error answer proves nothing was created.
+ */
+export function sendFailure(err: unknown): Failure {
+  const reason = describeTwilioError(err);
+  const unknown: Failure = { ok: false, permanent: false, unknown: true, unreachable: true, reason };
+  if (!(err instanceof TwilioError)) return unknown;
+  switch (err.kind) {
+    case "timeout":
+    case "garbage":
+    case "too_large":
+      return unknown;
+    case "network":
+      return err.sentRequest ? unknown : { ok: false, permanent: false, unreachable: true, reason };
+    case "refused":
+      return { ok: false, permanent: true, reason };
+    case "http":
+      break;
+  }
+  const status = err.status ?? 0;
+  const known = twilioErrorCode(err.code);
+  if (status === 401 || status === 403 || status === 404 || known?.action === "wait") {
+    // Wrong credentials or account SID: nothing was created, and nothing will be until the operator fixes them.
+    return { ok: false, permanent: false, unreachable: true, reason: `${reason}; check the line's Account SID and Auth Token` };
+  }
+  if (status === 429 || known?.category === "throttling") {
+    // Throttled: certainly not created. The line counts as unreachable so the item waits out the
+    // limit within the send window instead of spending its attempts.
+    const after = err.retryAfterMs !== null ? `; Twilio asks to retry after ${Math.ceil(err.retryAfterMs / 1000)} s` : "";
+    return { ok: false, permanent: false, unreachable: true, reason: `${reason}${after}`, ...(err.retryAfterMs !== null ? { retryAfterMs: err.retryAfterMs } : {}) };
+  }
+  if (status >= 500) return unknown;
+  if (known?.action === "retry") return { ok: false, permanent: false, reason };
+  // Any other refusal (400 and the like): Twilio validated the request and created nothing; the
+  // same request would be refused again.
+  return { ok: false, permanent: true, reason, ...(known?.optedOut ? { optedOut: true } : {}) };
+}

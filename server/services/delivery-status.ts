@@ -1,0 +1,149 @@
+import { batcher } from "../batcher";
+import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
+import { config } from "../config";
+import { type Query, sqlTransaction, valuesList } from "../db";
+import type { Attachment, Message } from "../generated/prisma/client";
+import type { DeliveryReport } from "../platform/types";
+import { serializeMessage } from "../serializers";
+import { processSingleton } from "../singleton";
+import { fileUrlSigner, type FileUrlSigner } from "../storage/signed-urls";
+import { fanOut } from "../webhooks/fanout";
+import { wakeWebhooks } from "../webhooks/runner";
+
+// Delivery status of our sent messages on lines whose provider reports it (SMS): what the
+// carrier did after the provider accepted the message. Reports arrive unordered, repeated,
+// and even before the send call that they are about has returned, so each is stored first
+// (DeliveryReport, unique per message and status: a repeat is a no-op) and the message's state
+// is then computed from every report it has: the first final report to arrive (delivered,
+// undelivered, failed) wins, else `sent`. The update only ever moves a message from nothing
+// or `sent` to a final state, atomically, so a final state is never left and its event
+// (message.delivered, message.undelivered) fires once.
+
+export const FINAL_DELIVERY_STATUSES = ["delivered", "undelivered", "failed"] as const;
+
+export interface ReportKey {
+  lineId: string;
+  guid: string;
+}
+
+/** A report as stored, with the segment count it carried. */
+type StoredReport = ReportKey & DeliveryReport & { segments?: number | null };
+
+/** Stores reports; returns those not stored before (a repeat of a message and status is not). */
+export async function storeReports(query: Query, reports: StoredReport[]): Promise<StoredReport[]> {
+  if (!reports.length) return [];
+  const v = valuesList(
+    reports.map((r) => [r.lineId, r.guid, r.status, new Date(r.at), r.reason?.slice(0, 500) ?? null, r.segments && r.segments > 0 ? r.segments : null]),
+    ["", "", "", "::timestamptz", "", "::int"],
+  );
+  const rows = await query<{ lineId: string; guid: string; status: string }>(
+    `INSERT INTO "DeliveryReport" ("lineId", guid, status, at, reason, segments) VALUES ${v.text}
+     ON CONFLICT DO NOTHING RETURNING "lineId", guid, status`,
+    v.params,
+  );
+  const fresh = new Set(rows.map((r) => `${r.lineId} ${r.guid} ${r.status}`));
+  return reports.filter((r) => fresh.has(`${r.lineId} ${r.guid} ${r.status}`));
+}
+
+/**
+ * Moves the messages of these keys to the state their reports give, firing message.delivered
+ * or message.undelivered for each that reached a final state now. Returns how many webhook
+ * deliveries that created.
+ */
+export async function applyReports(
+  query: Query,
+  keys: ReportKey[],
+  url: FileUrlSigner,
+  /** Whether segment counts may be waiting (a batch with none skips that statement). */
+  options: { segments: boolean },
+): Promise<{ deliveries: number; accounts: string[] }> {
+  if (!keys.length) return { deliveries: 0, accounts: [] };
+  const k = valuesList(keys.map((key) => [key.lineId, key.guid]));
+  // Per message: its first final report by arrival (status name breaks a tie), else `sent`.
+  const updated = await query<Message & { lineHandle: string }>(
+    `WITH keys ("lineId", guid) AS (VALUES ${k.text}),
+     chosen AS (
+       SELECT DISTINCT ON (r."lineId", r.guid) r."lineId", r.guid, r.status, r.at, r.reason
+       FROM "DeliveryReport" r JOIN keys USING ("lineId", guid)
+       ORDER BY r."lineId", r.guid, (r.status <> 'sent') DESC, r."createdAt", r.status)
+     UPDATE "Message" m SET "deliveryStatus" = c.status,
+       "deliveredAt" = CASE WHEN c.status = 'delivered' THEN c.at ELSE m."deliveredAt" END,
+       "deliveryError" = CASE WHEN c.status = 'delivered' THEN NULL ELSE c.reason END
+     FROM chosen c
+     WHERE m."lineId" = c."lineId" AND m.guid = c.guid AND m."isFromMe"
+       AND (m."deliveryStatus" IS NULL OR (m."deliveryStatus" = 'sent' AND c.status <> 'sent'))
+     RETURNING m.*, (SELECT handle FROM "Line" WHERE id = m."lineId") AS "lineHandle"`,
+    k.params,
+  );
+  // Segment counts reported before or with these reports, onto the outbox items that sent the messages.
+  if (options.segments) await query(
+    `WITH keys ("lineId", guid) AS (VALUES ${k.text})
+     UPDATE "OutboxItem" o SET segments = s.n
+     FROM (SELECT m."outboxId", max(r.segments) AS n FROM "DeliveryReport" r JOIN keys USING ("lineId", guid)
+           JOIN "Message" m ON m."lineId" = r."lineId" AND m.guid = r.guid
+           WHERE r.segments IS NOT NULL AND m."outboxId" IS NOT NULL GROUP BY m."outboxId") s
+     WHERE o.id = s."outboxId" AND o.segments IS DISTINCT FROM s.n`,
+    k.params,
+  );
+  const final = updated.filter((m) => m.deliveryStatus !== "sent");
+  if (!final.length) return { deliveries: 0, accounts: [...new Set(updated.map((m) => m.accountId))] };
+  const ids = valuesList([final.map((m) => m.id)]);
+  const attachments = await query<Attachment>(`SELECT * FROM "Attachment" WHERE "messageId" IN ${ids.text}`, ids.params);
+  const deliveries = await fanOut(
+    query,
+    final.map(({ lineHandle, ...m }) => ({
+      accountId: m.accountId,
+      lineId: m.lineId,
+      event: m.deliveryStatus === "delivered" ? ("message.delivered" as const) : ("message.undelivered" as const),
+      data: { ...serializeMessage({ ...m, attachments: attachments.filter((a) => a.messageId === m.id) }, url), line_handle: lineHandle },
+    })),
+  );
+  return { deliveries, accounts: [...new Set(updated.map((m) => m.accountId))] };
+}
+
+export interface IncomingReport extends ReportKey {
+  report: DeliveryReport;
+  segments: number | null;
+}
+
+/** One transaction for a batch of reports: store, record segment counts, apply, fan out. */
+async function run(inputs: IncomingReport[]): Promise<("stored" | "duplicate")[]> {
+  const url = await fileUrlSigner(); // before the transaction: PGlite has one connection
+  const { fresh, deliveries, accounts } = await sqlTransaction(async (query) => {
+    const fresh = await storeReports(query, inputs.map((i) => ({ lineId: i.lineId, guid: i.guid, ...i.report, segments: i.segments })));
+    const keys = [...new Map(fresh.map((r) => [`${r.lineId} ${r.guid}`, { lineId: r.lineId, guid: r.guid }])).values()];
+    const applied = await applyReports(query, keys, url, { segments: inputs.some((i) => i.segments !== null && i.segments > 0) });
+    await notifyChangeAtCommit(query, applied.accounts);
+    return { fresh: new Set(fresh.map((r) => `${r.lineId} ${r.guid} ${r.status}`)), ...applied };
+  });
+  changedLocally(accounts);
+  if (deliveries > 0) wakeWebhooks();
+  // A report twice in one batch: the first is stored, the second a duplicate.
+  const seen = new Set<string>();
+  return inputs.map((i) => {
+    const key = `${i.lineId} ${i.guid} ${i.report.status}`;
+    const first = fresh.has(key) && !seen.has(key);
+    seen.add(key);
+    return first ? "stored" : "duplicate";
+  });
+}
+
+/** Embedded PGlite runs one statement at a time: merge batches that would only queue. */
+const inFlight = () => (config().DATABASE_URL ? 2 : 1);
+
+const reports = processSingleton("delivery-reports", () => batcher<IncomingReport, "stored" | "duplicate">(run, { maxInFlight: inFlight }));
+
+/**
+ * Takes in one delivery report from a line's provider: "stored", or "duplicate" for a report of
+ * this message and status seen before. A report for a message we do not (yet) hold changes
+ * nothing until the message is recorded. Concurrent reports share one transaction.
+ */
+export function receiveDeliveryReport(lineId: string, guid: string, report: DeliveryReport, segments: number | null): Promise<"stored" | "duplicate"> {
+  return reports({ lineId, guid, report, segments });
+}
+
+/**
+ * How long reports are kept: long enough for any send still waiting to record its message.
+ * After that a message's state is final or `sent`, and a late repeat can only move `sent` on.
+ */
+export const DELIVERY_REPORT_RETENTION_MS = 7 * 86_400_000;
