@@ -89,6 +89,19 @@ const EnvSchema = z.object({
   PROVIDER_PROBE_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
   /** Largest inbound attachment downloaded from a provider, in bytes. */
   PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes). */
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /**
+   * When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open
+   * (keep it behind the proxy then).
+   */
+  METRICS_TOKEN: z
+    .string()
+    .regex(/^[A-Za-z0-9._~+/=-]{16,256}$/, "must be 16 to 256 characters of A-Z a-z 0-9 . _ ~ + / = - (a bearer token)")
+    .optional()
+    .or(z.literal("").transform(() => undefined)),
+  /** On SIGTERM, how long in-flight sends, webhook attempts and requests may still finish. */
+  SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(600).default(25),
   /** Serves /api/bench/echo, the trivial route npm run bench measures /v1 against. */
   BENCH_ECHO: bool.optional(),
 });
