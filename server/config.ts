@@ -1,4 +1,5 @@
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
 
 // Environment, parsed once with clear errors. Every variable is documented in README.md.
@@ -6,6 +7,52 @@ import { z } from "zod";
 const bool = z
   .enum(["true", "false", "1", "0", ""])
   .transform((v) => v === "true" || v === "1");
+
+/** Where file bytes are kept (Config.storage). */
+export type StorageLocation =
+  | { kind: "local"; root: string }
+  | { kind: "memory" }
+  | { kind: "s3"; bucket: string; endpoint: string | undefined; region: string; pathStyle: boolean };
+
+// S3's bucket naming rules: 3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit
+// at each end, no "..", not an IP address.
+const S3_BUCKET = /^(?!\d{1,3}(\.\d{1,3}){3}$)(?!.*\.\.)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const S3_PARAMS = ["endpoint", "region", "path_style"];
+
+const StorageUrl = z.string().transform((value, ctx) => {
+  const fail = (message: string) => {
+    ctx.addIssue({ code: "custom", message });
+    return z.NEVER;
+  };
+  if (!value.trim()) return undefined;
+  const url = URL.canParse(value) ? new URL(value) : null;
+  if (url?.protocol === "file:" && !url.host && !url.search && !url.hash && url.pathname !== "/") {
+    return { kind: "local" as const, root: fileURLToPath(url) };
+  }
+  if (url?.protocol !== "s3:") return fail("must be s3://<bucket>?region=<region>&endpoint=<url>&path_style=true, or file:///absolute/path");
+  if (url.username || url.password || url.port || (url.pathname && url.pathname !== "/") || url.hash) {
+    return fail("must be s3://<bucket>?<parameters> with nothing else: credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, a server from ?endpoint=");
+  }
+  if (!S3_BUCKET.test(url.hostname)) {
+    return fail(url.hostname ? `"${url.hostname}" is not a valid S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens)` : "names no bucket (s3://<bucket>)");
+  }
+  const params = new Map<string, string>();
+  for (const [name, v] of url.searchParams) {
+    if (!S3_PARAMS.includes(name)) return fail(`unknown parameter "${name}" (expected ${S3_PARAMS.join(", ")})`);
+    if (params.has(name)) return fail(`parameter "${name}" is given twice`);
+    params.set(name, v);
+  }
+  const endpoint = params.get("endpoint");
+  const endpointUrl = endpoint !== undefined && URL.canParse(endpoint) ? new URL(endpoint) : null;
+  if (endpoint !== undefined && (!endpointUrl || !/^https?:$/.test(endpointUrl.protocol) || endpointUrl.username || endpointUrl.search || endpointUrl.hash)) {
+    return fail("endpoint must be an http:// or https:// URL (e.g. http://minio:9000)");
+  }
+  const region = params.get("region");
+  if (region !== undefined && !/^[a-z0-9-]{1,64}$/.test(region)) return fail("region must be a region name such as eu-west-1");
+  const pathStyle = params.get("path_style") ?? "false";
+  if (pathStyle !== "true" && pathStyle !== "false") return fail("path_style must be true or false");
+  return { kind: "s3" as const, bucket: url.hostname, endpoint: endpointUrl?.href.replace(/\/+$/, ""), region, pathStyle: pathStyle === "true" };
+});
 
 const EnvSchema = z.object({
   NODE_ENV: z.string().default("development"),
@@ -22,6 +69,12 @@ const EnvSchema = z.object({
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /** Embedded database and file storage; ":memory:" keeps everything in memory (tests). */
   DATA_DIR: z.string().default("./data"),
+  /**
+   * Where file bytes are kept. Unset: DATA_DIR/files. s3://<bucket>?region=&endpoint=&path_style=true:
+   * an S3 bucket (endpoint and path_style for S3-compatible servers such as MinIO), credentials from
+   * the AWS SDK's default chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, ...). file:///path: that directory.
+   */
+  STORAGE_URL: StorageUrl.optional(),
   /** Base URL used in links the API hands out (file downloads). */
   PUBLIC_URL: z.string().url().default(`http://localhost:${process.env.PORT ?? 3000}`),
   /**
@@ -89,8 +142,11 @@ const EnvSchema = z.object({
   PROVIDER_PROBE_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
   /** Largest inbound attachment downloaded from a provider, in bytes. */
   PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
-  /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes). */
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes); default info, silent under test. */
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+    .optional()
+    .or(z.literal("").transform(() => undefined)),
   /**
    * When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open
    * (keep it behind the proxy then).
@@ -102,12 +158,18 @@ const EnvSchema = z.object({
     .or(z.literal("").transform(() => undefined)),
   /** On SIGTERM, how long in-flight sends, webhook attempts and requests may still finish. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(600).default(25),
+  /**
+   * Bench only: leaves out the request log and request metrics (the HTTP hook of
+   * server/observability), so npm run bench can measure what they cost.
+   */
+  BENCH_NO_REQUEST_OBSERVABILITY: bool.optional(),
   /** Serves /api/bench/echo, the trivial route npm run bench measures /v1 against. */
   BENCH_ECHO: bool.optional(),
 });
 
 export type Config = z.infer<typeof EnvSchema> & {
   dataDir: string | null;
+  storage: StorageLocation;
   /** Which engine delivers the outbox: the embedded runner, or Inngest functions. */
   deliveryEngine: "embedded" | "inngest";
   webhookAllowInsecure: boolean;
@@ -121,24 +183,37 @@ export type Config = z.infer<typeof EnvSchema> & {
   isTest: boolean;
 };
 
+/** A setting the service cannot run with: one line per variable, each naming it. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid environment configuration:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
 /** Parses an environment (process.env, or a literal one in tests). */
 export function parseConfig(env: Record<string, string | undefined>): Config {
   const result = EnvSchema.safeParse(env);
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new Error(`Invalid environment configuration:\n${lines.join("\n")}`);
-  }
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
   const c = result.data;
   const isProduction = c.NODE_ENV !== "development" && c.NODE_ENV !== "test";
   return {
     ...c,
     dataDir: c.DATA_DIR === ":memory:" ? null : path.resolve(c.DATA_DIR),
+    storage: storageLocation(c.STORAGE_URL, c.DATA_DIR, env),
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
     webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? !isProduction,
     simulatorEnabled: c.SIMULATOR_ENABLED ?? !isProduction,
     isProduction,
     isTest: c.NODE_ENV === "test",
   };
+}
+
+/** STORAGE_URL, else DATA_DIR/files (memory for ":memory:"); an S3 region defaults to AWS_REGION / AWS_DEFAULT_REGION. */
+function storageLocation(url: z.output<typeof StorageUrl> | undefined, dataDir: string, env: Record<string, string | undefined>): StorageLocation {
+  if (url?.kind === "s3") return { ...url, region: url.region || env.AWS_REGION || env.AWS_DEFAULT_REGION || "us-east-1" };
+  if (url) return url;
+  return dataDir === ":memory:" ? { kind: "memory" } : { kind: "local", root: path.join(path.resolve(dataDir), "files") };
 }
 
 let cached: Config | undefined;

@@ -111,7 +111,7 @@ export const OPERATIONS = {
     scope: "messages:write",
     body: SendAudioMessageBody,
     response: R.AcceptedSchema,
-    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable", "audio_conversion_busy"],
+    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable", "audio_conversion_busy", "storage_unavailable"],
     example: { from: "+15550001000", to: "+15551230001", audio_message: "file_01h..." },
   },
   listReactions: {
@@ -215,7 +215,7 @@ export const OPERATIONS = {
     rawBody: true,
     status: 201,
     response: R.FileSchema,
-    errors: ["empty_file", "file_too_large", "invalid_parameter_value"],
+    errors: ["empty_file", "file_too_large", "invalid_parameter_value", "storage_unavailable"],
   },
   downloadFile: {
     method: "GET",

@@ -168,6 +168,9 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
           try {
             attachment = await download(line, pl, first);
           } catch (err) {
+            // Our own storage is down: refuse the event (503) rather than keep it without its
+            // file; the provider's retry or the next catch-up brings it again.
+            if (err instanceof ApiError && err.code === "storage_unavailable") throw err;
             // Too large, gone from the Mac, or the Mac stopped answering: the message itself is
             // still taken in (its text, or a note naming the file), never dropped.
             console.warn(`[inbound] ${line.id} message ${event.guid}: attachment ${first.filename} not downloaded: ${(err as Error).message}`);
@@ -215,7 +218,8 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
         return "ignored";
     }
   } catch (err) {
-    if (err instanceof ApiError) {
+    // A refusal of the event itself is final; a failure of ours (5xx) is answered as such.
+    if (err instanceof ApiError && err.status < 500) {
       console.warn(`[inbound] ${line.id}: ${event.kind} event not taken in: ${err.message}`);
       return "ignored";
     }

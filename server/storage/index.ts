@@ -3,10 +3,12 @@ import { createReadStream } from "node:fs";
 import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { config } from "../config";
+import { s3Storage } from "./s3";
 
-// File bytes behind a small interface: a local directory under DATA_DIR by default (memory
-// when DATA_DIR is ":memory:"). An S3-compatible store implements the same methods.
+// File bytes behind a small interface, chosen by STORAGE_URL: a local directory (DATA_DIR/files
+// by default, memory when DATA_DIR is ":memory:") or an S3 bucket (./s3.ts).
 
 /** What put stores: bytes at hand, or chunks as they arrive (an upload being read). */
 export type BlobSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
@@ -17,7 +19,11 @@ export interface Storage {
   /** The blob as a stream of chunks with its size, or null when there is none. */
   open(key: string): Promise<{ size: number; stream: Readable } | null>;
   delete(key: string): Promise<void>;
+  /** One line naming the store and what an error of it means (checkStorage's message). */
+  explain(err: unknown): string;
 }
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
 
 export function localStorage(root: string): Storage {
   const file = (key: string) => {
@@ -52,6 +58,7 @@ export function localStorage(root: string): Storage {
     async delete(key) {
       await rm(file(key), { force: true });
     },
+    explain: (err) => `local directory ${root}: ${messageOf(err)}`,
   };
 }
 
@@ -74,13 +81,48 @@ export function memoryStorage(): Storage {
     async delete(key) {
       blobs.delete(key);
     },
+    explain: (err) => `memory: ${messageOf(err)}`,
   };
 }
 
 let instance: Storage | undefined;
 
 export function storage(): Storage {
-  const dir = config().dataDir;
-  instance ??= dir ? localStorage(path.join(dir, "files")) : memoryStorage();
+  const location = config().storage;
+  instance ??= location.kind === "s3" ? s3Storage(location) : location.kind === "local" ? localStorage(location.root) : memoryStorage();
   return instance;
+}
+
+/** For tests that change STORAGE_URL (after resetConfig): the next storage() follows it. */
+export function resetStorage(): void {
+  instance = undefined;
+}
+
+/**
+ * Proves the store works: writes a small probe object, reads it back, deletes it. Throws one
+ * line naming STORAGE_URL and the cause (unreachable, access denied, no bucket, too slow).
+ */
+export async function checkStorage(options: { timeoutMs?: number } = {}): Promise<void> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const store = storage();
+  const key = `_health/${randomBytes(8).toString("hex")}`;
+  const probe = randomBytes(32);
+  const check = async () => {
+    await store.put(key, probe);
+    const blob = await store.open(key);
+    if (!blob) throw new Error("the probe object just written is missing");
+    if (!(await buffer(blob.stream)).equals(probe)) throw new Error("the probe object reads back different bytes");
+    await store.delete(key);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
+  });
+  try {
+    await Promise.race([check(), timeout]);
+  } catch (err) {
+    throw new Error(`STORAGE_URL: ${store.explain(err)}`);
+  } finally {
+    clearTimeout(timer);
+  }
 }
