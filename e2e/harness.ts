@@ -1,8 +1,10 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 
 // `npm start` (scripts/start.mjs) as a user runs it (production build, embedded PGlite in a fresh DATA_DIR), on
 // a free loopback port, with the operator CLI pointed at the same data.
@@ -11,13 +13,73 @@ import path from "node:path";
 const START = path.resolve("scripts/start.mjs");
 const TSX = path.resolve("node_modules/.bin/tsx");
 
-function freePort(): Promise<number> {
+/** A port nothing listens on at the moment, on 127.0.0.1. */
+export function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const srv = net.createServer().listen(0, "127.0.0.1", () => {
       const { port } = srv.address() as net.AddressInfo;
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** Polls `url` until it answers 2xx; throws `failure` after `timeoutMs`, or at once if `child` exits. */
+export async function waitUntilUp(url: string, child: ChildProcess, failure: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${failure}: it exited (${child.exitCode ?? child.signalCode})`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // starting
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(failure);
+}
+
+/**
+ * SIGTERM, and waits for the exit. A server that does not exit within `timeoutMs` is killed, so
+ * nothing is left behind, and this throws `${what} did not exit within N s of SIGTERM`.
+ */
+export async function stopWithSigterm(child: ChildProcess | undefined, what: string, timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null } | null> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return null;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
+  child.kill("SIGTERM");
+  let timer: NodeJS.Timeout | undefined;
+  const hung = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
+  clearTimeout(timer);
+  if (hung) {
+    child.kill("SIGKILL");
+    await exited;
+    throw new Error(`${what} did not exit within ${timeoutMs / 1000} s of SIGTERM`);
+  }
+  return exited;
+}
+
+/** The PostgreSQL server of every machine of this project and of CI (trust auth). */
+const POSTGRES_ADMIN_URL = process.env.E2E_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+
+/** A new, empty PostgreSQL database on the local server; drop() removes it (closing its connections). */
+export async function freshPostgresDatabase(prefix = "relay_e2e"): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `${prefix}_${randomBytes(6).toString("hex")}`;
+  const run = async (statement: string) => {
+    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    try {
+      await client.connect();
+    } catch (err) {
+      throw new Error(`PostgreSQL is not reachable at ${POSTGRES_ADMIN_URL} (set E2E_POSTGRES_URL): ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await run(`CREATE DATABASE "${name}"`);
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => run(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
 }
 
 export interface TestServer {
@@ -58,31 +120,12 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
     process: () => child!,
     async start() {
       child = spawn(process.execPath, [START, "-p", String(port), "-H", "127.0.0.1"], { env, stdio: ["ignore", "ignore", "inherit"] });
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline) {
-        try {
-          if ((await fetch(`${base}/api/health`)).ok) return;
-        } catch {
-          // starting
-        }
-        await new Promise((r) => setTimeout(r, 250));
-      }
-      throw new Error("npm start did not come up");
+      await waitUntilUp(`${base}/api/health`, child, "npm start did not come up");
     },
     async stop() {
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child!.once("exit", r));
-      child.kill("SIGTERM");
       // A server that does not exit on SIGTERM is a bug (it once waited for open event streams
-      // forever): kill it so nothing is left behind, and fail.
-      let timer: NodeJS.Timeout | undefined;
-      const hung = await Promise.race([exited.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), 20_000)))]);
-      clearTimeout(timer);
-      if (hung) {
-        child.kill("SIGKILL");
-        await exited;
-        throw new Error("npm start did not exit within 20 s of SIGTERM");
-      }
+      // forever): it is killed so nothing is left behind, and this fails.
+      await stopWithSigterm(child, "npm start");
     },
     async dispose() {
       await server.stop();

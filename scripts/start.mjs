@@ -1,6 +1,6 @@
 // npm start: the production server. It serves the production build (`npm run build`) the way
 // `next start` does (same request handler, same options: -p/--port or PORT, -H/--hostname,
-// --keepAliveTimeout; SIGTERM and SIGINT close the listener, finish open requests, then exit),
+// --keepAliveTimeout; SIGTERM and SIGINT stop it gracefully, see server/lifecycle.ts),
 // and answers the routes of server/http/fast-routes.ts (provider webhooks) on Node's own
 // request and response before Next's request handling, which costs several times what taking
 // such an event in does. Plain JavaScript on purpose: the route table comes from the app's own
@@ -58,18 +58,6 @@ server.listen(port, hostname, () => {
   console.log(`> Ready on http://${hostname ?? "localhost"}:${bound}`);
 });
 
-let stopping = false;
-function stop(signal) {
-  if (stopping) return;
-  stopping = true;
-  // Stop accepting, let open requests finish (long-lived streams are ended by the app's own
-  // handler of the same signal: server/shutdown.ts), then close Next and exit as Node would.
-  server.close(async (err) => {
-    if (err) console.error(err);
-    await app.close().catch((e) => console.error(e));
-    process.exit(signal === "SIGINT" ? 130 : 143);
-  });
-  server.closeIdleConnections();
-}
-process.on("SIGTERM", () => stop("SIGTERM"));
-process.on("SIGINT", () => stop("SIGINT"));
+// SIGTERM and SIGINT belong to the app (server/lifecycle.ts): it stops accepting connections on
+// this server, lets sends, webhook attempts and requests under way finish (SHUTDOWN_GRACE_SECONDS),
+// returns unfinished work to the queue and exits 0.

@@ -2,16 +2,15 @@ import { setMaxListeners } from "node:events";
 import { processSingleton } from "./singleton";
 
 // Long-lived responses (GET /v1/listen, GraphQL subscriptions over server-sent events) never
-// end by themselves, and `next start` waits for open requests before it exits on SIGTERM or
-// SIGINT: without this, a server with one listener attached would not stop until killed. On
-// either signal they end, so the server exits; clients reconnect (`listen` resumes its session
+// end by themselves: a server with one listener attached would not stop until killed. When the
+// process stops (server/lifecycle.ts) they end; clients reconnect (`listen` resumes its session
 // and receives what happened meanwhile).
 
 const state = processSingleton("shutdown", () => {
   const controller = new AbortController();
   // One listener per open stream: as many as there are clients, by design.
   setMaxListeners(0, controller.signal);
-  return { controller, installed: false };
+  return { controller };
 });
 
 /** Aborted when the process is asked to stop. */
@@ -41,10 +40,7 @@ export function untilShutdown(signal?: AbortSignal): { signal: AbortSignal; rele
   };
 }
 
-/** Called once at startup: SIGTERM and SIGINT end the streams (Next.js itself then exits). */
-export function endStreamsOnSignals(): void {
-  if (state.installed) return;
-  state.installed = true;
-  process.on("SIGTERM", beginShutdown);
-  process.on("SIGINT", beginShutdown);
+/** True once the process has been asked to stop (GET /readyz then answers 503). */
+export function isShuttingDown(): boolean {
+  return state.controller.signal.aborted;
 }

@@ -1,4 +1,5 @@
-import { config } from "./config";
+import { ConfigError, config } from "./config";
+import { checkStorage } from "./storage";
 import { database, getDb } from "./db";
 import { releaseAllClaims } from "./delivery/outbox";
 import { checkFfmpeg } from "./audio/ffmpeg";
@@ -7,17 +8,38 @@ import { startRunner } from "./delivery/runner";
 import { releaseExpiredDeliveries } from "./webhooks/delivery";
 import { startWebhookRunner } from "./webhooks/runner";
 import { seedDevAccount } from "./dev-seed";
-import { endStreamsOnSignals } from "./shutdown";
+import { ownSignals } from "./lifecycle";
+import { installHttpHook } from "./observability/http-hook";
 import { credentialsKeySource } from "./credentials";
 import { catchUpAll, startLineMonitor } from "./services/line-monitor";
 import { registerFastRoutes } from "./http/fast-routes";
+import { log } from "./observability/log";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
 // to get a first key.
 
+/**
+ * A setting the service cannot run with stops it before it takes a request: one line per
+ * problem, naming the variable, and exit code 1 (never a stack trace at the first request).
+ */
+function refuseToStart(problems: string[]): never {
+  for (const problem of problems) console.error(`Relay cannot start: ${problem}`);
+  process.exit(1);
+}
+
 export async function startServer(): Promise<void> {
-  const c = config();
-  endStreamsOnSignals();
+  let c: ReturnType<typeof config>;
+  try {
+    c = config();
+  } catch (err) {
+    if (err instanceof ConfigError) refuseToStart(err.problems);
+    throw err;
+  }
+  if (!c.BENCH_NO_REQUEST_OBSERVABILITY) installHttpHook();
+  ownSignals();
+  // Storage before anything is accepted: a bucket that cannot be reached or refuses the
+  // credentials is a configuration error, not a 503 on the first upload.
+  await checkStorage().catch((err: unknown) => refuseToStart([(err as Error).message]));
   await bootstrap();
   registerFastRoutes();
   const { kind } = await database();
@@ -32,7 +54,7 @@ export async function startServer(): Promise<void> {
     startWebhookRunner();
     startLineMonitor(); // probes and catch-up; with Inngest, the probe-lines function
   } else {
-    void catchUpAll().catch((err: unknown) => console.error("[lines] catch-up on start failed", err));
+    void catchUpAll().catch((err: unknown) => log().error({ err }, "catch-up on start failed"));
   }
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;

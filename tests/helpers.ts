@@ -51,6 +51,9 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/api/simulator/typing": () => import("@/app/api/simulator/typing/route"),
   "/api/simulator/receipts": () => import("@/app/api/simulator/receipts/route"),
   "/api/graphql": () => import("@/app/api/graphql/route"),
+  "/healthz": () => import("@/app/healthz/route"),
+  "/readyz": () => import("@/app/readyz/route"),
+  "/metrics": () => import("@/app/metrics/route"),
 };
 
 export interface ApiResult<T = any> {

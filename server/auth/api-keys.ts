@@ -6,6 +6,8 @@ import { newId } from "../ids";
 import { processSingleton } from "../singleton";
 import type { Actor } from "./actor";
 import { isScope, type Scope } from "./scopes";
+import { annotateRequest } from "../observability/context";
+import { log } from "../observability/log";
 
 // API keys: sk_live_ + 32 random characters, shown once, stored as a SHA-256 hash. Verified
 // keys are cached for API_KEY_CACHE_SECONDS so the hot path costs no database round trip;
@@ -136,7 +138,7 @@ function touchLastUsed(keyId: string, now: number): void {
   lastUsedWritten.set(keyId, now);
   void getDb()
     .then((db) => db.apiKey.update({ where: { id: keyId }, data: { lastUsedAt: new Date(now) } }))
-    .catch((err: unknown) => console.error("[auth] could not record last_used_at", err));
+    .catch((err: unknown) => log().error({ err }, "could not record last_used_at"));
 }
 
 /** Resolves the Authorization header to an Actor or throws the SPEC.md failure code. */
@@ -167,6 +169,7 @@ export async function authenticate(authorization: string | null): Promise<Actor>
   if (entry.revoked) throw new ApiError("invalid_api_key", "This API key has been revoked.");
   if (entry.expiresAt !== null && entry.expiresAt <= now) throw new ApiError("invalid_api_key", "This API key has expired.");
   touchLastUsed(entry.actor.keyId!, now);
+  annotateRequest(entry.actor);
   return entry.actor;
 }
 

@@ -2,6 +2,7 @@ import { batcher } from "../batcher";
 import { config } from "../config";
 import { processSingleton } from "../singleton";
 import { wakeRunner } from "./runner";
+import { log } from "../observability/log";
 
 // How a stored outbox item reaches its engine. Embedded: the runner in this process wakes at
 // once. Inngest: an event per item (items stored in the same turn share one request). If
@@ -37,7 +38,7 @@ const sendWebhooksDue = processSingleton("inngest-webhooks-due", () =>
     try {
       await inngest.send(webhooksDue.create({}));
     } catch (err) {
-      console.error("[webhooks] could not notify Inngest; the minute schedule will send the deliveries:", (err as Error).message);
+      log().error({ err: (err as Error).message }, "could not notify Inngest; the minute schedule will send the deliveries:");
     }
     return calls.map(() => undefined);
   }),

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
 import { config } from "../config";
+import { log } from "../observability/log";
+import { metrics } from "../observability/metrics";
 import { getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
 import type { Attachment, Chat, File, Line, Message, OutboxItem } from "../generated/prisma/client";
 import { serializeMessage } from "../serializers";
@@ -118,6 +120,20 @@ export async function releaseExpiredLeases(now = new Date()): Promise<number> {
        "unknownSince" = COALESCE("unknownSince", "attemptStartedAt")
      WHERE status = 'claimed' AND "leaseExpiresAt" < $1 RETURNING 1`,
     [now],
+  );
+  return rows.length;
+}
+
+/**
+ * Returns the items this process still holds to pending at once (it is stopping). An attempt
+ * that started may have reached the provider: it is reconciled before it is sent again.
+ */
+export async function releaseOwnClaims(): Promise<number> {
+  const rows = await sql(
+    `UPDATE "OutboxItem" SET status = 'pending', "leaseExpiresAt" = NULL, "claimedBy" = NULL,
+       "unknownSince" = COALESCE("unknownSince", "attemptStartedAt")
+     WHERE status = 'claimed' AND "claimedBy" = $1 RETURNING 1`,
+    [workerId],
   );
   return rows.length;
 }
@@ -342,7 +358,7 @@ async function optedOutAt(line: Line, to: string): Promise<Date | null> {
 /** The provider refused a send because the recipient opted out: later sends fail at once. */
 async function recordRefusedOptOut(lineId: string, to: string): Promise<void> {
   await sql(`INSERT INTO "OptOut" ("lineId", handle) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [lineId, to]).catch((err: unknown) => {
-    console.error(`[outbox] recording the opt-out of ${to} on ${lineId} failed`, err);
+    log().error({ err, line_id: lineId }, "recording an opt-out failed");
   });
 }
 
@@ -504,8 +520,18 @@ async function recordAction(query: Query, { x, sentAt }: Sent): Promise<void> {
  * Records what the platform did with each item: sent items in one transaction, straight
  * through the driver (the ORM's per-statement CPU cost dominated delivery).
  */
+/** The send's metric and log line (IDs, provider and outcome; never the message's text). */
+function noteSendOutcome(x: Prepared, result: SendResult): void {
+  const outcome = result.ok ? "sent" : result.unknown ? "unknown" : result.permanent ? "failed" : "retry";
+  metrics().sends.inc({ provider: x.line.provider, outcome });
+  const record = { outbox_id: x.item.id, kind: x.kind, line_id: x.line.id, provider: x.line.provider, attempt: x.item.attempts, outcome };
+  if (result.ok) log().info(record, "send");
+  else log().warn({ ...record, reason: result.reason }, "send");
+}
+
 async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): Promise<void> {
   const sent: Sent[] = [];
+  for (const { x, result } of outcomes) noteSendOutcome(x, result);
   for (const { x, result } of outcomes) {
     if (isSerialLine(x.line)) {
       // A provider line's health follows its calls: an answer of any kind says it is up.
@@ -587,7 +613,7 @@ export async function deliverBatch(items: OutboxItem[]): Promise<void> {
   try {
     ctx = await loadContext(items);
   } catch (err) {
-    console.error("[outbox] loading a batch failed", err);
+    log().error({ err, outbox_ids: items.map((i) => i.id) }, "loading an outbox batch failed");
     await Promise.all(items.map((item) => retryLater(item, "internal error while delivering").catch(() => undefined)));
     return;
   }
@@ -598,7 +624,7 @@ export async function deliverBatch(items: OutboxItem[]): Promise<void> {
         const x = prepare(item, ctx);
         outcomes.push({ x, result: await send(x) });
       } catch (err) {
-        console.error(`[outbox] delivering ${item.id} failed unexpectedly`, err);
+        log().error({ err, outbox_id: item.id }, "delivering failed unexpectedly");
         await retryLater(item, "internal error while delivering").catch(() => undefined);
       }
     }),
@@ -607,7 +633,7 @@ export async function deliverBatch(items: OutboxItem[]): Promise<void> {
     await recordOutcomes(outcomes);
   } catch (err) {
     // The platform accepted these; the lease expires and a retried send returns the same GUID.
-    console.error("[outbox] recording a batch failed", err);
+    log().error({ err, outbox_ids: outcomes.map(({ x }) => x.item.id) }, "recording an outbox batch failed");
     await Promise.all(outcomes.map(({ x }) => retryLater(x.item, "internal error while recording").catch(() => undefined)));
   }
 }

@@ -2,6 +2,7 @@ import { database } from "../db";
 import { processSingleton } from "../singleton";
 import { claimDue, deliverBatch, nextDueAt, releaseExpiredLeases, workerId } from "./outbox";
 import { claimHead, dueLineHeads, expireStranded, serialBacklog } from "./serial";
+import { log } from "../observability/log";
 
 // The embedded delivery engine (the default; no extra process). It claims due outbox items
 // and delivers them, wakes at once when a write lands (wakeRunner), sleeps until the next
@@ -35,6 +36,8 @@ interface RunnerState {
   serial: Waiter | null;
   /** Sends under way on provider lines, by line: at most one each. */
   inFlight: Map<string, Promise<void>>;
+  /** When the primary loop last went round (readiness: the runner is alive). */
+  beatAt: number;
 }
 
 const state = processSingleton<RunnerState>("embedded-runner", () => ({
@@ -45,6 +48,7 @@ const state = processSingleton<RunnerState>("embedded-runner", () => ({
   loops: [],
   serial: null,
   inFlight: new Map(),
+  beatAt: 0,
 }));
 
 /** While provider lines have work, how often their heads are looked at (pacing is per second). */
@@ -93,6 +97,7 @@ const helperWait = (ms: number) =>
 async function primaryLoop(): Promise<void> {
   let lastSweep = 0;
   while (state.running) {
+    state.beatAt = Date.now();
     try {
       if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
         lastSweep = Date.now();
@@ -112,7 +117,7 @@ async function primaryLoop(): Promise<void> {
       if (state.wakes > 0 || !state.running) continue;
       await primaryWait(next ? Math.max(0, Math.min(IDLE_POLL_MS, next.getTime() - Date.now())) : IDLE_POLL_MS);
     } catch (err) {
-      console.error("[outbox] runner error", err);
+      log().error({ err }, "runner error");
       await primaryWait(IDLE_POLL_MS);
     }
   }
@@ -126,7 +131,7 @@ async function helperLoop(): Promise<void> {
       if (items.length) await deliverBatch(items);
       if (items.length < BATCH && state.running) await helperWait(IDLE_POLL_MS * 5);
     } catch (err) {
-      console.error("[outbox] runner error", err);
+      log().error({ err }, "runner error");
       await helperWait(IDLE_POLL_MS);
     }
   }
@@ -145,7 +150,7 @@ async function serialLoop(): Promise<void> {
         const item = await claimHead(head.id, head.lineId, workerId);
         if (!item) continue;
         const task = deliverBatch([item])
-          .catch((err: unknown) => console.error(`[outbox] delivering ${item.id} failed unexpectedly`, err))
+          .catch((err: unknown) => log().error({ err }, `delivering ${item.id} failed unexpectedly`))
           .finally(() => {
             state.inFlight.delete(head.lineId);
             state.serial?.();
@@ -155,7 +160,7 @@ async function serialLoop(): Promise<void> {
       const busy = heads.length > 0 || state.inFlight.size > 0 || (await serialBacklog());
       if (state.running) await serialWait(busy ? SERIAL_POLL_MS : IDLE_POLL_MS);
     } catch (err) {
-      console.error("[outbox] provider-line runner error", err);
+      log().error({ err }, "provider-line runner error");
       await serialWait(IDLE_POLL_MS);
     }
   }
@@ -168,7 +173,13 @@ export async function startRunner(): Promise<void> {
   state.loops = [primaryLoop(), serialLoop(), ...Array.from({ length: WORKERS[kind] - 1 }, () => helperLoop())];
 }
 
-export async function stopRunner(): Promise<void> {
+/** Whether the runner is running, and when its primary loop last went round. */
+export function runnerHealth(): { running: boolean; beatAt: number } {
+  return { running: state.running, beatAt: state.beatAt };
+}
+
+/** Stops claiming, then waits (at most graceMs) for sends under way to finish. */
+export async function stopRunner(graceMs = STOP_GRACE_MS): Promise<void> {
   state.running = false;
   state.primary?.();
   state.serial?.();
@@ -178,7 +189,7 @@ export async function stopRunner(): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([
     Promise.all(state.inFlight.values()),
-    new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_GRACE_MS))),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs))),
   ]);
   clearTimeout(timer);
 }

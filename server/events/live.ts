@@ -4,6 +4,7 @@ import type { Query } from "../db";
 import { listen } from "../db/listen";
 import { untilShutdown } from "../shutdown";
 import { processSingleton } from "../singleton";
+import { log } from "../observability/log";
 
 // Live events: what someone following a line sees as it happens (GraphQL subscriptions now, a
 // `listen` CLI command later), independent of any transport. Publishers report a change once
@@ -52,7 +53,7 @@ export function publishLocal(events: readonly LiveEvent[]): void {
       try {
         listener(event);
       } catch (err) {
-        console.error("[live] a subscriber failed", err);
+        log().error({ err }, "a subscriber failed");
       }
     }
   }
@@ -93,7 +94,7 @@ function receive(payload: string): void {
     const message = JSON.parse(payload) as { from: string; events: LiveEvent[] };
     if (message.from !== state.instance) publishLocal(message.events);
   } catch (err) {
-    console.error("[live] unreadable notification", err);
+    log().error({ err }, "unreadable notification");
   }
 }
 

@@ -1,10 +1,14 @@
 import { ApiError } from "../errors";
 import { subscribeLive } from "../events/live";
 import { claimSessionDeliveries, type ListenSession, markStreamed, touchListenSession } from "../services/listen";
-import { untilShutdown } from "../shutdown";
+import { shutdownSignal, untilShutdown } from "../shutdown";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { renderBody } from "../webhooks/delivery";
 import { errorEnvelope } from "./responses";
+import { log } from "../observability/log";
+
+/** The reconnection delay a stream ended by shutdown suggests (SSE `retry`), in ms. */
+const SHUTDOWN_RETRY_MS = 500;
 
 // GET /v1/listen's response: server-sent events. First `session` (the lsn_ ID to resume
 // with, the lines and events), then one SSE event per delivery: `id` the dlv_ ID, `event` its
@@ -89,7 +93,7 @@ export function listenStream(session: ListenSession, { accountId, requestId, req
       } catch (err) {
         // The client went away mid-write, or the database failed: claimed deliveries return to
         // pending when their lease runs out and reach the client when it resumes.
-        if (!cancelled && !signal.aborted) console.error("[listen] stream ended", err);
+        if (!cancelled && !signal.aborted) log().error({ err }, "stream ended");
       } finally {
         unsubscribe();
         signal.removeEventListener("abort", onAbort);
@@ -97,6 +101,8 @@ export function listenStream(session: ListenSession, { accountId, requestId, req
         onEnd();
         await touchListenSession(session).catch(() => undefined); // the resume window starts now
         try {
+          // The instance is stopping: reconnect soon (to another instance) and resume the session.
+          if (!cancelled && shutdownSignal().aborted) send(`retry: ${SHUTDOWN_RETRY_MS}\n: server shutting down; reconnect to resume\n\n`);
           controller.close();
         } catch {
           // already closed by the client

@@ -1,5 +1,7 @@
 import { ApiError } from "../errors";
-import { newId } from "../ids";
+import { currentRequestId } from "../observability/context";
+import { log } from "../observability/log";
+import { metrics } from "../observability/metrics";
 
 // The JSON envelope, CORS and Request-Id headers shared by every /v1 and simulator response.
 
@@ -12,7 +14,8 @@ export const CORS_HEADERS: Record<string, string> = {
   "Access-Control-Max-Age": "86400",
 };
 
-export const newRequestId = () => newId("request");
+/** The request's ID: the one its log line carries (server/observability), or a new one outside a request. */
+export const newRequestId = currentRequestId;
 
 /** The headers of every enveloped JSON answer: content type, Request-Id and CORS. */
 export function envelopeHeaders(requestId: string, headers: Record<string, string> = {}): Record<string, string> {
@@ -45,8 +48,11 @@ export interface ErrorAnswer {
 
 /** What any transport answers for `err`: an ApiError as itself, anything else as a logged 500 quoting the request ID. */
 export function errorAnswer(err: unknown, requestId: string, headers: Record<string, string> = {}): ErrorAnswer {
-  if (err instanceof ApiError) return { status: err.status, body: { error: errorEnvelope(err, requestId).error }, headers: { ...headers, ...err.headers } };
-  console.error(`[api] ${requestId} unexpected error`, err);
+  if (err instanceof ApiError) {
+    if (err.type === "rate_limit_error") metrics().rateLimited.inc({ code: err.code });
+    return { status: err.status, body: { error: errorEnvelope(err, requestId).error }, headers: { ...headers, ...err.headers } };
+  }
+  log().error({ err, request_id: requestId }, "unexpected error");
   const error = { type: "api_error", code: "internal_error", message: `An unexpected error occurred. Quote request ${requestId} when reporting it.` };
   return { status: 500, body: { error }, headers };
 }

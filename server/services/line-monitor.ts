@@ -8,6 +8,7 @@ import { findProvider } from "../platform/registry";
 import { processSingleton } from "../singleton";
 import { noteProviderDown, onLineRecovered, probeLine } from "./line-health";
 import { ingestProviderEvent, type InboundOutcome } from "./provider-inbound";
+import { log } from "../observability/log";
 
 // Nothing missed while away: webhooks are lost while this service is down or the provider's
 // host sleeps. Catch-up asks the provider for the messages after the newest one taken in (the
@@ -126,12 +127,12 @@ export function startLineMonitor(): void {
     monitor.busy = true;
     probeDueLines()
       .then(() => (Date.now() - monitor.swept > 3_600_000 ? sweepProviderEvents().then(() => (monitor.swept = Date.now())) : undefined))
-      .catch((err: unknown) => console.error("[lines] probe loop error", err))
+      .catch((err: unknown) => log().error({ err }, "probe loop error"))
       .finally(() => (monitor.busy = false));
   };
   monitor.timer = setInterval(tick, Math.min(5_000, config().PROVIDER_PROBE_SECONDS * 1000));
   monitor.timer.unref();
-  void catchUpAll().catch((err: unknown) => console.error("[lines] catch-up on start failed", err));
+  void catchUpAll().catch((err: unknown) => log().error({ err }, "catch-up on start failed"));
 }
 
 export function stopLineMonitor(): void {

@@ -6,6 +6,8 @@ import { newId } from "../ids";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
 import { signWebhook } from "./signing";
+import { log } from "../observability/log";
+import { metrics } from "../observability/metrics";
 
 // Delivering webhook rows, Svix-style: claim due deliveries with a lease, POST each signed
 // body, log every attempt, and retry on the published schedule until one attempt answers 2xx.
@@ -23,6 +25,19 @@ export function retryDelayMs(attempt: number, retryAfterMs: number | null = null
   if (base === undefined) return null;
   const jittered = Math.round(base * (0.8 + Math.random() * 0.4));
   return retryAfterMs !== null ? Math.max(jittered, retryAfterMs) : jittered;
+}
+
+/** Each attempt's metrics and log line (IDs, status code and outcome; never the body or secret). */
+function noteAttempts(outcomes: Outcome[]): void {
+  const m = metrics();
+  for (const { delivery, result } of outcomes) {
+    const outcome = result.ok ? "succeeded" : result.gone || retryDelayMs(delivery.attempts) === null ? "failed" : "retry";
+    m.webhookDeliveries.inc({ outcome });
+    m.webhookAttemptDuration.observe({ outcome }, result.durationMs / 1000);
+    const record = { delivery_id: delivery.id, webhook_id: delivery.webhookId, event: delivery.event, attempt: delivery.attempts, outcome, status_code: result.statusCode, duration_ms: result.durationMs };
+    if (result.ok) log().info(record, "webhook attempt");
+    else log().warn({ ...record, error: result.error ?? undefined }, "webhook attempt");
+  }
 }
 
 /**
@@ -63,6 +78,13 @@ export async function releaseExpiredDeliveries(now = new Date(), { all = false }
     `UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL WHERE status = 'delivering' AND ($2 OR "leaseExpiresAt" < $1) RETURNING id`,
     [now, all],
   );
+  return rows.length;
+}
+
+/** Returns these deliveries (claimed by a process that is stopping) to pending at once. */
+export async function releaseDeliveries(ids: string[]): Promise<number> {
+  if (!ids.length) return 0;
+  const rows = await sql(`UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL WHERE id = ANY($1::text[]) AND status = 'delivering' RETURNING 1`, [ids]);
   return rows.length;
 }
 
@@ -111,6 +133,7 @@ interface Outcome {
  */
 async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
   const now = new Date();
+  noteAttempts(outcomes);
   const attempts = valuesList(
     outcomes.map(({ delivery, startedAt, result }) => [
       newId("attempt"),
@@ -227,7 +250,7 @@ async function recordUnrecordable(delivery: WebhookDelivery, startedAt: Date, se
  * POSTs each claimed delivery to its webhook and records the attempt; `onSettled` is called as
  * each delivery finishes (the embedded sender frees its slot then).
  */
-export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?: () => void): Promise<void> {
+export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?: (delivery: WebhookDelivery) => void): Promise<void> {
   if (!deliveries.length) return;
   let webhooks: Map<string, Webhook>;
   let url: (fileId: string) => string;
@@ -237,7 +260,7 @@ export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?:
     url = await fileUrlSigner();
   } catch (err) {
     // Nothing was sent: the claims' leases run out and the deliveries are tried again.
-    if (onSettled) deliveries.forEach(() => onSettled());
+    if (onSettled) deliveries.forEach((d) => onSettled(d));
     throw err;
   }
   const allowInsecure = config().webhookAllowInsecure;
@@ -258,11 +281,11 @@ export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?:
           // The webhook (and with it this delivery) was deleted while the attempt was under
           // way: there is nothing left to record.
           if ((err as { code?: string }).code === "23503") return;
-          console.error(`[webhooks] delivery ${delivery.id} could not be recorded`, err);
+          log().error({ err, delivery_id: delivery.id }, "a webhook attempt could not be recorded");
           await recordUnrecordable(delivery, startedAt, result);
         }
       } finally {
-        onSettled?.();
+        onSettled?.(delivery);
       }
     }),
   );

@@ -5,6 +5,7 @@ import { deleteExpiredIdempotencyRecords } from "../http/idempotency";
 import { deleteStaleListenSessions } from "../services/listen";
 import { processSingleton } from "../singleton";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "./delivery";
+import { log } from "../observability/log";
 
 // The embedded webhook sender (with the embedded engine; under Inngest the deliver-webhooks
 // function runs the same steps): wakes when a change with deliveries commits, sleeps until the next retry is due otherwise.
@@ -28,6 +29,10 @@ const SWEEP_EVERY_MS = 5_000;
 
 const state = processSingleton("webhook-runner", () => ({
   running: false,
+  /** When the loop last went round (readiness: the sender is alive). */
+  beatAt: 0,
+  /** Deliveries claimed by this process and not yet recorded (returned at once on shutdown). */
+  claimed: new Set<string>(),
   woken: false,
   inFlight: 0,
   cappedWait: CAPPED_WAIT_MS.min,
@@ -52,7 +57,8 @@ const sleep = (ms: number) =>
     () => (state.waiter = null),
   );
 
-function settled(): void {
+function settled(delivery: { id: string }): void {
+  state.claimed.delete(delivery.id);
   state.inFlight--;
   // Wake the loop once there is room for a full batch again (not on every delivery).
   if (state.inFlight === MAX_IN_FLIGHT - BATCH) state.waiter?.();
@@ -61,6 +67,7 @@ function settled(): void {
 async function loop(): Promise<void> {
   let lastSweep = 0;
   while (state.running) {
+    state.beatAt = Date.now();
     try {
       if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
         lastSweep = Date.now();
@@ -77,7 +84,8 @@ async function loop(): Promise<void> {
       if (due.length) {
         state.cappedWait = CAPPED_WAIT_MS.min;
         state.inFlight += due.length;
-        deliverWebhooks(due, settled).catch((err: unknown) => console.error("[webhooks] delivery round failed", err));
+        for (const d of due) state.claimed.add(d.id);
+        deliverWebhooks(due, settled).catch((err: unknown) => log().error({ err }, "delivery round failed"));
         if (due.length === BATCH) continue;
       }
       if (state.woken) continue;
@@ -92,7 +100,7 @@ async function loop(): Promise<void> {
         await sleep(Math.min(IDLE_POLL_MS, untilDue));
       }
     } catch (err) {
-      console.error("[webhooks] runner error", err);
+      log().error({ err }, "runner error");
       await sleep(IDLE_POLL_MS);
     }
   }
@@ -102,6 +110,16 @@ export function startWebhookRunner(): void {
   if (state.running) return;
   state.running = true;
   state.loop = loop();
+}
+
+/** Whether the webhook sender is running, and when its loop last went round. */
+export function webhookRunnerHealth(): { running: boolean; beatAt: number } {
+  return { running: state.running, beatAt: state.beatAt };
+}
+
+/** Deliveries this process claimed and has not recorded yet. */
+export function claimedDeliveries(): string[] {
+  return [...state.claimed];
 }
 
 /** Stops claiming and waits (at most `graceMs`) for deliveries in flight to be recorded. */

@@ -1,0 +1,75 @@
+import { config } from "./config";
+import { closeDatabase } from "./db";
+import { releaseOwnClaims } from "./delivery/outbox";
+import { stopRunner } from "./delivery/runner";
+import { requestsSettled, stopAccepting } from "./observability/http-hook";
+import { log } from "./observability/log";
+import { stopLineMonitor } from "./services/line-monitor";
+import { beginShutdown } from "./shutdown";
+import { processSingleton } from "./singleton";
+import { releaseDeliveries } from "./webhooks/delivery";
+import { claimedDeliveries, stopWebhookRunner } from "./webhooks/runner";
+
+// Graceful shutdown, owned by the app (Next.js would otherwise exit with 143 as soon as its
+// HTTP server has closed, abandoning sends and webhook attempts under way). On SIGTERM or
+// SIGINT an instance:
+//   1. reports not ready (GET /readyz answers 503) and stops accepting connections;
+//   2. ends long-lived streams (GET /v1/listen, GraphQL subscriptions) with a reconnect hint;
+//   3. stops claiming outbox items and webhook deliveries, and lets the sends, webhook attempts
+//      and requests under way finish, up to SHUTDOWN_GRACE_SECONDS;
+//   4. returns whatever it still holds to the queue at once (another instance takes it over
+//      without waiting for a lease to run out);
+//   5. closes the database and exits 0.
+
+const state = processSingleton("lifecycle", () => ({ installed: false, exiting: null as Promise<void> | null }));
+
+/** Runs the shutdown once; resolves when it is done (the caller exits). */
+export function shutdown(reason: string): Promise<void> {
+  state.exiting ??= run(reason);
+  return state.exiting;
+}
+
+async function run(reason: string): Promise<void> {
+  const graceMs = config().SHUTDOWN_GRACE_SECONDS * 1000;
+  const deadline = Date.now() + graceMs;
+  const left = () => Math.max(0, deadline - Date.now());
+  const logger = log();
+  logger.info({ reason, grace_seconds: graceMs / 1000 }, "shutting down");
+  beginShutdown();
+  stopAccepting();
+  stopLineMonitor();
+  await Promise.all([stopRunner(left()), stopWebhookRunner(left()), requestsSettled(left())]).catch((err: unknown) =>
+    logger.error({ err }, "stopping the runners failed"),
+  );
+  try {
+    const [items, deliveries] = await Promise.all([releaseOwnClaims(), releaseDeliveries(claimedDeliveries())]);
+    if (items || deliveries) logger.warn({ outbox_items: items, webhook_deliveries: deliveries }, "returned unfinished work to the queue");
+  } catch (err) {
+    // Their leases run out and another instance takes them then.
+    logger.error({ err }, "returning unfinished work failed");
+  }
+  await closeDatabase().catch((err: unknown) => logger.error({ err }, "closing the database failed"));
+  logger.info({ reason }, "stopped");
+}
+
+/**
+ * Takes SIGTERM and SIGINT from Next.js: its own handlers (installed by `next start` and the
+ * standalone server unless NEXT_MANUAL_SIG_HANDLE is set) would exit 143 with work under way.
+ */
+export function ownSignals(): void {
+  if (state.installed) return;
+  state.installed = true;
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    for (const listener of process.listeners(signal)) {
+      if (listener.name === "cleanup") process.removeListener(signal, listener);
+    }
+    process.on(signal, () => {
+      // A second Ctrl-C means now; a repeated SIGTERM changes nothing.
+      if (state.exiting) {
+        if (signal === "SIGINT") process.exit(130);
+        return;
+      }
+      void shutdown(signal).finally(() => process.exit(0));
+    });
+  }
+}

@@ -1,0 +1,124 @@
+import { config } from "../config";
+import { database, sql } from "../db";
+import { readMigrations } from "../db/migrations";
+import { runnerHealth } from "../delivery/runner";
+import { isShuttingDown } from "../shutdown";
+import { checkStorage } from "../storage";
+import { webhookRunnerHealth } from "../webhooks/runner";
+
+// GET /readyz: can this instance take traffic? The database answers and carries every
+// migration this build ships, file storage takes a write, and (with the embedded engine) the
+// outbox runner and webhook sender are going round. Provider lines are summarised but do not
+// decide readiness: a phone that is off is not a reason to take the instance out of the load
+// balancer. No secrets: statuses, counts, names of migrations, and one-line causes.
+
+/** Each check's time limit, so a hung dependency answers "not ready" instead of hanging the probe. */
+const CHECK_TIMEOUT_MS = 3_000;
+/** A running loop goes round at least every second when idle; allow for a long batch. */
+const RUNNER_STALE_MS = 60_000;
+/** Probes arriving together (several load balancers) share one round of checks. */
+const REUSE_MS = 1_000;
+
+interface Check {
+  ok: boolean;
+  error?: string;
+  [detail: string]: unknown;
+}
+
+export interface Readiness {
+  status: "ready" | "not_ready" | "shutting_down";
+  /** Absent while shutting down: the dependencies are being closed, and nothing is checked. */
+  checks?: { database: Check; storage: Check; delivery: Check };
+  lines?: { total: number; by_status: Record<string, number>; by_provider: Record<string, Record<string, number>> };
+}
+
+function withTimeout<T>(what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The first line of an error's message, short: enough to act on, nothing to leak. */
+const cause = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n", 1)[0]!.slice(0, 300);
+
+let shipped: Promise<string[]> | null = null;
+
+async function checkDatabase(): Promise<Check> {
+  const started = Date.now();
+  try {
+    const { kind } = await withTimeout("the database", database());
+    const [applied, names] = await withTimeout(
+      "the database",
+      Promise.all([
+        sql<{ migration_name: string }>(`SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`),
+        (shipped ??= readMigrations().then((files) => files.map((f) => f.name))),
+      ]),
+    );
+    const done = new Set(applied.map((r) => r.migration_name));
+    const pending = names.filter((n) => !done.has(n));
+    return {
+      ok: pending.length === 0,
+      kind,
+      latency_ms: Date.now() - started,
+      migrations: { applied: done.size, pending },
+      ...(pending.length ? { error: `${pending.length} migration(s) not applied` } : {}),
+    };
+  } catch (err) {
+    return { ok: false, error: cause(err) };
+  }
+}
+
+async function checkFiles(): Promise<Check> {
+  const kind = config().storage.kind;
+  try {
+    await withTimeout("file storage", checkStorage());
+    return { ok: true, kind };
+  } catch (err) {
+    return { ok: false, kind, error: cause(err) };
+  }
+}
+
+function checkDelivery(): Check {
+  const engine = config().deliveryEngine;
+  if (engine === "inngest") return { ok: true, engine };
+  const now = Date.now();
+  const loop = (h: { running: boolean; beatAt: number }) => ({ running: h.running, last_round_ms_ago: h.beatAt ? now - h.beatAt : null });
+  const outbox = loop(runnerHealth());
+  const webhooks = loop(webhookRunnerHealth());
+  const alive = (l: ReturnType<typeof loop>) => l.running && l.last_round_ms_ago !== null && l.last_round_ms_ago < RUNNER_STALE_MS;
+  const ok = alive(outbox) && alive(webhooks);
+  return { ok, engine, outbox_runner: outbox, webhook_sender: webhooks, ...(ok ? {} : { error: "a delivery loop is not running" }) };
+}
+
+type LineSummary = NonNullable<Readiness["lines"]>;
+
+async function lineSummary(): Promise<LineSummary> {
+  const rows = await withTimeout(
+    "the database",
+    sql<{ provider: string; status: string; n: number }>(`SELECT platform AS provider, status, count(*)::int AS n FROM "Line" GROUP BY platform, status`),
+  ).catch(() => []);
+  const summary: LineSummary = { total: 0, by_status: {}, by_provider: {} };
+  for (const { provider, status, n } of rows) {
+    summary.total += n;
+    summary.by_status[status] = (summary.by_status[status] ?? 0) + n;
+    (summary.by_provider[provider] ??= {})[status] = n;
+  }
+  return summary;
+}
+
+async function evaluate(): Promise<Readiness> {
+  const [db, storage, lines] = await Promise.all([checkDatabase(), checkFiles(), lineSummary()]);
+  const delivery = checkDelivery();
+  const status = db.ok && storage.ok && delivery.ok ? "ready" : "not_ready";
+  return { status, checks: { database: db, storage, delivery }, lines };
+}
+
+let last: { at: number; value: Promise<Readiness> } | null = null;
+
+export function readiness(): Promise<Readiness> {
+  if (isShuttingDown()) return Promise.resolve({ status: "shutting_down" });
+  if (!last || Date.now() - last.at > REUSE_MS) last = { at: Date.now(), value: evaluate() };
+  return last.value;
+}

@@ -1,0 +1,152 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { sql } from "../db";
+import { processSingleton } from "../singleton";
+
+// Prometheus metrics of this instance (GET /metrics). Counters and histograms count what this
+// process did; the queue gauges (outbox items by status, oldest pending item, webhook queue,
+// provider lines) are read from the database at scrape time, so every instance reports the
+// same shared figures: aggregate them with max(), and sum() the counters.
+
+/** Database gauges are read at most this often, however many scrapers there are. */
+const DB_GAUGE_TTL_MS = 5_000;
+
+interface DbFigures {
+  outbox: { status: string; n: number }[];
+  oldestPendingSeconds: number;
+  webhooks: { status: string; n: number }[];
+  lines: { provider: string; status: string; n: number }[];
+}
+
+function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+  // A database that does not answer leaves its gauges out of the scrape (and relay_database_up
+  // at 0) rather than failing the scrape: the process metrics matter most then.
+  let figures: { at: number; value: Promise<DbFigures | null> } | null = null;
+  const dbFigures = (): Promise<DbFigures | null> => {
+    if (!figures || Date.now() - figures.at > DB_GAUGE_TTL_MS) {
+      figures = { at: Date.now(), value: readDbFigures().catch(() => null) };
+    }
+    return figures.value;
+  };
+  const registers = [registry];
+  const m = {
+    registry,
+    /** Reads the database gauges afresh at the next scrape (tests). */
+    forgetDbFigures: () => void (figures = null),
+    httpRequests: new Counter({
+      name: "relay_http_requests_total",
+      help: "HTTP requests answered, by route template, method and status.",
+      labelNames: ["route", "method", "status"] as const,
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: "relay_http_request_duration_seconds",
+      help: "Time from request to the end of the response, by route template, method and status (streams count until they end).",
+      labelNames: ["route", "method", "status"] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    sends: new Counter({
+      name: "relay_outbox_sends_total",
+      help: "Outbox send attempts by provider and outcome (sent, failed: refused for good, retry: will be tried again, unknown: the provider may have sent it).",
+      labelNames: ["provider", "outcome"] as const,
+      registers,
+    }),
+    webhookDeliveries: new Counter({
+      name: "relay_webhook_attempts_total",
+      help: "Webhook delivery attempts by outcome (succeeded, retry, failed: no attempts left or the receiver answered 410).",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+    webhookAttemptDuration: new Histogram({
+      name: "relay_webhook_attempt_duration_seconds",
+      help: "Duration of webhook delivery attempts, by outcome.",
+      labelNames: ["outcome"] as const,
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: "relay_rate_limit_rejections_total",
+      help: "Requests refused by a limit, by error code (rate_limit_exceeded: hourly key limit or sign-in/sign-up throttle; sandbox_quota_exceeded; too_many_streams).",
+      labelNames: ["code"] as const,
+      registers,
+    }),
+  };
+  new Gauge({
+    name: "relay_database_up",
+    help: "1 when the database answered the last read of the queue gauges, else 0.",
+    registers,
+    async collect() {
+      this.set((await dbFigures()) ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "relay_outbox_items",
+    help: "Outbox items by status (from the database; the same on every instance).",
+    labelNames: ["status"] as const,
+    registers,
+    async collect() {
+      this.reset();
+      for (const row of (await dbFigures())?.outbox ?? []) this.set({ status: row.status }, row.n);
+    },
+  });
+  new Gauge({
+    name: "relay_outbox_oldest_pending_age_seconds",
+    help: "Age of the oldest outbox item that is due and still pending (0 when none; from the database).",
+    registers,
+    async collect() {
+      const f = await dbFigures();
+      if (f) this.set(f.oldestPendingSeconds);
+    },
+  });
+  new Gauge({
+    name: "relay_webhook_deliveries",
+    help: "Webhook deliveries by status: pending and delivering are the queue (from the database).",
+    labelNames: ["status"] as const,
+    registers,
+    async collect() {
+      this.reset();
+      for (const row of (await dbFigures())?.webhooks ?? []) this.set({ status: row.status }, row.n);
+    },
+  });
+  new Gauge({
+    name: "relay_provider_lines",
+    help: "Lines by provider and connection status (connected, degraded, disconnected; from the database).",
+    labelNames: ["provider", "status"] as const,
+    registers,
+    async collect() {
+      this.reset();
+      for (const row of (await dbFigures())?.lines ?? []) this.set({ provider: row.provider, status: row.status }, row.n);
+    },
+  });
+  return m;
+}
+
+async function readDbFigures(): Promise<DbFigures> {
+  const [outbox, oldest, webhooks, lines] = await Promise.all([
+    sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "OutboxItem" WHERE status IN ('pending', 'claimed') GROUP BY status`),
+    sql<{ s: number | null }>(
+      `SELECT extract(epoch FROM (now() - min("availableAt")))::float8 AS s FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= now()`,
+    ),
+    sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "WebhookDelivery" WHERE status IN ('pending', 'delivering') GROUP BY status`),
+    sql<{ provider: string; status: string; n: number }>(`SELECT platform AS provider, status, count(*)::int AS n FROM "Line" GROUP BY platform, status`),
+  ]);
+  // Zero series for the queue states, so an empty queue reads 0 rather than disappearing.
+  const withZeros = (rows: { status: string; n: number }[], states: string[]) =>
+    states.map((status) => ({ status, n: rows.find((r) => r.status === status)?.n ?? 0 }));
+  return {
+    outbox: withZeros(outbox, ["pending", "claimed"]),
+    oldestPendingSeconds: Math.max(0, oldest[0]?.s ?? 0),
+    webhooks: withZeros(webhooks, ["pending", "delivering"]),
+    lines,
+  };
+}
+
+const state = processSingleton("metrics", () => ({ metrics: null as ReturnType<typeof createMetrics> | null }));
+
+/** This process's metrics (created on first use). */
+export function metrics(): ReturnType<typeof createMetrics> {
+  state.metrics ??= createMetrics();
+  return state.metrics;
+}
