@@ -7,6 +7,8 @@
 //   npm run -s admin -- line list [--account E] [--json]
 //   npm run -s admin -- key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
 //   npm run -s admin -- key revoke --key sk_live_...
+//   npm run -s admin -- backup --out FILE [--force]
+//   npm run -s admin -- restore --from FILE [--force]
 // On PostgreSQL (DATABASE_URL) it connects directly. On embedded PGlite it reaches a running
 // server's database through the Unix socket the server opened in DATA_DIR/run (only the
 // server's OS user may connect), or opens DATA_DIR itself when no server runs.
@@ -24,7 +26,9 @@ const USAGE = `usage:
   admin line test --line ln_...
   admin line list [--account E] [--json]
   admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
-  admin key revoke --key sk_live_...`;
+  admin key revoke --key sk_live_...
+  admin backup --out FILE [--force]     embedded database, files and credentials key in one .tar.gz (works while the server runs)
+  admin restore --from FILE [--force]   into DATA_DIR, server stopped; --force moves existing data to DATA_DIR.before-restore-<time>`;
 
 class UsageError extends Error {}
 
@@ -42,28 +46,35 @@ function canConnect(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Points DATABASE_URL at a running server's PGlite socket, if there is one. */
-async function useRunningServer(): Promise<void> {
-  if (process.env.DATABASE_URL) return;
+/** A running server's database socket as a connection URL, when a server runs on DATA_DIR and serves one. */
+async function runningServerUrl(): Promise<string | null> {
   const dataDir = process.env.DATA_DIR ?? "./data";
-  if (dataDir === ":memory:") return;
+  if (dataDir === ":memory:") return null;
   let info: { pid: number; pgliteSocket: { host: string; port: number } };
   try {
     info = JSON.parse(readFileSync(path.join(dataDir, "server.json"), "utf8"));
   } catch {
-    return;
+    return null;
   }
   try {
     process.kill(info.pid, 0);
   } catch {
-    return;
+    return null;
   }
   const { host, port } = info.pgliteSocket;
   // Servers before the Unix socket wrote a TCP host; the CLI then opens DATA_DIR itself (and
   // is told the directory is in use).
-  if (typeof host !== "string" || !path.isAbsolute(host) || !Number.isInteger(port)) return;
-  if (!(await canConnect(host, port))) return;
-  process.env.DATABASE_URL = `postgresql://postgres@localhost:${port}/postgres?host=${encodeURIComponent(host)}`;
+  if (typeof host !== "string" || !path.isAbsolute(host) || !Number.isInteger(port)) return null;
+  if (!(await canConnect(host, port))) return null;
+  return `postgresql://postgres@localhost:${port}/postgres?host=${encodeURIComponent(host)}`;
+}
+
+/** Points DATABASE_URL at a running server's PGlite socket, if there is one. */
+async function useRunningServer(): Promise<void> {
+  if (process.env.DATABASE_URL) return;
+  const url = await runningServerUrl();
+  if (!url) return;
+  process.env.DATABASE_URL = url;
   process.env.DATABASE_POOL_SIZE = "1";
 }
 
@@ -118,6 +129,54 @@ function printReport(report: Report, json: boolean): void {
   for (const w of report.warnings) console.error(`warning: ${w}`);
 }
 
+const sizeText = (bytes: number) => (bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`);
+
+function appVersion(): string {
+  return (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+}
+
+/** backup and restore: the embedded database only, opened by server/db/backup.ts and restore.ts themselves. */
+async function backupCommand(command: "backup" | "restore", values: { out?: string; from?: string; force?: boolean }): Promise<void> {
+  if (process.env.DATABASE_URL) {
+    throw new Error(
+      command === "backup"
+        ? "DATABASE_URL is set: backups of PostgreSQL are pg_dump's job (copy DATA_DIR/files and DATA_DIR/credentials.key beside the dump); admin backup covers the embedded database."
+        : "DATABASE_URL is set: restoring PostgreSQL is pg_restore's job; admin restore covers the embedded database.",
+    );
+  }
+  const { config } = await import("../server/config");
+  const dataDir = config().dataDir;
+  if (!dataDir) throw new Error("DATA_DIR is :memory:, which keeps nothing on disk to back up or restore into.");
+  const force = values.force ?? false;
+  if (command === "backup") {
+    const { createBackup } = await import("../server/db/backup");
+    const out = required(values, "out");
+    const { manifest, bytes, mismatched } = await createBackup({ dataDir, out, serverUrl: await runningServerUrl(), appVersion: appVersion(), force });
+    for (const id of manifest.files.missing) console.error(`warning: the bytes of ${id} were already missing from file storage; the backup holds its row only`);
+    for (const id of mismatched) console.error(`warning: the bytes of ${id} in file storage do not match its sha256; copied as they are`);
+    const tables = Object.values(manifest.database.tables);
+    const rows = tables.reduce((sum, t) => sum + t.rows, 0);
+    console.log(
+      `wrote ${out} (${sizeText(bytes)}): ${rows} rows in ${tables.length} tables, ${manifest.files.count} files (${sizeText(manifest.files.bytes)})${manifest.credentials_key ? ", credentials.key" : ""}; schema ${manifest.database.migration}`,
+    );
+    console.log(
+      `${out} contains secrets (${manifest.credentials_key ? "the credentials key, " : ""}password and API key hashes, webhook secrets, encrypted provider credentials): it is readable by this user only (mode 0600); keep it that way.`,
+    );
+    if (process.env.CREDENTIALS_KEY) console.log("CREDENTIALS_KEY is set: provider credentials are encrypted with it, and it is not in the backup; keep it with the backup.");
+    return;
+  }
+  const { restoreBackup } = await import("../server/db/restore");
+  const from = required(values, "from");
+  const { manifest, rows, movedAside } = await restoreBackup({ dataDir, from, force });
+  const tables = Object.keys(manifest.database.tables).length;
+  console.log(
+    `restored ${from} (made ${manifest.created_at} by Relay ${manifest.app_version}, schema ${manifest.database.migration}) into ${dataDir}: ${rows} rows in ${tables} tables, ${manifest.files.count} files${manifest.credentials_key ? ", credentials.key" : ""}`,
+  );
+  if (movedAside) console.log(`the data that was in ${dataDir} is now in ${movedAside}; delete it once the restored server checks out`);
+  if (!manifest.credentials_key) console.log("the backup holds no credentials.key: if the backed-up server had CREDENTIALS_KEY set, set the same here (stored provider credentials need it)");
+  console.log("start the server as usual: migrations newer than the backup apply on start");
+}
+
 function positiveInt(value: string, name: string): number {
   if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${name} must be a positive integer`);
   return Number(value);
@@ -147,6 +206,9 @@ async function main(argv: string[]): Promise<void> {
       "provider-config": { type: "string" },
       rate: { type: "string" },
       json: { type: "boolean" },
+      out: { type: "string" },
+      from: { type: "string" },
+      force: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -155,6 +217,7 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   const command = positionals.join(" ");
+  if (command === "backup" || command === "restore") return backupCommand(command, values);
   await useRunningServer();
   const { closeDatabase, getDb } = await import("../server/db");
   const { createAccount, findAccountByEmail } = await import("../server/services/accounts");
