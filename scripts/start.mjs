@@ -33,11 +33,12 @@ const { default: next } = await import("next");
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const app = next({ dev: false, dir, hostname: hostname ?? "localhost", port });
 const handle = app.getRequestHandler();
-await app.prepare(); // runs instrumentation.ts: the database, the runners and the route table
+await app.prepare(); // then instrumentation.ts runs: the database, the runners and the route table
 
 /** The fast route table startServer published (server/http/fast-routes.ts). */
 const fastRoutes = () => globalThis[Symbol.for("relay.fast-routes")];
-if (!fastRoutes()) console.warn("[start] no fast route table was published: every request goes through Next.");
+// instrumentation.ts runs just after prepare() returns (Next does not wait for it), so the table
+// appears a moment later; until then requests simply go through Next.
 
 const server = http.createServer((req, res) => {
   const handler = fastRoutes()?.route(req);

@@ -1,6 +1,8 @@
 import { PothosValidationError } from "@pothos/core";
 import { type ExecutionResult, GraphQLError } from "graphql";
 import { ApiError } from "../errors";
+import { log } from "../observability/log";
+import { metrics } from "../observability/metrics";
 
 // The GraphQL translator of ApiError: extensions { code, type, param } with the codes of the
 // REST table, plus request_id on every error of a response. Errors of the request itself (no
@@ -41,6 +43,7 @@ export function maskError(error: unknown): GraphQLError {
   const where = located(error);
   const requestLevel = !where.path;
   if (original instanceof ApiError) {
+    if (original.type === "rate_limit_error") metrics().rateLimited.inc({ code: original.code });
     return new GraphQLError(original.message, {
       ...where,
       extensions: {
@@ -66,7 +69,7 @@ export const isHandledError = (value: unknown) => typeof value === "object" && v
 export function withRequestId<R extends ExecutionResult>(result: R, requestId: string): R {
   if (!result.errors?.length) return result;
   const errors = result.errors.map((error) => {
-    if (causes.has(error)) console.error(`[graphql] ${requestId} unexpected error`, causes.get(error));
+    if (causes.has(error)) log().error({ err: causes.get(error), request_id: requestId }, "unexpected GraphQL error");
     return new GraphQLError(error.message, {
       ...located(error),
       originalError: error.originalError,

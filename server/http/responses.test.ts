@@ -1,11 +1,19 @@
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
+import { resetConfig } from "../config";
 import { ApiError } from "../errors";
+import { resetLogger } from "../observability/log";
 import { errorResponse, jsonTextResponse } from "./responses";
 
 describe("error responses", () => {
   it("an unexpected error is a 500 api_error with the request ID and no internals", async () => {
-    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const lines: string[] = [];
+    process.env.LOG_LEVEL = "info";
+    resetConfig();
+    resetLogger({ write: (line: string) => void lines.push(line) });
     const res = errorResponse(new Error("secret connection string postgres://u:p@db"), "req_test");
+    delete process.env.LOG_LEVEL;
+    resetConfig();
+    resetLogger();
     expect(res.status).toBe(500);
     const text = await res.text();
     expect(JSON.parse(text)).toEqual({
@@ -14,8 +22,10 @@ describe("error responses", () => {
     });
     expect(text).not.toContain("postgres://");
     expect(text).not.toContain("at ");
-    expect(log).toHaveBeenCalled();
-    log.mockRestore();
+    // The cause goes to the log (with its stack, under the same request ID), not to the client.
+    const [logged] = lines.map((l) => JSON.parse(l));
+    expect(logged).toMatchObject({ level: 50, request_id: "req_test", msg: "unexpected error", err: { message: expect.stringContaining("postgres://") } });
+    expect(logged.err.stack).toMatch(/^Error: secret connection string/);
   });
 
   it("ApiError headers (Retry-After) reach the response", () => {
