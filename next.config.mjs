@@ -1,3 +1,7 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { PHASE_PRODUCTION_BUILD } from "next/constants.js";
+
 // The dashboard and sign-in pages may not be framed (clickjacking) and may not be re-based or
 // post forms elsewhere. Scripts are not restricted here: Next's App Router emits inline
 // scripts, which a script-src without nonces would break.
@@ -21,10 +25,31 @@ const nextConfig = {
     "@prisma/client",
     "pg",
   ],
+  // The repository, whatever lockfiles its parent folders hold: server.js lands at the top of
+  // .next/standalone (a parent's lockfile would nest it under the folder's name).
+  outputFileTracingRoot: path.dirname(fileURLToPath(import.meta.url)),
+  outputFileTracingIncludes: {
+    // Migrations are applied on start (server/db/migrations.ts reads prisma/migrations from the
+    // working directory; the tracer finds them by that path today, listed here so a refactor of
+    // that path cannot drop them silently).
+    "/*": ["./prisma/migrations/**/*"],
+  },
   poweredByHeader: false,
   async headers() {
     return ["/dashboard", "/dashboard/:path*", "/sign-in", "/sign-up"].map((source) => ({ source, headers: pageHeaders }));
   },
 };
 
-export default nextConfig;
+/**
+ * `next build` also writes .next/standalone: server.js with only the files the server loads at
+ * run time (node_modules traced from the server bundles), for small deploy images (Dockerfile);
+ * deploy/prepare-standalone.mjs completes it (static assets, public/, the operator CLI). Set for
+ * the build only: `npm start` serves .next as before, and with `output: "standalone"` in its
+ * config Next would tell it, wrongly, that it "does not work" (the standalone server.js carries
+ * its own copy of the build's config and never reads this file).
+ * @param {string} phase
+ * @returns {import('next').NextConfig}
+ */
+export default function config(phase) {
+  return phase === PHASE_PRODUCTION_BUILD ? { ...nextConfig, output: "standalone" } : nextConfig;
+}

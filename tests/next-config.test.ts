@@ -1,9 +1,12 @@
 import type { NextConfig } from "next";
+import { PHASE_DEVELOPMENT_SERVER, PHASE_PRODUCTION_BUILD, PHASE_PRODUCTION_SERVER } from "next/constants";
 import { describe, expect, it } from "vitest";
 
-// next.config.mjs is plain JavaScript (no declarations); typed here as what Next reads.
+// next.config.mjs is plain JavaScript (no declarations); typed here as what Next reads: a
+// function of the phase (next build, next start, next dev).
 const configModule = "../next.config.mjs";
-const loadConfig = async () => ((await import(/* @vite-ignore */ configModule)) as { default: NextConfig }).default;
+const loadConfig = async (phase = PHASE_PRODUCTION_SERVER) =>
+  ((await import(/* @vite-ignore */ configModule)) as { default: (phase: string) => NextConfig }).default(phase);
 
 // The dashboard and sign-in pages answer with headers that forbid framing (clickjacking of the
 // key and webhook pages) and restrict where the page may post or re-base to.
@@ -21,6 +24,25 @@ describe("next.config headers", () => {
       expect(csp.some((d) => d.startsWith("script-src") || d.startsWith("default-src"))).toBe(false);
       expect(headers!["x-frame-options"]).toBe("DENY");
       expect(headers!["x-content-type-options"]).toBe("nosniff");
+    }
+  });
+});
+
+// The Dockerfile ships .next/standalone (completed by deploy/prepare-standalone.mjs): the build
+// must write it, with the migrations the server applies on start.
+describe("next.config standalone output", () => {
+  it("next build writes .next/standalone, rooted at the repository, with prisma/migrations in every route's trace", async () => {
+    const config = await loadConfig(PHASE_PRODUCTION_BUILD);
+    expect(config.output).toBe("standalone");
+    expect(config.outputFileTracingRoot).toBe(process.cwd());
+    expect(config.outputFileTracingIncludes?.["/*"]).toContain("./prisma/migrations/**/*");
+  });
+
+  it("npm start and next dev run without it (Next would warn that next start does not work)", async () => {
+    for (const phase of [PHASE_PRODUCTION_SERVER, PHASE_DEVELOPMENT_SERVER]) {
+      const config = await loadConfig(phase);
+      expect(config.output).toBeUndefined();
+      expect(config.serverExternalPackages).toEqual((await loadConfig(PHASE_PRODUCTION_BUILD)).serverExternalPackages);
     }
   });
 });
