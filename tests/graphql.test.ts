@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { resetConfig } from "@/server/config";
 import { newId } from "@/server/ids";
 import { call, db, get, gql, inbound, makeAccount, makeKey, phone, post, recordQueries, type ApiResult } from "./helpers";
+import { captureLog } from "./log-capture";
 
 const q = encodeURIComponent;
 
@@ -334,16 +335,16 @@ describe("GraphQL errors and limits", () => {
     const id = newId("outbox");
     // A payload the delivery schemas refuse: reading it fails inside the resolver.
     await prisma.outboxItem.create({ data: { id, accountId: f.accountId, lineId: f.line.id, kind: "message", payload: { broken: true }, requestId: "req_x" } });
-    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
-    const res = await gql(f.key, `query($id: String!) { outboxItem(id: $id) { id payload { chatId } } }`, { id });
+    const { result: res, records } = await captureLog(() => gql(f.key, `query($id: String!) { outboxItem(id: $id) { id payload { chatId } } }`, { id }));
     expect(res.status).toBe(200);
     const error = expectGraphQLError(res, "internal_error", { type: "api_error" });
     expect(error.message).toBe("An unexpected error occurred. Quote the request_id when reporting it.");
     expect(JSON.stringify(res.body)).not.toMatch(/broken|ZodError|stack/);
     expect(res.body.data).toEqual({ outboxItem: null });
-    const line = logged.mock.calls.find((c) => String(c[0]).includes(res.headers.get("request-id")!));
-    expect(line?.[0]).toBe(`[graphql] ${res.headers.get("request-id")} unexpected error`);
-    expect(String(line?.[1])).toMatch(/chat_id|invalid/i);
+    const line = records.find((r) => r.request_id === res.headers.get("request-id")) as { level: number; msg: string; err: { message: string; stack: string } } | undefined;
+    expect(line).toMatchObject({ level: 50, msg: "unexpected GraphQL error" });
+    expect(line!.err.message).toMatch(/chat_id|invalid/i);
+    expect(line!.err.stack).toContain("\n    at ");
   });
 
   it("rejects operations over the depth or cost limit before running any resolver", async () => {

@@ -7,29 +7,14 @@ import { ApiError } from "@/server/errors";
 import { errorAnswer, newRequestId } from "@/server/http/responses";
 import { annotateRequest } from "@/server/observability/context";
 import { installHttpHook, openRequests } from "@/server/observability/http-hook";
-import { readableLine, resetLogger } from "@/server/observability/log";
+import { readableLine } from "@/server/observability/log";
 import { metrics } from "@/server/observability/metrics";
 import { routeTemplate, tableOf } from "@/server/observability/routes";
 import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
 import { dispatch, get, inbound, makeAccount, post } from "./helpers";
+import { captureLog } from "./log-capture";
 
 // Health, metrics and the request log, as an operator and Prometheus see them.
-
-/** Log records written while `fn` runs (the logger at info, into memory). */
-async function captureLog<T>(fn: () => Promise<T>): Promise<{ result: T; records: Record<string, unknown>[] }> {
-  const lines: string[] = [];
-  process.env.LOG_LEVEL = "info";
-  resetConfig();
-  resetLogger({ write: (line: string) => void lines.push(line) });
-  try {
-    const result = await fn();
-    return { result, records: lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
-  } finally {
-    delete process.env.LOG_LEVEL;
-    resetConfig();
-    resetLogger();
-  }
-}
 
 async function scrape(headers: Record<string, string> = {}) {
   const res = await dispatch(new Request("http://localhost:3000/metrics", { headers }));

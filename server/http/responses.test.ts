@@ -1,19 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { resetConfig } from "../config";
+import { captureLog } from "@/tests/log-capture";
 import { ApiError } from "../errors";
-import { resetLogger } from "../observability/log";
 import { errorResponse, jsonTextResponse } from "./responses";
 
 describe("error responses", () => {
   it("an unexpected error is a 500 api_error with the request ID and no internals", async () => {
-    const lines: string[] = [];
-    process.env.LOG_LEVEL = "info";
-    resetConfig();
-    resetLogger({ write: (line: string) => void lines.push(line) });
-    const res = errorResponse(new Error("secret connection string postgres://u:p@db"), "req_test");
-    delete process.env.LOG_LEVEL;
-    resetConfig();
-    resetLogger();
+    const { result: res, records } = await captureLog(() => errorResponse(new Error("secret connection string postgres://u:p@db"), "req_test"));
     expect(res.status).toBe(500);
     const text = await res.text();
     expect(JSON.parse(text)).toEqual({
@@ -23,7 +15,7 @@ describe("error responses", () => {
     expect(text).not.toContain("postgres://");
     expect(text).not.toContain("at ");
     // The cause goes to the log (with its stack, under the same request ID), not to the client.
-    const [logged] = lines.map((l) => JSON.parse(l));
+    const [logged] = records as [{ err: { stack: string } }];
     expect(logged).toMatchObject({ level: 50, request_id: "req_test", msg: "unexpected error", err: { message: expect.stringContaining("postgres://") } });
     expect(logged.err.stack).toMatch(/^Error: secret connection string/);
   });
