@@ -31,14 +31,14 @@ export async function bootstrap(): Promise<void> {
   if (db.kind === "pglite" && db.pglite && c.dataDir) {
     let socket: Awaited<ReturnType<typeof startQueuedSocket>>;
     try {
-      socket = await startQueuedSocket(db.pglite, path.join(c.dataDir, SOCKET_DIR));
+      socket = await startQueuedSocket(db.pglite, path.join(/*turbopackIgnore: true*/ c.dataDir, SOCKET_DIR));
     } catch (err) {
       if (!(err instanceof SocketPathTooLongError)) throw err;
       console.warn(`[db] ${err.message} The operator CLI cannot reach this server's database while it runs.`);
       return;
     }
     const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port } };
-    const file = path.join(c.dataDir, SERVER_INFO_FILE);
+    const file = path.join(/*turbopackIgnore: true*/ c.dataDir, SERVER_INFO_FILE);
     await writeFile(file, JSON.stringify(info));
     const cleanup = () => {
       rmSync(file, { force: true });

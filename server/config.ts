@@ -199,7 +199,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const isProduction = c.NODE_ENV !== "development" && c.NODE_ENV !== "test";
   return {
     ...c,
-    dataDir: c.DATA_DIR === ":memory:" ? null : path.resolve(c.DATA_DIR),
+    dataDir: c.DATA_DIR === ":memory:" ? null : path.resolve(/*turbopackIgnore: true*/ c.DATA_DIR),
     storage: storageLocation(c.STORAGE_URL, c.DATA_DIR, env),
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
     webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? !isProduction,
@@ -213,7 +213,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
 function storageLocation(url: z.output<typeof StorageUrl> | undefined, dataDir: string, env: Record<string, string | undefined>): StorageLocation {
   if (url?.kind === "s3") return { ...url, region: url.region || env.AWS_REGION || env.AWS_DEFAULT_REGION || "us-east-1" };
   if (url) return url;
-  return dataDir === ":memory:" ? { kind: "memory" } : { kind: "local", root: path.join(path.resolve(dataDir), "files") };
+  return dataDir === ":memory:" ? { kind: "memory" } : { kind: "local", root: path.join(/*turbopackIgnore: true*/ path.resolve(/*turbopackIgnore: true*/ dataDir), "files") };
 }
 
 let cached: Config | undefined;

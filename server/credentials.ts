@@ -28,7 +28,7 @@ function loadKey(): KeyState {
   const c = config();
   if (c.CREDENTIALS_KEY) return { key: deriveKey(c.CREDENTIALS_KEY), source: "env" };
   if (!c.dataDir) return { key: randomBytes(32), source: "memory" };
-  const file = path.join(c.dataDir, CREDENTIALS_KEY_FILE);
+  const file = path.join(/*turbopackIgnore: true*/ c.dataDir, CREDENTIALS_KEY_FILE);
   try {
     return { key: deriveKey(readFileSync(file, "utf8").trim()), source: "file" };
   } catch (err) {

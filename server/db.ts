@@ -74,7 +74,7 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
     await mkdir(c.dataDir, { recursive: true });
     unlock = lockDataDir(c.dataDir);
     try {
-      pglite = await open(path.join(c.dataDir, "pglite"));
+      pglite = await open(path.join(/*turbopackIgnore: true*/ c.dataDir, "pglite"));
     } catch (err) {
       unlock();
       throw err;

@@ -28,7 +28,7 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
 export function localStorage(root: string): Storage {
   const file = (key: string) => {
     if (!/^[A-Za-z0-9_./-]+$/.test(key) || key.includes("..")) throw new Error(`invalid storage key ${key}`);
-    return path.join(root, key);
+    return path.join(/*turbopackIgnore: true*/ root, key);
   };
   const missing = (err: unknown) => (err as NodeJS.ErrnoException).code === "ENOENT";
   return {
