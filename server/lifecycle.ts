@@ -21,6 +21,10 @@ import { claimedDeliveries, stopWebhookRunner } from "./webhooks/runner";
 //      without waiting for a lease to run out);
 //   5. closes the database and exits 0.
 
+/** After the grace, how long returning work and closing the database may take before the process just exits. */
+const HARD_STOP_EXTRA_MS = 10_000;
+const CLOSE_DATABASE_MS = 5_000;
+
 const state = processSingleton("lifecycle", () => ({ installed: false, exiting: null as Promise<void> | null }));
 
 /** Runs the shutdown once; resolves when it is done (the caller exits). */
@@ -35,6 +39,12 @@ async function run(reason: string): Promise<void> {
   const left = () => Math.max(0, deadline - Date.now());
   const logger = log();
   logger.info({ reason, grace_seconds: graceMs / 1000 }, "shutting down");
+  // Whatever hangs (a database that vanished, a driver that never returns), the process ends:
+  // with 1, since work may not have been returned to the queue (its leases expire instead).
+  setTimeout(() => {
+    logger.error({ reason }, "shutdown did not finish in time; exiting");
+    process.exit(1);
+  }, graceMs + HARD_STOP_EXTRA_MS).unref();
   beginShutdown();
   stopAccepting();
   stopLineMonitor();
@@ -48,7 +58,9 @@ async function run(reason: string): Promise<void> {
     // Their leases run out and another instance takes them then.
     logger.error({ err }, "returning unfinished work failed");
   }
-  await closeDatabase().catch((err: unknown) => logger.error({ err }, "closing the database failed"));
+  await Promise.race([closeDatabase(), new Promise((resolve) => setTimeout(resolve, CLOSE_DATABASE_MS).unref())]).catch((err: unknown) =>
+    logger.error({ err }, "closing the database failed"),
+  );
   logger.info({ reason }, "stopped");
 }
 
