@@ -2,6 +2,14 @@
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME === "nodejs") {
     const { startServer } = await import("./server/startup");
-    await startServer();
+    try {
+      await startServer();
+    } catch (err) {
+      // A process that could not start (database unreachable, a failed migration) would answer
+      // every request with 500, /healthz included: exit instead, so the orchestrator restarts it
+      // and a load balancer never sees it up.
+      console.error("Relay could not start:", err);
+      process.exit(1);
+    }
   }
 }

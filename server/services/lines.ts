@@ -28,11 +28,18 @@ export function sandboxLine(): Promise<Line> {
       if (existing.handle === handle) return existing;
       return db.line.update({ where: { id: existing.id }, data: { handle } });
     }
-    return db.line.upsert({
-      where: { handle },
-      create: { id: newId("line"), handle, label: "Sandbox", service: "imessage", advancedFeatures: true, isSandbox: true },
-      update: {},
-    });
+    try {
+      return await db.line.upsert({
+        where: { handle },
+        create: { id: newId("line"), handle, label: "Sandbox", service: "imessage", advancedFeatures: true, isSandbox: true },
+        update: {},
+      });
+    } catch (err) {
+      // Instances starting together on a fresh database race to create it (the upsert reads,
+      // then inserts): the one that lost reads the winner's.
+      if ((err as { code?: string }).code !== "P2002") throw err;
+      return db.line.findUniqueOrThrow({ where: { handle } });
+    }
   })().catch((err: unknown) => {
     sandboxLinePromise = undefined;
     throw err;
