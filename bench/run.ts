@@ -7,7 +7,8 @@
 //   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
 //   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
-//   reads,writes,webhooks,inbound,twilio) to run only some parts, BENCH_DRAIN / BENCH_DRAIN_PGLITE and
+//   reads,writes,webhooks,inbound,twilio,instances) to run only some parts (instances:
+//   bench/instances.ts, one app instance vs two on PostgreSQL, and the request log's cost), BENCH_DRAIN / BENCH_DRAIN_PGLITE and
 //   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_INBOUND /
 //   BENCH_INBOUND_PGLITE for the unique provider events of the inbound part (bench/inbound.ts:
 //   BlueBubbles webhooks, 20% of them repeats), BENCH_INBOUND_SECONDS (default 60) for its
@@ -24,6 +25,7 @@ import path from "node:path";
 import pg from "pg";
 import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, storeEnvelope } from "./load";
 import { type InboundResults, measureInbound } from "./inbound";
+import { instancesReport, measureInstances } from "./instances";
 import { measureTwilio, type TwilioResults } from "./twilio";
 import { measureWebhooks, type WebhookResults } from "./webhooks";
 import { measureWrites, type WriteResults } from "./writes";
@@ -34,7 +36,9 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
-const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio").split(",").map((p) => p.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,instances").split(",").map((p) => p.trim()));
+/** The parts measured on the single server runOn starts (instances starts its own). */
+const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio"].some((p) => PARTS.has(p));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
 const INBOUND = { postgres: Number(process.env.BENCH_INBOUND ?? 20_000), pglite: Number(process.env.BENCH_INBOUND_PGLITE ?? 5_000) };
 const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
@@ -265,11 +269,17 @@ async function main(): Promise<void> {
     execFileSync(NEXT, ["build"], { stdio: "inherit", env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" } });
   }
   const rows: Row[] = [];
-  if (process.env.BENCH_ONLY !== "postgres") rows.push(...(await runOn("pglite")));
-  if (process.env.BENCH_ONLY === "pglite") {
-    // PostgreSQL skipped on request
-  } else if (await postgresReachable()) rows.push(...(await runOn("postgres")));
-  else console.error(`PostgreSQL not reachable at ${PG_URL}: skipped.`);
+  const pgReachable = process.env.BENCH_ONLY !== "pglite" && (await postgresReachable());
+  if (SINGLE_SERVER_PARTS) {
+    if (process.env.BENCH_ONLY !== "postgres") rows.push(...(await runOn("pglite")));
+    if (process.env.BENCH_ONLY === "pglite") {
+      // PostgreSQL skipped on request
+    } else if (pgReachable) rows.push(...(await runOn("postgres")));
+    else console.error(`PostgreSQL not reachable at ${PG_URL}: skipped.`);
+  }
+  const instanceOptions = { pgUrl: PG_URL, seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, drainCount: DRAIN.postgres };
+  const instances = PARTS.has("instances") && pgReachable ? await measureInstances(instanceOptions) : null;
+  if (PARTS.has("instances") && !pgReachable) console.error("instances: PostgreSQL only (not reachable, or BENCH_ONLY=pglite): skipped.");
   console.log(`\n${CONNECTIONS} connections, ${SECONDS}s per route, median of ${ROUNDS} interleaved rounds, loopback, npm start (scripts/start.mjs), load from ${loadGenerator} (a separate process)`);
   if (rows.length) {
     console.log("\nReads: each next to the trivial route handler answering the same envelope (target: GET /v1/chats >= 80%)");
@@ -339,6 +349,8 @@ async function main(): Promise<void> {
       }
     }
   }
+  if (instances) for (const line of instancesReport(instances, instanceOptions)) console.log(line);
+  if (!SINGLE_SERVER_PARTS) return;
   const verdict = (what: string, ratio: number | undefined, target: number) =>
     ratio === undefined ? `${what}: not measured` : `${what}: ${(ratio * 100).toFixed(0)}% (target ${target * 100}%) -> ${ratio >= target ? "met" : "NOT met"}`;
   for (const database of ["pglite", "postgres"]) {

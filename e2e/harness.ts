@@ -136,3 +136,24 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
   await server.start();
   return server;
 }
+
+/** `npm start` (scripts/start.mjs) on 127.0.0.1:`port` with exactly `env`: stdout ignored, stderr shown. */
+export function spawnStart(port: number, env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [START, "-p", String(port), "-H", "127.0.0.1"], { env, stdio: ["ignore", "ignore", "inherit"] });
+}
+
+/** The operator CLI (`tsx scripts/admin.ts ...`) with `env` (e.g. a DATABASE_URL); returns its trimmed stdout. */
+export function adminCli(env: NodeJS.ProcessEnv, ...args: string[]): string {
+  return execFileSync(TSX, ["scripts/admin.ts", ...args], { env, encoding: "utf8" }).trim();
+}
+
+/** adminCli without blocking this process's event loop (its requests and timers go on meanwhile). */
+export function adminCliAsync(env: NodeJS.ProcessEnv, ...args: string[]): Promise<string> {
+  const child = spawn(TSX, ["scripts/admin.ts", ...args], { env, stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`admin ${args.join(" ")} exited with ${code}`))));
+  });
+}

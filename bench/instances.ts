@@ -1,0 +1,254 @@
+// The `instances` part of npm run bench (PostgreSQL only): the same app run as one instance and
+// as two instances on one database, each `npm start` with its own empty DATA_DIR. Measured:
+// accepted POST /v1/messages per second and their p99 latency (load from separate processes:
+// one generator against the one instance, one per instance against two), outbox drain per
+// second (a backlog inserted at once, delivered by every running instance's embedded runner,
+// lost and duplicated counted), and what the request log and the request metrics cost on
+// GET /v1/chats: an instance with default settings next to one started with
+// BENCH_NO_REQUEST_OBSERVABILITY=true (LOG_LEVEL as given; stdout goes to /dev/null), in
+// interleaved rounds, median reported. Loopback only; every wait is bounded.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { cpus, tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { adminCli, freePort, spawnStart, stopWithSigterm, waitUntilUp } from "../e2e/harness";
+import { cpuSeconds, load, type LoadOptions, type LoadResult } from "./load";
+
+export interface InstancesOptions {
+  /** PostgreSQL server URL; a schema of its own is created and dropped. */
+  pgUrl: string;
+  seconds: number;
+  rounds: number;
+  connections: number;
+  drainCount: number;
+}
+
+export interface Throughput {
+  instances: number;
+  /** Accepted POST /v1/messages per second, all instances together (median round). */
+  acceptRps: number;
+  /** p99 latency (ms) seen by each load generator in that round (one per instance). */
+  p99: number[];
+  errors: number;
+  /** CPU cores the app instances kept busy during that round. */
+  serverCores: number;
+  /** CPU cores the whole machine kept busy then (instances, PostgreSQL, load generators, the rest). */
+  machineCores: number;
+  drained: number;
+  drainSeconds: number;
+  drainPerSecond: number;
+  lost: number;
+  duplicated: number;
+}
+
+export interface ObservabilityCost {
+  /** GET /v1/chats requests/s per round: default settings, and BENCH_NO_REQUEST_OBSERVABILITY=true. */
+  withLog: LoadResult[];
+  withoutLog: LoadResult[];
+  /** Median over rounds of 1 - rps(default) / rps(without). */
+  overhead: number;
+}
+
+export interface InstancesResults {
+  one: Throughput;
+  two: Throughput;
+  observability: ObservabilityCost;
+}
+
+const LINE = "+15550009100";
+const CONTACT = "+15550009101";
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** The machine's busy and total CPU time so far (Linux /proc/stat, all cores). */
+function machineTicks(): { busy: number; total: number } {
+  const [, ...fields] = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/);
+  const t = fields.map(Number);
+  const total = t.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - t[3]! - t[4]!, total }; // less idle and iowait
+}
+
+interface Running {
+  base: string;
+  child: ChildProcess;
+  env: NodeJS.ProcessEnv;
+  dataDir: string;
+}
+
+export async function measureInstances(o: InstancesOptions): Promise<InstancesResults> {
+  const schema = `bench_instances_${Date.now()}`;
+  const running: Running[] = [];
+  const start = async (extra: Record<string, string> = {}): Promise<Running> => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const dataDir = mkdtempSync(path.join(tmpdir(), "relay-bench-instance-"));
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      NODE_ENV: "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+      SIMULATOR_ENABLED: "true",
+      PUBLIC_URL: base,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DATABASE_URL: o.pgUrl,
+      DATABASE_SCHEMA: schema,
+      CREDENTIALS_KEY: "bench-instances-credentials-key-0123456789",
+      ...extra,
+    };
+    if (!extra.BENCH_NO_REQUEST_OBSERVABILITY) delete env.BENCH_NO_REQUEST_OBSERVABILITY;
+    const r = { base, child: spawnStart(port, env), env, dataDir };
+    running.push(r);
+    await waitUntilUp(`${base}/readyz`, r.child, "a bench instance did not become ready", 90_000);
+    return r;
+  };
+  const stop = async (r: Running) => {
+    await stopWithSigterm(r.child, "a bench instance", 40_000).catch((err: unknown) => console.error(String(err)));
+    rmSync(r.dataDir, { recursive: true, force: true });
+    running.splice(running.indexOf(r), 1);
+  };
+  const client = new pg.Client({ connectionString: o.pgUrl, options: `-c search_path="${schema}"` });
+  await client.connect();
+  const count = async (where: string) => Number((await client.query(`SELECT count(*)::int AS n FROM "OutboxItem" WHERE ${where}`)).rows[0].n);
+  /** Waits (at most 5 minutes) until everything accepted so far is delivered. */
+  const settled = async () => {
+    for (let i = 0; i < 600 && (await count(`status IN ('pending', 'claimed')`)) > 0; i++) await sleep(500);
+  };
+  try {
+    // Seeded as run.ts does: the operator CLI, then the simulated phone texts the line.
+    const a = await start();
+    adminCli(a.env, "account", "create", "--email", "instances@example.com");
+    adminCli(a.env, "line", "create", "--account", "instances@example.com", "--handle", LINE, "--advanced");
+    const key = adminCli(a.env, "key", "create", "--account", "instances@example.com", "--name", "bench", "--rate-limit", "100000000");
+    const auth = { authorization: `Bearer ${key}` };
+    const inbound = async (from: string) => {
+      const res = await fetch(`${a.base}/api/simulator/messages`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ line: LINE, from, text: "hello" }),
+      });
+      if (res.status !== 201) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
+    };
+    await inbound(CONTACT);
+    for (let i = 0; i < 60; i += 6) await Promise.all(Array.from({ length: 6 }, (_, j) => inbound(`+1555200${String(i + j).padStart(4, "0")}`)));
+
+    const post: Omit<LoadOptions, "url" | "connections" | "seconds"> = {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ from: LINE, to: CONTACT, text: "bench" }),
+    };
+    /** Accepted sends/s with the load split over `targets` (one generator process each), median of rounds. */
+    const accept = async (targets: Running[]) => {
+      const share = Math.max(1, Math.round(o.connections / targets.length));
+      await Promise.all(targets.map((t) => load({ ...post, url: `${t.base}/v1/messages`, connections: share, seconds: 2 }))); // warm-up
+      const rounds: { rps: number; p99: number[]; errors: number; cores: number; machine: number }[] = [];
+      for (let round = 0; round < o.rounds; round++) {
+        await settled();
+        const cpuBefore = targets.map((t) => cpuSeconds(t.child.pid!));
+        const ticksBefore = machineTicks();
+        const startedAt = performance.now();
+        const results = await Promise.all(targets.map((t) => load({ ...post, url: `${t.base}/v1/messages`, connections: share, seconds: o.seconds })));
+        const elapsed = (performance.now() - startedAt) / 1000;
+        const cpu = targets.reduce((sum, t, n) => sum + cpuSeconds(t.child.pid!) - cpuBefore[n]!, 0);
+        const ticks = machineTicks();
+        rounds.push({
+          rps: results.reduce((s, r) => s + r.rps, 0),
+          p99: results.map((r) => r.p99),
+          errors: results.reduce((s, r) => s + r.errors, 0),
+          cores: cpu / elapsed,
+          machine: ((ticks.busy - ticksBefore.busy) / (ticks.total - ticksBefore.total)) * cpus().length,
+        });
+      }
+      await settled();
+      rounds.sort((x, y) => x.rps - y.rps);
+      return rounds[Math.floor(rounds.length / 2)]!;
+    };
+    /** A backlog of drainCount items inserted at once; the time until every running runner has delivered it. */
+    const drain = async (tag: string) => {
+      const target = (
+        await client.query(
+          `SELECT l.id AS line_id, l."accountId" AS account_id, c.id AS chat_id FROM "Line" l JOIN "Chat" c ON c."lineId" = l.id WHERE l.handle = $1 AND c.identifier = $2`,
+          [LINE, CONTACT],
+        )
+      ).rows[0];
+      const payload = { chat_id: target.chat_id, to: CONTACT, is_group: false, text: `drain ${tag}`, attachments: [], reply_to_guid: null };
+      const prefix = `obx_${tag}`;
+      await client.query(
+        `INSERT INTO "OutboxItem" (id, "accountId", "lineId", kind, payload, status, "requestId")
+         SELECT $1 || lpad(g::text, 30 - length($1), '0'), $2, $3, 'message', $4::jsonb, 'pending', 'req_bench_instances' FROM generate_series(1, $5::int) g`,
+        [prefix, target.account_id, target.line_id, JSON.stringify(payload), o.drainCount],
+      );
+      const startedAt = performance.now();
+      let done = 0;
+      for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
+        done = await count(`id LIKE '${prefix}%' AND status IN ('sent', 'failed')`);
+        if (done >= o.drainCount) break;
+      }
+      const seconds = (performance.now() - startedAt) / 1000;
+      const stored = (
+        await client.query(`SELECT count(*)::int AS n, count(DISTINCT "outboxId")::int AS items FROM "Message" WHERE "outboxId" LIKE $1`, [`${prefix}%`])
+      ).rows[0];
+      return { drained: done, drainSeconds: seconds, drainPerSecond: done / seconds, lost: o.drainCount - stored.items, duplicated: stored.n - stored.items };
+    };
+    const throughput = async (targets: Running[], tag: string): Promise<Throughput> => {
+      const m = await accept(targets);
+      return { instances: targets.length, acceptRps: m.rps, p99: m.p99, errors: m.errors, serverCores: m.cores, machineCores: m.machine, ...(await drain(tag)) };
+    };
+
+    const one = await throughput([a], "1");
+    const b = await start();
+    const two = await throughput([a, b], "2");
+    await stop(b);
+    await stop(a);
+
+    // The request log and metrics: two fresh instances started together, one with default
+    // settings and one without them, so neither carries the other phases' history.
+    const [logged, bare] = await Promise.all([start(), start({ BENCH_NO_REQUEST_OBSERVABILITY: "true" })]);
+    const chatsUrl = (r: Running) => `${r.base}/v1/chats?from=${encodeURIComponent(LINE)}&limit=50`;
+    const chats = (r: Running) => load({ url: chatsUrl(r), headers: auth, connections: o.connections, seconds: o.seconds });
+    for (const r of [logged, bare]) {
+      const page = (await (await fetch(chatsUrl(r), { headers: auth })).json()) as { data?: unknown[] };
+      if (page.data?.length !== 50) throw new Error(`expected a page of 50 chats, got ${JSON.stringify(page).slice(0, 200)}`);
+      await load({ url: chatsUrl(r), headers: auth, connections: 8, seconds: 3 }); // warm-up
+    }
+    const withLog: LoadResult[] = [];
+    const withoutLog: LoadResult[] = [];
+    // At least 5 rounds: the difference sought is a few percent, within this machine's noise.
+    for (let round = 0; round < Math.max(5, o.rounds); round++) {
+      // Alternating which goes first, so drift in the machine's background load hits both alike.
+      if (round % 2 === 0) {
+        withLog.push(await chats(logged));
+        withoutLog.push(await chats(bare));
+      } else {
+        withoutLog.push(await chats(bare));
+        withLog.push(await chats(logged));
+      }
+    }
+    const overhead = median(withLog.map((w, n) => 1 - w.rps / withoutLog[n]!.rps));
+    return { one, two, observability: { withLog, withoutLog, overhead } };
+  } finally {
+    for (const r of [...running]) await stop(r);
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch((err: unknown) => console.error(String(err)));
+    await client.end();
+  }
+}
+
+/** The part's lines for npm run bench's report. */
+export function instancesReport(r: InstancesResults, o: Pick<InstancesOptions, "connections" | "seconds" | "rounds" | "drainCount">): string[] {
+  const row = (t: Throughput) =>
+    `${String(t.instances).padStart(9)} ${t.acceptRps.toFixed(0).padStart(17)} ${t.p99.map((p) => p.toFixed(1)).join(" / ").padStart(14)} ${String(t.errors).padStart(7)} ${`${t.serverCores.toFixed(2)} / ${t.machineCores.toFixed(2)}`.padStart(26)} ${String(t.drained).padStart(8)} ${t.drainSeconds.toFixed(1).padStart(8)} ${t.drainPerSecond.toFixed(0).padStart(8)} ${String(t.lost).padStart(5)} ${String(t.duplicated).padStart(4)}`;
+  const chats = (xs: LoadResult[]) => `${median(xs.map((x) => x.rps)).toFixed(0)} req/s (rounds: ${xs.map((x) => x.rps.toFixed(0)).join(", ")}; p99 ${median(xs.map((x) => x.p99)).toFixed(1)} ms)`;
+  const { overhead } = r.observability;
+  return [
+    `\nInstances (PostgreSQL): POST /v1/messages from ${o.connections} connections in all (one load generator process per instance), ${o.seconds}s, median of ${o.rounds} rounds; drain of ${o.drainCount} items inserted at once`,
+    `instances  sends accepted/s  p99 ms (each)  errors  cores busy: app / machine(${cpus().length})  drained  seconds  items/s  lost  dup`,
+    row(r.one),
+    row(r.two),
+    `Two instances vs one: sends accepted x${(r.two.acceptRps / r.one.acceptRps).toFixed(2)}, drain x${(r.two.drainPerSecond / r.one.drainPerSecond).toFixed(2)}.`,
+    `Note: ${cpus().length} cores here, shared by the app instances, PostgreSQL and the load generators (the autocannon CLI is itself a Node process). One instance runs its JavaScript on one core; a second can only use what the machine has left (machine cores busy above), so this ratio says nothing about scaling on separate machines.`,
+    `Request log + request metrics on GET /v1/chats (50), ${o.connections} connections, ${o.seconds}s, ${r.observability.withLog.length} interleaved rounds, stdout to /dev/null:`,
+    `  default settings:                      ${chats(r.observability.withLog)}`,
+    `  BENCH_NO_REQUEST_OBSERVABILITY=true:   ${chats(r.observability.withoutLog)}`,
+    `  overhead (median of rounds): ${(overhead * 100).toFixed(1)}% (target < 5%) -> ${overhead < 0.05 ? "met" : "NOT met"}`,
+  ];
+}
