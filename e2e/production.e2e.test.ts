@@ -105,7 +105,9 @@ describe("a production instance (npm start, embedded PGlite)", () => {
     expect(res.status).toBe(200);
     const requestId = res.headers.get("request-id");
     expect((await res.json()).request_id).toBe(requestId);
-    await new Promise((r) => setTimeout(r, 200));
+    // The log is buffered: a line reaches stdout within 250 ms.
+    const deadline = Date.now() + 3_000;
+    while (!records(app).some((r) => r.request_id === requestId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     const logged = records(app).find((r) => r.request_id === requestId);
     expect(logged).toMatchObject({ level: 30, msg: "request", method: "GET", route: "/v1/chats", status: 200, account_id: expect.stringMatching(/^acct_/), key_id: expect.stringMatching(/^key_/) });
     expect(typeof logged!.duration_ms).toBe("number");

@@ -4,6 +4,9 @@ import { processSingleton } from "../singleton";
 import { runWithRequestContext, type RequestContext } from "./context";
 import { log } from "./log";
 import { metrics } from "./metrics";
+
+type Counter = ReturnType<ReturnType<typeof metrics>["httpRequests"]["labels"]>;
+type Histogram = ReturnType<ReturnType<typeof metrics>["httpDuration"]["labels"]>;
 import { routeTemplate } from "./routes";
 
 // One place sees every HTTP request of the process, whichever server took it (`next start`,
@@ -49,10 +52,9 @@ function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestCon
   const method = req.method ?? "GET";
   // Aborted before an answer: 499, as proxies log it.
   const status = res.headersSent ? res.statusCode : 499;
-  const labels = { route, method, status: String(status) };
-  const m = metrics();
-  m.httpRequests.inc(labels);
-  m.httpDuration.observe(labels, seconds);
+  const series = requestSeries(route, method, status);
+  series.requests.inc();
+  series.duration.observe(seconds);
   const header = res.getHeader(REQUEST_ID);
   const requestId = typeof header === "string" ? header : context.requestId;
   const record = {
@@ -68,6 +70,21 @@ function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestCon
   const logger = log();
   if (status >= 500) logger.error(record, "request");
   else logger.info(record, "request");
+}
+
+/** The request metrics' children by route, method and status, so a request does not hash its labels twice. */
+const seriesCache = new Map<string, { requests: Counter; duration: Histogram }>();
+
+function requestSeries(route: string, method: string, status: number) {
+  const key = `${route} ${method} ${status}`;
+  let series = seriesCache.get(key);
+  if (!series) {
+    const m = metrics();
+    const labels = { route, method, status: String(status) };
+    series = { requests: m.httpRequests.labels(labels), duration: m.httpDuration.labels(labels) };
+    seriesCache.set(key, series);
+  }
+  return series;
 }
 
 function settle(): void {
