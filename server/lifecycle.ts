@@ -7,6 +7,7 @@ import { log } from "./observability/log";
 import { stopLineMonitor } from "./services/line-monitor";
 import { beginShutdown } from "./shutdown";
 import { processSingleton } from "./singleton";
+import { withTimeout } from "./timeout";
 import { releaseDeliveries } from "./webhooks/delivery";
 import { claimedDeliveries, stopWebhookRunner } from "./webhooks/runner";
 
@@ -58,7 +59,7 @@ async function run(reason: string): Promise<void> {
     // Their leases run out and another instance takes them then.
     logger.error({ err }, "returning unfinished work failed");
   }
-  await Promise.race([closeDatabase(), new Promise((resolve) => setTimeout(resolve, CLOSE_DATABASE_MS).unref())]).catch((err: unknown) =>
+  await withTimeout(closeDatabase(), CLOSE_DATABASE_MS, `the database did not close within ${CLOSE_DATABASE_MS / 1000} s`).catch((err: unknown) =>
     logger.error({ err }, "closing the database failed"),
   );
   logger.info({ reason }, "stopped");

@@ -1,5 +1,7 @@
 import { config } from "../config";
 import { database, sql } from "../db";
+import { withTimeout } from "../timeout";
+import { lineStatusCounts } from "./line-counts";
 import { readMigrations } from "../db/migrations";
 import { runnerHealth } from "../delivery/runner";
 import { isShuttingDown } from "../shutdown";
@@ -14,6 +16,7 @@ import { webhookRunnerHealth } from "../webhooks/runner";
 
 /** Each check's time limit, so a hung dependency answers "not ready" instead of hanging the probe. */
 const CHECK_TIMEOUT_MS = 3_000;
+const DB_SLOW = `the database did not answer within ${CHECK_TIMEOUT_MS / 1000} s`;
 /** A running loop goes round at least every second when idle; allow for a long batch. */
 const RUNNER_STALE_MS = 60_000;
 /** Probes arriving together (several load balancers) share one round of checks. */
@@ -32,14 +35,6 @@ export interface Readiness {
   lines?: { total: number; by_status: Record<string, number>; by_provider: Record<string, Record<string, number>> };
 }
 
-function withTimeout<T>(what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${CHECK_TIMEOUT_MS / 1000} s`)), CHECK_TIMEOUT_MS);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
-}
-
 /** The first line of an error's message, short: enough to act on, nothing to leak. */
 const cause = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n", 1)[0]!.slice(0, 300);
 
@@ -48,13 +43,14 @@ let shipped: Promise<string[]> | null = null;
 async function checkDatabase(): Promise<Check> {
   const started = Date.now();
   try {
-    const { kind } = await withTimeout("the database", database());
+    const { kind } = await withTimeout(database(), CHECK_TIMEOUT_MS, DB_SLOW);
     const [applied, names] = await withTimeout(
-      "the database",
       Promise.all([
         sql<{ migration_name: string }>(`SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`),
         (shipped ??= readMigrations().then((files) => files.map((f) => f.name))),
       ]),
+      CHECK_TIMEOUT_MS,
+      DB_SLOW,
     );
     const done = new Set(applied.map((r) => r.migration_name));
     const pending = names.filter((n) => !done.has(n));
@@ -73,7 +69,7 @@ async function checkDatabase(): Promise<Check> {
 async function checkFiles(): Promise<Check> {
   const kind = config().storage.kind;
   try {
-    await withTimeout("file storage", checkStorage());
+    await checkStorage({ timeoutMs: CHECK_TIMEOUT_MS });
     return { ok: true, kind };
   } catch (err) {
     return { ok: false, kind, error: cause(err) };
@@ -95,10 +91,7 @@ function checkDelivery(): Check {
 type LineSummary = NonNullable<Readiness["lines"]>;
 
 async function lineSummary(): Promise<LineSummary> {
-  const rows = await withTimeout(
-    "the database",
-    sql<{ provider: string; status: string; n: number }>(`SELECT platform AS provider, status, count(*)::int AS n FROM "Line" GROUP BY platform, status`),
-  ).catch(() => []);
+  const rows = await withTimeout(lineStatusCounts(), CHECK_TIMEOUT_MS, DB_SLOW).catch(() => []);
   const summary: LineSummary = { total: 0, by_status: {}, by_provider: {} };
   for (const { provider, status, n } of rows) {
     summary.total += n;

@@ -50,8 +50,8 @@ function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestCon
   const pathname = (req.url ?? "/").split("?", 1)[0]!;
   const route = routeTemplate(pathname);
   const method = req.method ?? "GET";
-  // Aborted before an answer: 499, as proxies log it.
-  const status = res.headersSent ? res.statusCode : 499;
+  // Cut off before the answer was complete: 499, as proxies log it.
+  const status = res.writableFinished ? res.statusCode : 499;
   const series = requestSeries(route, method, status);
   series.requests.inc();
   series.duration.observe(seconds);
@@ -105,19 +105,16 @@ export function installHttpHook(): void {
     const started = process.hrtime.bigint();
     state.open++;
     stampRequestId(res, context.requestId);
-    let done = false;
-    const finish = () => {
-      if (done) return;
-      done = true;
+    // 'close' comes once per response, after 'finish' when it was sent whole, alone when the
+    // client went away first.
+    res.once("close", () => {
       settle();
       try {
         onFinish(req, res, context, started);
       } catch {
         // Observability must never break a response.
       }
-    };
-    res.once("finish", finish);
-    res.once("close", finish);
+    });
     return runWithRequestContext(context, () => emit.apply(this, [event, ...args]));
   } as typeof http.Server.prototype.emit;
 }

@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { sql } from "../db";
+import { lineStatusCounts } from "./line-counts";
 import { processSingleton } from "../singleton";
 
 // Prometheus metrics of this instance (GET /metrics). Counters and histograms count what this
@@ -81,45 +82,31 @@ function createMetrics() {
       this.set((await dbFigures()) ? 1 : 0);
     },
   });
-  new Gauge({
-    name: "relay_outbox_items",
-    help: "Outbox items by status (from the database; the same on every instance).",
-    labelNames: ["status"] as const,
-    registers,
-    async collect() {
-      this.reset();
-      for (const row of (await dbFigures())?.outbox ?? []) this.set({ status: row.status }, row.n);
-    },
-  });
-  new Gauge({
-    name: "relay_outbox_oldest_pending_age_seconds",
-    help: "Age of the oldest outbox item that is due and still pending (0 when none; from the database).",
-    registers,
-    async collect() {
-      const f = await dbFigures();
-      if (f) this.set(f.oldestPendingSeconds);
-    },
-  });
-  new Gauge({
-    name: "relay_webhook_deliveries",
-    help: "Webhook deliveries by status: pending and delivering are the queue (from the database).",
-    labelNames: ["status"] as const,
-    registers,
-    async collect() {
-      this.reset();
-      for (const row of (await dbFigures())?.webhooks ?? []) this.set({ status: row.status }, row.n);
-    },
-  });
-  new Gauge({
-    name: "relay_provider_lines",
-    help: "Lines by provider and connection status (connected, degraded, disconnected; from the database).",
-    labelNames: ["provider", "status"] as const,
-    registers,
-    async collect() {
-      this.reset();
-      for (const row of (await dbFigures())?.lines ?? []) this.set({ provider: row.provider, status: row.status }, row.n);
-    },
-  });
+  /** A gauge whose series are read from the database figures at each scrape (none while it is down). */
+  const dbGauge = <L extends string>(name: string, help: string, labelNames: readonly L[], series: (f: DbFigures) => [Partial<Record<L, string>>, number][]) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers,
+      async collect() {
+        this.reset();
+        const f = await dbFigures();
+        if (f) for (const [labels, value] of series(f)) this.set(labels, value);
+      },
+    });
+  dbGauge("relay_outbox_items", "Outbox items by status (from the database; the same on every instance).", ["status"], (f) =>
+    f.outbox.map((r) => [{ status: r.status }, r.n]),
+  );
+  dbGauge("relay_outbox_oldest_pending_age_seconds", "Age of the oldest outbox item that is due and still pending (0 when none; from the database).", [], (f) => [
+    [{}, f.oldestPendingSeconds],
+  ]);
+  dbGauge("relay_webhook_deliveries", "Webhook deliveries by status: pending and delivering are the queue (from the database).", ["status"], (f) =>
+    f.webhooks.map((r) => [{ status: r.status }, r.n]),
+  );
+  dbGauge("relay_provider_lines", "Lines by provider and connection status (connected, degraded, disconnected; from the database).", ["provider", "status"], (f) =>
+    f.lines.map((r) => [{ provider: r.provider, status: r.status }, r.n]),
+  );
   return m;
 }
 
@@ -130,7 +117,7 @@ async function readDbFigures(): Promise<DbFigures> {
       `SELECT extract(epoch FROM (now() - min("availableAt")))::float8 AS s FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= now()`,
     ),
     sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "WebhookDelivery" WHERE status IN ('pending', 'delivering') GROUP BY status`),
-    sql<{ provider: string; status: string; n: number }>(`SELECT platform AS provider, status, count(*)::int AS n FROM "Line" GROUP BY platform, status`),
+    lineStatusCounts(),
   ]);
   // Zero series for the queue states, so an empty queue reads 0 rather than disappearing.
   const withZeros = (rows: { status: string; n: number }[], states: string[]) =>

@@ -6,6 +6,7 @@ import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { config } from "../config";
 import { s3Storage } from "./s3";
+import { withTimeout } from "../timeout";
 
 // File bytes behind a small interface, chosen by STORAGE_URL: a local directory (DATA_DIR/files
 // by default, memory when DATA_DIR is ":memory:") or an S3 bucket (./s3.ts).
@@ -114,15 +115,9 @@ export async function checkStorage(options: { timeoutMs?: number } = {}): Promis
     if (!(await buffer(blob.stream)).equals(probe)) throw new Error("the probe object reads back different bytes");
     await store.delete(key);
   };
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`did not answer within ${timeoutMs / 1000} s`)), timeoutMs);
-  });
   try {
-    await Promise.race([check(), timeout]);
+    await withTimeout(check(), timeoutMs, `did not answer within ${timeoutMs / 1000} s`);
   } catch (err) {
     throw new Error(`STORAGE_URL: ${store.explain(err)}`);
-  } finally {
-    clearTimeout(timer);
   }
 }

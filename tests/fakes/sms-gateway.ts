@@ -332,6 +332,8 @@ export async function startFakeSmsGateway(options: FakeSmsGatewayOptions = {}): 
       return 204;
     }
     if (options.relay && method === "GET" && path === "/inbox") {
+      // The relay's own answer, word for word (its third-party inbox list handler returns
+      // fiber.NewError(501, ...) with this text): our adapter must fall back to /inbox/refresh.
       send(res, 501, { message: "Inbox API is not implemented yet" });
       return 501;
     }
