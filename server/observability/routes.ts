@@ -19,6 +19,7 @@ interface Table {
   dynamic: { page: string; re: RegExp }[];
 }
 
+/** The build's table; null without a manifest (next dev); undefined until first read (once per process). */
 let table: Table | null | undefined;
 
 function loadTable(): Table | null {
@@ -48,7 +49,8 @@ function folded(pathname: string): string {
 }
 
 export function routeTemplate(pathname: string, tableOverride?: Table | null): string {
-  const t = tableOverride !== undefined ? tableOverride : (table ??= loadTable());
+  if (table === undefined) table = loadTable();
+  const t = tableOverride !== undefined ? tableOverride : table;
   const clean = pathname.length > 1 ? pathname.replace(/\/+$/, "") : pathname;
   if (!t) return folded(clean);
   if (clean.startsWith("/_next/")) return "/_next/[...]";
