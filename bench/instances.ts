@@ -1,19 +1,30 @@
-// The `instances` part of npm run bench (PostgreSQL only): the same app run as one instance and
-// as two instances on one database, each `npm start` with its own empty DATA_DIR. Measured:
-// accepted POST /v1/messages per second and their p99 latency (load from separate processes:
-// one generator against the one instance, one per instance against two), outbox drain per
-// second (a backlog inserted at once, delivered by every running instance's embedded runner,
-// lost and duplicated counted), and what the request log and the request metrics cost on
-// GET /v1/chats: an instance with default settings next to one started with
-// BENCH_NO_REQUEST_OBSERVABILITY=true (LOG_LEVEL as given; stdout goes to /dev/null), in
-// interleaved rounds, median reported. Loopback only; every wait is bounded.
+// The `instances` and `observability` parts of npm run bench (PostgreSQL only), on app
+// instances each run as `npm start` with its own empty DATA_DIR on one database.
+// - instances: the same app as one instance and as two. Measured: accepted POST /v1/messages
+//   per second and their p99 latency (load from separate processes: one generator against the
+//   one instance, one per instance against two), outbox drain per second (a backlog inserted
+//   at once, delivered by every running instance's embedded runner, lost and duplicated
+//   counted).
+// - observability: what the request log and the request metrics cost on GET /v1/chats: one
+//   instance (LOG_LEVEL as given; stdout goes to /dev/null) with its request hook switched on
+//   and off by signal (BENCH_OBSERVABILITY_SWITCH), first warmed up under the full load until
+//   the JIT and the heap have settled, then measured both ways in interleaved rounds; the
+//   median of the rounds' ratios is reported, with the server CPU per request.
+// Loopback only; every wait is bounded.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { adminCli, freePort, spawnStart, stopWithSigterm, waitUntilUp } from "../e2e/harness";
+import { adminCliAsync, freePort, spawnStart, stopWithSigterm, waitUntilUp } from "../e2e/harness";
 import { cpuSeconds, load, type LoadOptions, type LoadResult } from "./load";
+
+export interface InstancesParts {
+  /** One instance vs two: sends accepted, p99, drain. */
+  throughput: boolean;
+  /** The request log and metrics' cost on GET /v1/chats. */
+  observability: boolean;
+}
 
 export interface InstancesOptions {
   /** PostgreSQL server URL; a schema of its own is created and dropped. */
@@ -43,23 +54,38 @@ export interface Throughput {
 }
 
 export interface ObservabilityCost {
-  /** GET /v1/chats requests/s per round: default settings, and BENCH_NO_REQUEST_OBSERVABILITY=true. */
+  /** GET /v1/chats requests/s per round: with the request log and metrics, and with them switched off. */
   withLog: LoadResult[];
   withoutLog: LoadResult[];
+  /** The server's CPU milliseconds per request in each round, same order. */
+  withLogCpuMs: number[];
+  withoutLogCpuMs: number[];
+  /** Seconds of full load the instance had before the first round. */
+  warmUpSeconds: number;
+  /** Seconds of each measurement. */
+  roundSeconds: number;
+  /** The rounds' rate ratios (1 - with / without), for their spread. */
+  ratios: number[];
   /** Median over rounds of 1 - rps(default) / rps(without). */
   overhead: number;
+  /** Median over rounds of cpu(default) / cpu(without) - 1. */
+  cpuOverhead: number;
 }
 
 export interface InstancesResults {
-  one: Throughput;
-  two: Throughput;
-  observability: ObservabilityCost;
+  throughput: { one: Throughput; two: Throughput } | null;
+  observability: ObservabilityCost | null;
 }
 
 const LINE = "+15550009100";
 const CONTACT = "+15550009101";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** The first and third quartiles (nearest rank). */
+const quartiles = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return [s[Math.floor((s.length - 1) / 4)]!, s[Math.ceil(((s.length - 1) * 3) / 4)]!];
+};
 
 /** The machine's busy and total CPU time so far (Linux /proc/stat, all cores). */
 function machineTicks(): { busy: number; total: number } {
@@ -76,7 +102,7 @@ interface Running {
   dataDir: string;
 }
 
-export async function measureInstances(o: InstancesOptions): Promise<InstancesResults> {
+export async function measureInstances(o: InstancesOptions, parts: InstancesParts): Promise<InstancesResults> {
   const schema = `bench_instances_${Date.now()}`;
   const running: Running[] = [];
   const start = async (extra: Record<string, string> = {}): Promise<Running> => {
@@ -96,7 +122,7 @@ export async function measureInstances(o: InstancesOptions): Promise<InstancesRe
       CREDENTIALS_KEY: "bench-instances-credentials-key-0123456789",
       ...extra,
     };
-    if (!extra.BENCH_NO_REQUEST_OBSERVABILITY) delete env.BENCH_NO_REQUEST_OBSERVABILITY;
+    if (!extra.BENCH_OBSERVABILITY_SWITCH) delete env.BENCH_OBSERVABILITY_SWITCH;
     const r = { base, child: spawnStart(port, env), env, dataDir };
     running.push(r);
     await waitUntilUp(`${base}/readyz`, r.child, "a bench instance did not become ready", 90_000);
@@ -117,9 +143,11 @@ export async function measureInstances(o: InstancesOptions): Promise<InstancesRe
   try {
     // Seeded as run.ts does: the operator CLI, then the simulated phone texts the line.
     const a = await start();
-    adminCli(a.env, "account", "create", "--email", "instances@example.com");
-    adminCli(a.env, "line", "create", "--account", "instances@example.com", "--handle", LINE, "--advanced");
-    const key = adminCli(a.env, "key", "create", "--account", "instances@example.com", "--name", "bench", "--rate-limit", "100000000");
+    // adminCliAsync, not adminCli: a blocked event loop misses the server closing idle
+    // keep-alive sockets, and the next fetch then fails on one ("other side closed").
+    await adminCliAsync(a.env, "account", "create", "--email", "instances@example.com");
+    await adminCliAsync(a.env, "line", "create", "--account", "instances@example.com", "--handle", LINE, "--advanced");
+    const key = await adminCliAsync(a.env, "key", "create", "--account", "instances@example.com", "--name", "bench", "--rate-limit", "100000000");
     const auth = { authorization: `Bearer ${key}` };
     const inbound = async (from: string) => {
       const res = await fetch(`${a.base}/api/simulator/messages`, {
@@ -195,37 +223,74 @@ export async function measureInstances(o: InstancesOptions): Promise<InstancesRe
       return { instances: targets.length, acceptRps: m.rps, p99: m.p99, errors: m.errors, serverCores: m.cores, machineCores: m.machine, ...(await drain(tag)) };
     };
 
-    const one = await throughput([a], "1");
-    const b = await start();
-    const two = await throughput([a, b], "2");
-    await stop(b);
-    await stop(a);
-
-    // The request log and metrics: two fresh instances started together, one with default
-    // settings and one without them, so neither carries the other phases' history.
-    const [logged, bare] = await Promise.all([start(), start({ BENCH_NO_REQUEST_OBSERVABILITY: "true" })]);
-    const chatsUrl = (r: Running) => `${r.base}/v1/chats?from=${encodeURIComponent(LINE)}&limit=50`;
-    const chats = (r: Running) => load({ url: chatsUrl(r), headers: auth, connections: o.connections, seconds: o.seconds });
-    for (const r of [logged, bare]) {
-      const page = (await (await fetch(chatsUrl(r), { headers: auth })).json()) as { data?: unknown[] };
-      if (page.data?.length !== 50) throw new Error(`expected a page of 50 chats, got ${JSON.stringify(page).slice(0, 200)}`);
-      await load({ url: chatsUrl(r), headers: auth, connections: 8, seconds: 3 }); // warm-up
+    let throughputs: InstancesResults["throughput"] = null;
+    if (parts.throughput) {
+      const one = await throughput([a], "1");
+      const b = await start();
+      const two = await throughput([a, b], "2");
+      await stop(b);
+      throughputs = { one, two };
     }
-    const withLog: LoadResult[] = [];
-    const withoutLog: LoadResult[] = [];
-    // At least 5 rounds: the difference sought is a few percent, within this machine's noise.
-    for (let round = 0; round < Math.max(5, o.rounds); round++) {
-      // Alternating which goes first, so drift in the machine's background load hits both alike.
-      if (round % 2 === 0) {
-        withLog.push(await chats(logged));
-        withoutLog.push(await chats(bare));
-      } else {
-        withoutLog.push(await chats(bare));
-        withLog.push(await chats(logged));
+    await stop(a);
+    if (!parts.observability) return { throughput: throughputs, observability: null };
+
+    // The request log and metrics: one fresh instance whose hook SIGUSR2 switches off and on
+    // (BENCH_OBSERVABILITY_SWITCH), measured both ways in turns. Two processes, one with and one
+    // without, differ by more than that: run against each other with the same settings, two
+    // identical instances here came out up to 7% apart.
+    const r = await start({ BENCH_OBSERVABILITY_SWITCH: "true" });
+    const chatsUrl = `${r.base}/v1/chats?from=${encodeURIComponent(LINE)}&limit=50`;
+    const page = (await (await fetch(chatsUrl, { headers: auth })).json()) as { data?: unknown[] };
+    if (page.data?.length !== 50) throw new Error(`expected a page of 50 chats, got ${JSON.stringify(page).slice(0, 200)}`);
+    let on = true;
+    /** Switches the hook and waits until /healthz (which sets no Request-Id itself) shows it. */
+    const observe = async (want: boolean) => {
+      if (on !== want) r.child.kill("SIGUSR2");
+      on = want;
+      for (const deadline = Date.now() + 5_000; ; await sleep(50)) {
+        const res = await fetch(`${r.base}/healthz`);
+        await res.arrayBuffer();
+        if (res.headers.has("request-id") === want) return;
+        if (Date.now() > deadline) throw new Error(`the request hook did not switch ${want ? "on" : "off"}`);
+      }
+    };
+    const roundSeconds = o.seconds;
+    const chats = async (seconds = roundSeconds) => {
+      const before = cpuSeconds(r.child.pid!);
+      const result = await load({ url: chatsUrl, headers: auth, connections: o.connections, seconds });
+      return { result, cpuMs: ((cpuSeconds(r.child.pid!) - before) * 1000) / Math.max(1, result.requests) };
+    };
+    // Warm-up under the full load, both ways: a fresh process needs some 20-30 s of it before
+    // its rate settles (measured here: the first rounds ran 10-25% below the later ones).
+    const warmUpSeconds = 4 * Math.max(10, o.seconds);
+    for (const want of [true, false, true, false]) {
+      await observe(want);
+      await chats(warmUpSeconds / 4);
+    }
+    const withLog: { result: LoadResult; cpuMs: number }[] = [];
+    const withoutLog: { result: LoadResult; cpuMs: number }[] = [];
+    // At least 12 rounds, each way first in turn, so drift in the machine's load hits both alike.
+    for (let round = 0; round < Math.max(12, o.rounds); round++) {
+      for (const want of round % 2 === 0 ? [true, false] : [false, true]) {
+        await observe(want);
+        (want ? withLog : withoutLog).push(await chats());
       }
     }
-    const overhead = median(withLog.map((w, n) => 1 - w.rps / withoutLog[n]!.rps));
-    return { one, two, observability: { withLog, withoutLog, overhead } };
+    await observe(true);
+    return {
+      throughput: throughputs,
+      observability: {
+        withLog: withLog.map((w) => w.result),
+        withoutLog: withoutLog.map((w) => w.result),
+        withLogCpuMs: withLog.map((w) => w.cpuMs),
+        withoutLogCpuMs: withoutLog.map((w) => w.cpuMs),
+        warmUpSeconds,
+        roundSeconds,
+        ratios: withLog.map((w, n) => 1 - w.result.rps / withoutLog[n]!.result.rps),
+        overhead: median(withLog.map((w, n) => 1 - w.result.rps / withoutLog[n]!.result.rps)),
+        cpuOverhead: median(withLog.map((w, n) => w.cpuMs / withoutLog[n]!.cpuMs - 1)),
+      },
+    };
   } finally {
     for (const r of [...running]) await stop(r);
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch((err: unknown) => console.error(String(err)));
@@ -233,22 +298,33 @@ export async function measureInstances(o: InstancesOptions): Promise<InstancesRe
   }
 }
 
-/** The part's lines for npm run bench's report. */
+/** The parts' lines for npm run bench's report. */
 export function instancesReport(r: InstancesResults, o: Pick<InstancesOptions, "connections" | "seconds" | "rounds" | "drainCount">): string[] {
   const row = (t: Throughput) =>
     `${String(t.instances).padStart(9)} ${t.acceptRps.toFixed(0).padStart(17)} ${t.p99.map((p) => p.toFixed(1)).join(" / ").padStart(14)} ${String(t.errors).padStart(7)} ${`${t.serverCores.toFixed(2)} / ${t.machineCores.toFixed(2)}`.padStart(26)} ${String(t.drained).padStart(8)} ${t.drainSeconds.toFixed(1).padStart(8)} ${t.drainPerSecond.toFixed(0).padStart(8)} ${String(t.lost).padStart(5)} ${String(t.duplicated).padStart(4)}`;
-  const chats = (xs: LoadResult[]) => `${median(xs.map((x) => x.rps)).toFixed(0)} req/s (rounds: ${xs.map((x) => x.rps.toFixed(0)).join(", ")}; p99 ${median(xs.map((x) => x.p99)).toFixed(1)} ms)`;
-  const { overhead } = r.observability;
-  return [
-    `\nInstances (PostgreSQL): POST /v1/messages from ${o.connections} connections in all (one load generator process per instance), ${o.seconds}s, median of ${o.rounds} rounds; drain of ${o.drainCount} items inserted at once`,
-    `instances  sends accepted/s  p99 ms (each)  errors  cores busy: app / machine(${cpus().length})  drained  seconds  items/s  lost  dup`,
-    row(r.one),
-    row(r.two),
-    `Two instances vs one: sends accepted x${(r.two.acceptRps / r.one.acceptRps).toFixed(2)}, drain x${(r.two.drainPerSecond / r.one.drainPerSecond).toFixed(2)}.`,
-    `Note: ${cpus().length} cores here, shared by the app instances, PostgreSQL and the load generators (the autocannon CLI is itself a Node process). One instance runs its JavaScript on one core; a second can only use what the machine has left (machine cores busy above), so this ratio says nothing about scaling on separate machines.`,
-    `Request log + request metrics on GET /v1/chats (50), ${o.connections} connections, ${o.seconds}s, ${r.observability.withLog.length} interleaved rounds, stdout to /dev/null:`,
-    `  default settings:                      ${chats(r.observability.withLog)}`,
-    `  BENCH_NO_REQUEST_OBSERVABILITY=true:   ${chats(r.observability.withoutLog)}`,
-    `  overhead (median of rounds): ${(overhead * 100).toFixed(1)}% (target < 5%) -> ${overhead < 0.05 ? "met" : "NOT met"}`,
-  ];
+  const chats = (xs: LoadResult[], cpu: number[]) =>
+    `${median(xs.map((x) => x.rps)).toFixed(0)} req/s (rounds: ${xs.map((x) => x.rps.toFixed(0)).join(", ")}; p99 ${median(xs.map((x) => x.p99)).toFixed(1)} ms; server CPU ${median(cpu).toFixed(3)} ms/req)`;
+  const lines: string[] = [];
+  if (r.throughput) {
+    const { one, two } = r.throughput;
+    lines.push(
+      `\nInstances (PostgreSQL): POST /v1/messages from ${o.connections} connections in all (one load generator process per instance), ${o.seconds}s, median of ${o.rounds} rounds; drain of ${o.drainCount} items inserted at once`,
+      `instances  sends accepted/s  p99 ms (each)  errors  cores busy: app / machine(${cpus().length})  drained  seconds  items/s  lost  dup`,
+      row(one),
+      row(two),
+      `Two instances vs one: sends accepted x${(two.acceptRps / one.acceptRps).toFixed(2)}, drain x${(two.drainPerSecond / one.drainPerSecond).toFixed(2)}.`,
+      `Note: ${cpus().length} cores here, shared by the app instances, PostgreSQL and the load generators (the autocannon CLI is itself a Node process). One instance runs its JavaScript on one core; a second can only use what the machine has left (machine cores busy above), so this ratio says nothing about scaling on separate machines.`,
+    );
+  }
+  const obs = r.observability;
+  if (obs) {
+    lines.push(
+      `\nRequest log + request metrics on GET /v1/chats (50), PostgreSQL, one instance switched by signal, ${o.connections} connections, ${obs.roundSeconds}s, ${obs.withLog.length} interleaved rounds after ${obs.warmUpSeconds}s of warm-up, stdout to /dev/null:`,
+      `  with them (default):   ${chats(obs.withLog, obs.withLogCpuMs)}`,
+      `  switched off:          ${chats(obs.withoutLog, obs.withoutLogCpuMs)}`,
+      `  overhead on the rate (median of the rounds' ratios): ${(obs.overhead * 100).toFixed(1)}% (target < 5%) -> ${obs.overhead < 0.05 ? "met" : "NOT met"}; middle half of the rounds ${quartiles(obs.ratios).map((q) => `${(q * 100).toFixed(1)}%`).join(" to ")}`,
+      `  server CPU per request (median of the rounds' ratios): ${obs.cpuOverhead >= 0 ? "+" : ""}${(obs.cpuOverhead * 100).toFixed(1)}%`,
+    );
+  }
+  return lines;
 }

@@ -7,8 +7,9 @@
 //   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
 //   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
-//   reads,writes,webhooks,inbound,twilio,instances) to run only some parts (instances:
-//   bench/instances.ts, one app instance vs two on PostgreSQL, and the request log's cost), BENCH_DRAIN / BENCH_DRAIN_PGLITE and
+//   reads,writes,webhooks,inbound,twilio,instances,observability) to run only some parts
+//   (instances: bench/instances.ts, one app instance vs two on PostgreSQL; observability: the
+//   same file, the request log and metrics' cost on GET /v1/chats), BENCH_DRAIN / BENCH_DRAIN_PGLITE and
 //   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_INBOUND /
 //   BENCH_INBOUND_PGLITE for the unique provider events of the inbound part (bench/inbound.ts:
 //   BlueBubbles webhooks, 20% of them repeats), BENCH_INBOUND_SECONDS (default 60) for its
@@ -36,7 +37,7 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
-const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,instances").split(",").map((p) => p.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,instances,observability").split(",").map((p) => p.trim()));
 /** The parts measured on the single server runOn starts (instances starts its own). */
 const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio"].some((p) => PARTS.has(p));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
@@ -278,8 +279,10 @@ async function main(): Promise<void> {
     else console.error(`PostgreSQL not reachable at ${PG_URL}: skipped.`);
   }
   const instanceOptions = { pgUrl: PG_URL, seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, drainCount: DRAIN.postgres };
-  const instances = PARTS.has("instances") && pgReachable ? await measureInstances(instanceOptions) : null;
-  if (PARTS.has("instances") && !pgReachable) console.error("instances: PostgreSQL only (not reachable, or BENCH_ONLY=pglite): skipped.");
+  const instanceParts = { throughput: PARTS.has("instances"), observability: PARTS.has("observability") };
+  const wantInstances = instanceParts.throughput || instanceParts.observability;
+  const instances = wantInstances && pgReachable ? await measureInstances(instanceOptions, instanceParts) : null;
+  if (wantInstances && !pgReachable) console.error("instances, observability: PostgreSQL only (not reachable, or BENCH_ONLY=pglite): skipped.");
   console.log(`\n${CONNECTIONS} connections, ${SECONDS}s per route, median of ${ROUNDS} interleaved rounds, loopback, npm start (scripts/start.mjs), load from ${loadGenerator} (a separate process)`);
   if (rows.length) {
     console.log("\nReads: each next to the trivial route handler answering the same envelope (target: GET /v1/chats >= 80%)");

@@ -159,10 +159,11 @@ const EnvSchema = z.object({
   /** On SIGTERM, how long in-flight sends, webhook attempts and requests may still finish. */
   SHUTDOWN_GRACE_SECONDS: z.coerce.number().min(0).max(600).default(25),
   /**
-   * Bench only: leaves out the request log and request metrics (the HTTP hook of
-   * server/observability), so npm run bench can measure what they cost.
+   * Bench only: SIGUSR2 switches the request log and request metrics (the HTTP hook of
+   * server/observability) off and on in the running process, so npm run bench can measure what
+   * they cost on one process, with its JIT, heap and CPU placement unchanged.
    */
-  BENCH_NO_REQUEST_OBSERVABILITY: bool.optional(),
+  BENCH_OBSERVABILITY_SWITCH: bool.optional(),
   /** Serves /api/bench/echo, the trivial route npm run bench measures /v1 against. */
   BENCH_ECHO: bool.optional(),
 });

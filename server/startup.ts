@@ -9,7 +9,7 @@ import { releaseExpiredDeliveries } from "./webhooks/delivery";
 import { startWebhookRunner } from "./webhooks/runner";
 import { seedDevAccount } from "./dev-seed";
 import { ownSignals } from "./lifecycle";
-import { installHttpHook } from "./observability/http-hook";
+import { installHttpHook, switchObservabilityOnSignal } from "./observability/http-hook";
 import { credentialsKeySource } from "./credentials";
 import { catchUpAll, startLineMonitor } from "./services/line-monitor";
 import { registerFastRoutes } from "./http/fast-routes";
@@ -35,7 +35,8 @@ export async function startServer(): Promise<void> {
     if (err instanceof ConfigError) refuseToStart(err.problems);
     throw err;
   }
-  if (!c.BENCH_NO_REQUEST_OBSERVABILITY) installHttpHook();
+  installHttpHook();
+  if (c.BENCH_OBSERVABILITY_SWITCH) switchObservabilityOnSignal();
   ownSignals();
   // Storage before anything is accepted: a bucket that cannot be reached or refuses the
   // credentials is a configuration error, not a 503 on the first upload.

@@ -4,10 +4,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig, resetConfig } from "@/server/config";
 import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { ApiError } from "@/server/errors";
-import { errorAnswer, newRequestId } from "@/server/http/responses";
-import { annotateRequest } from "@/server/observability/context";
+import { errorAnswer } from "@/server/http/responses";
+import { annotateRequest, requestIdOf } from "@/server/observability/context";
 import { installHttpHook, openRequests } from "@/server/observability/http-hook";
-import { readableLine } from "@/server/observability/log";
+import { LineBatch, log, logRequest, readableLine } from "@/server/observability/log";
 import { metrics } from "@/server/observability/metrics";
 import { routeTemplate, tableOf } from "@/server/observability/routes";
 import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
@@ -68,9 +68,10 @@ describe("the request log and request metrics (every request any server of the p
     server = http.createServer((req, res) => {
       if (req.url === "/v1/chats") {
         // As the /v1 wrapper does: authentication names the caller, the answer carries the request's ID.
-        annotateRequest({ accountId: "acct_test", keyId: "key_test" });
-        res.writeHead(200, { "Content-Type": "application/json", "Request-Id": newRequestId() });
-        res.end(JSON.stringify({ data: [], text: "never logged" }));
+        const requestId = requestIdOf(req.headers);
+        annotateRequest(requestId, { accountId: "acct_test", keyId: "key_test" });
+        res.writeHead(200, { "Content-Type": "application/json", "Request-Id": requestId });
+        res.end(JSON.stringify({ data: [], text: "never logged", request_id: requestId }));
         return;
       }
       if (req.url === "/boom") {
@@ -117,6 +118,24 @@ describe("the request log and request metrics (every request any server of the p
     expect(openRequests()).toBe(0);
   });
 
+  it("believes only its own request ID: one a client sends on the internal header is replaced", async () => {
+    const { result, records } = await captureLog(async () => {
+      const sent = { "x-relay-request-id": "req_01aaaaaaaaaaaaaaaaaaaaaaaa" };
+      const res = await fetch(`${base}/v1/chats`, { headers: sent });
+      const body = (await res.json()) as { request_id: string };
+      await new Promise((r) => setTimeout(r, 20));
+      return { header: res.headers.get("request-id"), body };
+    });
+    expect(result.header).toMatch(/^req_/);
+    expect(result.header).not.toBe("req_01aaaaaaaaaaaaaaaaaaaaaaaa");
+    expect(result.body.request_id).toBe(result.header);
+    expect(records.filter((r) => r.msg === "request").map((r) => r.request_id)).toEqual([result.header]);
+    // Outside a request the hook opened (a handler called directly), a sent value is not believed either.
+    const forged = requestIdOf(new Headers({ "x-relay-request-id": "req_01aaaaaaaaaaaaaaaaaaaaaaaa" }));
+    expect(forged).toMatch(/^req_/);
+    expect(forged).not.toBe("req_01aaaaaaaaaaaaaaaaaaaaaaaa");
+  });
+
   it("counts requests and their latency by route template, method and status", async () => {
     const before = sample((await scrape()).text, "relay_http_requests_total", { route: "/v1/chats", method: "GET", status: "200" });
     await (await fetch(`${base}/v1/chats`)).text();
@@ -125,6 +144,48 @@ describe("the request log and request metrics (every request any server of the p
     expect(sample(text, "relay_http_requests_total", { route: "/v1/chats", method: "GET", status: "200" })).toBe(before + 1);
     expect(sample(text, "relay_http_request_duration_seconds_count", { route: "/v1/chats", method: "GET", status: "200" })).toBe(before + 1);
     expect(sample(text, "relay_http_request_duration_seconds_bucket", { route: "/v1/chats", le: "+Inf" })).toBe(before + 1);
+  });
+
+  it("writes the request line as pino would write the same record", async () => {
+    const record = {
+      request_id: "req_01jz8x9k2m0000000000000000",
+      method: "GET",
+      route: "unmatched",
+      path: '/a"b\\c\u2028',
+      status: 503,
+      duration_ms: 12.5,
+      account_id: "acct_1",
+      key_id: undefined,
+    };
+    const { records } = await captureLog(() => {
+      logRequest(record);
+      log().error(record, "request");
+    });
+    const [ours, pinos] = records.map(({ time, ...rest }) => {
+      expect(time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      return rest;
+    });
+    expect(JSON.stringify(ours)).toBe(JSON.stringify(pinos));
+    expect(ours).toMatchObject({ level: 50, path: '/a"b\\c\u2028', msg: "request" });
+    expect(ours).not.toHaveProperty("key_id");
+  });
+
+  it("hands lines to stdout in order, in batches of about 16 KiB, the rest on flush", () => {
+    const chunks: string[] = [];
+    let synced = 0;
+    const batch = new LineBatch({ write: (chunk) => chunks.push(chunk), flushSync: () => void synced++ });
+    const lines = Array.from({ length: 100 }, (_, i) => `{"n":${i},"pad":"${"x".repeat(300)}"}\n`);
+    for (const line of lines) batch.write(line);
+    expect(chunks.length).toBe(1); // 16 KiB reached once in 100 lines of ~320 characters
+    expect(chunks[0]!.length).toBeGreaterThanOrEqual(16 * 1024);
+    batch.flush();
+    batch.flush(); // nothing left: no empty write
+    expect(chunks.length).toBe(2);
+    expect(chunks.join("")).toBe(lines.join(""));
+    batch.write(lines[0]!);
+    batch.flushSync();
+    expect(chunks.at(-1)).toBe(lines[0]);
+    expect(synced).toBe(1);
   });
 
   it("prints records readably under npm run dev", () => {

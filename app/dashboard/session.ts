@@ -1,10 +1,14 @@
+import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import type { Actor } from "@/server/auth/actor";
 import { sessionActor } from "@/server/auth/session";
+import { annotateRequest, requestIdOf } from "@/server/observability/context";
 
 /** The session's Actor; without a session, off to sign in (layouts and pages render concurrently, so each checks). */
 export async function requireSession(): Promise<Actor> {
   const actor = await sessionActor();
   if (!actor) redirect("/sign-in?callbackUrl=/dashboard");
+  // The page's request log line names the account.
+  annotateRequest(requestIdOf(await headers()), actor);
   return actor;
 }

@@ -6,7 +6,6 @@ import { newId } from "../ids";
 import { processSingleton } from "../singleton";
 import type { Actor } from "./actor";
 import { isScope, type Scope } from "./scopes";
-import { annotateRequest } from "../observability/context";
 import { log } from "../observability/log";
 
 // API keys: sk_live_ + 32 random characters, shown once, stored as a SHA-256 hash. Verified
@@ -169,7 +168,6 @@ export async function authenticate(authorization: string | null): Promise<Actor>
   if (entry.revoked) throw new ApiError("invalid_api_key", "This API key has been revoked.");
   if (entry.expiresAt !== null && entry.expiresAt <= now) throw new ApiError("invalid_api_key", "This API key has expired.");
   touchLastUsed(entry.actor.keyId!, now);
-  annotateRequest(entry.actor);
   return entry.actor;
 }
 

@@ -4,7 +4,7 @@ import { config } from "../config";
 import { ApiError } from "../errors";
 import { boundedRequest, jsonBodyLimit } from "../http/body";
 import { clientIp } from "../http/client-ip";
-import { errorResponse, newRequestId } from "../http/responses";
+import { errorResponse, requestIdOf } from "../http/responses";
 import { throttleAuthAttempt } from "../services/auth-throttle";
 import { authOptions } from "./session";
 
@@ -24,7 +24,7 @@ export async function handleAuth(original: Request, context: AuthRouteContext, i
     const bounded = await boundedRequest(original, jsonBodyLimit());
     req = bounded === original ? original : new NextRequest(bounded);
   } catch (err) {
-    return errorResponse(err, newRequestId());
+    return errorResponse(err, requestIdOf(original.headers));
   }
   // The segments next-auth itself dispatches on: a credentials sign-in is POST callback/credentials.
   const [action, provider] = (await context.params).nextauth;
@@ -38,7 +38,7 @@ export async function handleAuth(original: Request, context: AuthRouteContext, i
       await throttleAuthAttempt("sign_in", { ip: clientIp(req.headers), email: typeof email === "string" ? email : null });
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      const requestId = newRequestId();
+      const requestId = requestIdOf(original.headers);
       const signInUrl = new URL("/sign-in", config().PUBLIC_URL);
       signInUrl.searchParams.set("error", err.code);
       const body = { url: signInUrl.href, error: { type: err.type, code: err.code, message: err.message }, request_id: requestId };

@@ -8,7 +8,6 @@ import { instanceSecret } from "../secrets";
 import { verifyCredentials } from "../services/accounts";
 import type { Actor } from "./actor";
 import { SCOPES } from "./scopes";
-import { annotateRequest } from "../observability/context";
 
 // Dashboard sessions (next-auth): email and password against the users the dashboard's
 // sign-up and the operator CLI create, in a signed JWT cookie. The signing secret is
@@ -90,7 +89,6 @@ export async function sessionActor(): Promise<Actor | null> {
 
 /** The Actor of a dashboard session on an account. */
 export function sessionActorFor(accountId: string): Actor {
-  annotateRequest({ accountId, keyId: null });
   return {
     accountId,
     keyId: null,

@@ -3,8 +3,9 @@ import { config } from "../config";
 import { ApiError } from "../errors";
 import { enforceRateLimit } from "../http/api-rate-limit";
 import { jsonBodyLimit, readText } from "../http/body";
-import { CORS_HEADERS, newRequestId } from "../http/responses";
+import { CORS_HEADERS, requestIdOf } from "../http/responses";
 import { parseJson } from "../http/validation";
+import { annotateRequest } from "../observability/context";
 import { callerCheck, createContext, type GraphQLContext, graphqlActor, hasSessionCookie, type RequestScope } from "./context";
 import { isHandledError, maskError, withRequestId } from "./errors";
 import { anonymousIntrospection, type IntrospectionMode, introspectionDisabledRule } from "./introspection";
@@ -124,6 +125,7 @@ function requestPlugin(introspection: IntrospectionMode): Plugin<object, ServerC
           if (answer) return setResult(answer);
         }
         const actor = await graphqlActor(request);
+        annotateRequest(context.scope.requestId, actor);
         Object.assign(context.scope.headers, await enforceRateLimit(actor));
         context.scope.actor = actor;
         context.scope.recheckCaller = callerCheck(request, actor);
@@ -184,7 +186,7 @@ let server: ReturnType<typeof createServer> | undefined;
 /** The route handler of /api/graphql (GET and POST). */
 export async function handleGraphQL(request: Request): Promise<Response> {
   server ??= createServer();
-  const scope: RequestScope = { requestId: newRequestId(), actor: null, headers: {}, recheckCaller: async () => undefined };
+  const scope: RequestScope = { requestId: requestIdOf(request.headers), actor: null, headers: {}, recheckCaller: async () => undefined };
   const response = await server.handleRequest(request, { scope });
   for (const [name, value] of Object.entries({ ...CORS_HEADERS, ...scope.headers, "Request-Id": scope.requestId })) {
     if (!response.headers.has(name)) response.headers.set(name, value);

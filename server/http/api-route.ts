@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Actor } from "../auth/actor";
 import { authenticate, requireScope } from "../auth/api-keys";
+import { annotateRequest } from "../observability/context";
 import type { Scope } from "../auth/scopes";
 import { ApiError } from "../errors";
 import { cachedJson } from "../cache/read-cache";
@@ -13,7 +14,7 @@ import {
   errorResponse,
   jsonResponse,
   jsonTextResponse,
-  newRequestId,
+  requestIdOf,
   preflightResponse,
   routeNotFound,
 } from "./responses";
@@ -66,12 +67,13 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
   handler: Handler<Out<QS>, Out<BS>>,
 ): (request: Request) => Promise<Response> {
   return async (request: Request) => {
-    const requestId = newRequestId();
+    const requestId = requestIdOf(request.headers);
     let headers: Record<string, string> = {};
     let upload: StoredBlob | undefined;
     let uploadUsed = false;
     try {
       const actor = await authenticate(request.headers.get("authorization"));
+      annotateRequest(requestId, actor);
       headers = await enforceRateLimit(actor);
       if (options.scope) requireScope(actor, options.scope);
       const query = (options.query ? parseWith(options.query, queryObject(new URL(request.url))) : undefined) as Out<QS>;

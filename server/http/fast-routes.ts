@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { processSingleton } from "../singleton";
 import { ClientGone, jsonBodyLimit, readNodeBody } from "./body";
 import { type Answer, answerInbound } from "./inbound";
-import { envelopeHeaders, errorAnswer, newRequestId } from "./responses";
+import { envelopeHeaders, errorAnswer, requestIdOf } from "./responses";
 
 // Routes the production server (scripts/start.mjs) answers on Node's own request and response,
 // before Next's request handling: provider webhooks arrive at a rate no person's request does
@@ -59,7 +59,7 @@ function decodeSegment(segment: string): string {
 
 function inbound(segment: string): FastHandler {
   return async (req, res) => {
-    const requestId = newRequestId();
+    const requestId = requestIdOf(req.headers);
     let answer: Answer;
     let close = false;
     try {

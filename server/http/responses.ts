@@ -1,5 +1,5 @@
 import { ApiError } from "../errors";
-import { currentRequestId } from "../observability/context";
+import { requestIdOf } from "../observability/context";
 import { log } from "../observability/log";
 import { metrics } from "../observability/metrics";
 
@@ -14,8 +14,8 @@ export const CORS_HEADERS: Record<string, string> = {
   "Access-Control-Max-Age": "86400",
 };
 
-/** The request's ID: the one its log line carries (server/observability), or a new one outside a request. */
-export const newRequestId = currentRequestId;
+/** The request's ID: the one its log line carries (server/observability/context.ts), or a new one outside a request. */
+export { requestIdOf };
 
 /** The headers of every enveloped JSON answer: content type, Request-Id and CORS. */
 export function envelopeHeaders(requestId: string, headers: Record<string, string> = {}): Record<string, string> {
@@ -62,12 +62,12 @@ export function errorResponse(err: unknown, requestId: string, headers: Record<s
   return jsonResponse(answer.status, answer.body, requestId, answer.headers);
 }
 
-export function preflightResponse(): Response {
-  return new Response(null, { status: 204, headers: { ...CORS_HEADERS, "Request-Id": newRequestId() } });
+export function preflightResponse(request: Request): Response {
+  return new Response(null, { status: 204, headers: { ...CORS_HEADERS, "Request-Id": requestIdOf(request.headers) } });
 }
 
 export function routeNotFound(request: Request): Response {
   const url = new URL(request.url);
   const err = new ApiError("route_not_found", `Unrecognized request URL (${request.method}: ${url.pathname}).`);
-  return errorResponse(err, newRequestId());
+  return errorResponse(err, requestIdOf(request.headers));
 }

@@ -1,11 +1,18 @@
-import { AsyncLocalStorage } from "node:async_hooks";
+import type { IncomingHttpHeaders } from "node:http";
 import { newId } from "../ids";
 import { processSingleton } from "../singleton";
 
 // What one HTTP request is, as the request log and the metrics see it: its request_id (the one
-// the client gets back), and who made it once that is known. The HTTP hook (http-hook.ts)
-// opens a context for every request any server of this process takes; the handlers deep in the
-// app fill it in (authentication names the account and key) without passing it around.
+// the client gets back), and who made it once that is known. The HTTP hook (http-hook.ts) opens
+// a context for every request any server of this process takes and hands its ID to the
+// handlers on an internal request header (replacing whatever a client sent under that name);
+// the handlers read it from there and name the caller once authentication knows it.
+//
+// No AsyncLocalStorage: on Node 20 every storage that has ever been entered makes every promise
+// the process creates copy its store, which cost more than the whole request log.
+
+/** The request header the hook writes the request's ID to. Only the hook's own value is believed. */
+export const REQUEST_ID_HEADER = "x-relay-request-id";
 
 export interface RequestContext {
   requestId: string;
@@ -13,24 +20,39 @@ export interface RequestContext {
   keyId?: string;
 }
 
-const storage = processSingleton("request-context", () => new AsyncLocalStorage<RequestContext>());
+/** The contexts of the requests under way, by request ID (the hook adds and removes them). */
+const open = processSingleton("request-contexts", () => new Map<string, RequestContext>());
 
-export function runWithRequestContext<T>(context: RequestContext, fn: () => T): T {
-  return storage.run(context, fn);
+/** For the hook: a request starts (its context is findable by ID until closeRequest). */
+export function openRequest(context: RequestContext): void {
+  open.set(context.requestId, context);
 }
 
-export function requestContext(): RequestContext | undefined {
-  return storage.getStore();
+export function closeRequest(requestId: string): void {
+  open.delete(requestId);
 }
 
-/** The current request's ID (so every answer and log line of one request share it), or a new one outside a request. */
-export function currentRequestId(): string {
-  return storage.getStore()?.requestId ?? newId("request");
+type AnyHeaders = Headers | IncomingHttpHeaders;
+
+function headerValue(headers: AnyHeaders): string | undefined {
+  if (typeof (headers as Headers).get === "function") return (headers as Headers).get(REQUEST_ID_HEADER) ?? undefined;
+  const value = (headers as IncomingHttpHeaders)[REQUEST_ID_HEADER];
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * The ID of the request with these headers: the one the hook gave it (so every answer and log
+ * line of one request share it), or a new one where no hook runs (tests calling a handler
+ * directly). A value the hook did not hand out, say one a client sent itself, is not believed.
+ */
+export function requestIdOf(headers: AnyHeaders): string {
+  const given = headerValue(headers);
+  return given !== undefined && open.has(given) ? given : newId("request");
 }
 
 /** Records who is calling, for the request's log line (IDs only, never a secret). */
-export function annotateRequest(who: { accountId: string; keyId: string | null }): void {
-  const context = storage.getStore();
+export function annotateRequest(requestId: string, who: { accountId: string; keyId: string | null }): void {
+  const context = open.get(requestId);
   if (!context) return;
   context.accountId = who.accountId;
   if (who.keyId) context.keyId = who.keyId;

@@ -1,53 +1,41 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import { newId } from "../ids";
 import { processSingleton } from "../singleton";
-import { runWithRequestContext, type RequestContext } from "./context";
-import { log } from "./log";
+import { closeRequest, openRequest, REQUEST_ID_HEADER, type RequestContext } from "./context";
+import { logRequest } from "./log";
 import { metrics } from "./metrics";
+import { routeTemplate } from "./routes";
 
 type Counter = ReturnType<ReturnType<typeof metrics>["httpRequests"]["labels"]>;
 type Histogram = ReturnType<ReturnType<typeof metrics>["httpDuration"]["labels"]>;
-import { routeTemplate } from "./routes";
 
 // One place sees every HTTP request of the process, whichever server took it (`next start`,
 // the standalone server.js, `npm start` and its fast routes, `next dev`): the `request` event
 // of node:http servers, hooked as OpenTelemetry's HTTP instrumentation does. For each request
-// it opens the request context (so the handlers' request_id is the log's), makes sure the
-// answer carries that Request-Id, and when the response ends writes one log line and the
-// request metrics. It also keeps count of open requests and of the servers, for shutdown.
-
-const REQUEST_ID = "request-id";
+// it opens the request context and hands its ID to the handlers (context.ts), gives the answer
+// that Request-Id (a handler's own Request-Id header, always the same ID, takes its place), and
+// when the response ends writes one log line and the request metrics. It also keeps count of
+// open requests and of the servers, for shutdown.
+//
+// This runs for every request, so it allocates little: one context, one listener.
 
 interface HookState {
   installed: boolean;
+  /** False only while npm run bench has switched the hook off (BENCH_OBSERVABILITY_SWITCH). */
+  enabled: boolean;
   servers: Set<http.Server>;
   open: number;
   /** Resolved whenever `open` drops to 0. */
   idleWaiters: (() => void)[];
 }
 
-const state = processSingleton<HookState>("http-hook", () => ({ installed: false, servers: new Set(), open: 0, idleWaiters: [] }));
+const state = processSingleton<HookState>("http-hook", () => ({ installed: false, enabled: true, servers: new Set(), open: 0, idleWaiters: [] }));
 
-/** Adds our Request-Id to the response unless the handler set one (it sets the same one). */
-function stampRequestId(res: ServerResponse, requestId: string): void {
-  const writeHead = res.writeHead;
-  res.writeHead = function (this: ServerResponse, ...args: Parameters<typeof writeHead>) {
-    if (!this.headersSent && !this.hasHeader(REQUEST_ID) && !headersArgHas(args, REQUEST_ID)) this.setHeader("Request-Id", requestId);
-    return writeHead.apply(this, args);
-  } as typeof writeHead;
-}
-
-/** Whether writeHead's own headers argument (an object, or a flat [name, value, ...] array) names `header`. */
-function headersArgHas(args: unknown[], header: string): boolean {
-  const headers = args.find((a, i) => i > 0 && a !== null && typeof a === "object");
-  if (!headers) return false;
-  if (Array.isArray(headers)) return headers.some((v, i) => i % 2 === 0 && String(v).toLowerCase() === header);
-  return Object.keys(headers).some((k) => k.toLowerCase() === header);
-}
-
-function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestContext, started: bigint): void {
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  const pathname = (req.url ?? "/").split("?", 1)[0]!;
+function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestContext, started: number): void {
+  const seconds = (performance.now() - started) / 1000;
+  const url = req.url ?? "/";
+  const query = url.indexOf("?");
+  const pathname = query === -1 ? url : url.slice(0, query);
   const route = routeTemplate(pathname);
   const method = req.method ?? "GET";
   // Cut off before the answer was complete: 499, as proxies log it.
@@ -55,10 +43,9 @@ function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestCon
   const series = requestSeries(route, method, status);
   series.requests.inc();
   series.duration.observe(seconds);
-  const header = res.getHeader(REQUEST_ID);
-  const requestId = typeof header === "string" ? header : context.requestId;
-  const record = {
-    request_id: requestId,
+  const header = res.getHeader("request-id");
+  logRequest({
+    request_id: typeof header === "string" ? header : context.requestId,
     method,
     route,
     path: route === pathname ? undefined : pathname,
@@ -66,10 +53,7 @@ function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestCon
     duration_ms: Math.round(seconds * 10_000) / 10,
     account_id: context.accountId,
     key_id: context.keyId,
-  };
-  const logger = log();
-  if (status >= 500) logger.error(record, "request");
-  else logger.info(record, "request");
+  });
 }
 
 /** The request metrics' children by route, method and status, so a request does not hash its labels twice. */
@@ -97,26 +81,43 @@ export function installHttpHook(): void {
   if (state.installed) return;
   state.installed = true;
   const emit = http.Server.prototype.emit as (this: http.Server, event: string | symbol, ...args: unknown[]) => boolean;
-  http.Server.prototype.emit = function (this: http.Server, event: string | symbol, ...args: unknown[]) {
-    if (event !== "request") return emit.apply(this, [event, ...args]);
-    const [req, res] = args as [IncomingMessage, ServerResponse];
+  http.Server.prototype.emit = function (this: http.Server, event: string | symbol, req?: unknown, res?: unknown) {
+    // `arguments`, not a rest array: this runs for every event of every server.
+    if (event !== "request" || !state.enabled) return emit.apply(this, arguments as unknown as [string, ...unknown[]]);
+    const request = req as IncomingMessage;
+    const response = res as ServerResponse;
     state.servers.add(this);
     const context: RequestContext = { requestId: newId("request") };
-    const started = process.hrtime.bigint();
+    const started = performance.now();
+    // Whatever a client sent under this name is replaced: handlers believe only this value.
+    request.headers[REQUEST_ID_HEADER] = context.requestId;
+    response.setHeader("Request-Id", context.requestId);
+    openRequest(context);
     state.open++;
-    stampRequestId(res, context.requestId);
     // 'close' comes once per response, after 'finish' when it was sent whole, alone when the
     // client went away first.
-    res.once("close", () => {
+    response.once("close", () => {
+      closeRequest(context.requestId);
       settle();
       try {
-        onFinish(req, res, context, started);
+        onFinish(request, response, context, started);
       } catch {
         // Observability must never break a response.
       }
     });
-    return runWithRequestContext(context, () => emit.apply(this, [event, ...args]));
+    return emit.apply(this, arguments as unknown as [string, ...unknown[]]);
   } as typeof http.Server.prototype.emit;
+}
+
+/**
+ * Bench only (BENCH_OBSERVABILITY_SWITCH): each SIGUSR2 switches the request log and metrics off
+ * or back on. Requests then take the path they take without the hook (no context, no line, no
+ * series; servers are not tracked for shutdown, which a bench does not need).
+ */
+export function switchObservabilityOnSignal(): void {
+  process.on("SIGUSR2", () => {
+    state.enabled = !state.enabled;
+  });
 }
 
 /** Requests under way in this process. */

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { config } from "../config";
 import { ApiError } from "../errors";
-import { errorResponse, newRequestId } from "../http/responses";
+import { errorResponse, requestIdOf } from "../http/responses";
 import { metrics } from "./metrics";
 
 /** Whether `authorization` is `Bearer <token>` (compared in constant time). */
@@ -20,7 +20,7 @@ export async function metricsResponse(request: Request): Promise<Response> {
     const err = missing
       ? new ApiError("missing_api_key", "GET /metrics needs 'Authorization: Bearer <METRICS_TOKEN>'.")
       : new ApiError("invalid_api_key", "Wrong metrics token.");
-    const res = errorResponse(err, newRequestId());
+    const res = errorResponse(err, requestIdOf(request.headers));
     res.headers.set("WWW-Authenticate", 'Bearer realm="metrics"');
     return res;
   }
@@ -28,6 +28,6 @@ export async function metricsResponse(request: Request): Promise<Response> {
   try {
     return new Response(await registry.metrics(), { headers: { "Content-Type": registry.contentType, "Cache-Control": "no-store" } });
   } catch (err) {
-    return errorResponse(err, newRequestId());
+    return errorResponse(err, requestIdOf(request.headers));
   }
 }

@@ -5,9 +5,10 @@ import { sessionActor } from "../auth/session";
 import { ApiError } from "../errors";
 import { jsonBodyLimit, readBody } from "../http/body";
 import { clientIp } from "../http/client-ip";
-import { newRequestId } from "../http/responses";
+import { requestIdOf } from "../http/responses";
 import { jsonTooDeep, MAX_JSON_DEPTH } from "../http/validation";
-import { MAX_BATCH_SIZE, runWithRequestId } from "./init";
+import { annotateRequest } from "../observability/context";
+import { MAX_BATCH_SIZE } from "./init";
 import { appRouter } from "./router";
 
 const ENDPOINT = "/api/trpc";
@@ -40,7 +41,7 @@ function procedurePath(pathname: string): string {
 
 /** Serves /api/trpc/*; the caller is the next-auth session's account (tests pass their own). */
 export async function handleTrpc(req: Request, resolveActor: () => Promise<Actor | null> = sessionActor): Promise<Response> {
-  const requestId = newRequestId();
+  const requestId = requestIdOf(req.headers);
   let request = req;
   // A refused body becomes the error of every call in the request, in tRPC's own shape.
   let error: TRPCError | null = null;
@@ -51,20 +52,37 @@ export async function handleTrpc(req: Request, resolveActor: () => Promise<Actor
     error = new TRPCError({ code: err.status === 413 ? "PAYLOAD_TOO_LARGE" : "BAD_REQUEST", message: err.message, cause: err });
     request = new Request(req.url, { method: req.method, headers: req.headers });
   }
-  return runWithRequestId(requestId, () =>
-    resolveResponse({
-      router: appRouter,
-      req: request,
-      path: procedurePath(new URL(request.url).pathname),
-      error,
-      maxBatchSize: MAX_BATCH_SIZE,
-      createContext: async () => ({ actor: await resolveActor(), requestId, clientIp: clientIp(req.headers) }),
-      responseMeta({ errors }) {
-        // A 429's Retry-After (and any other header an ApiError carries) reaches the browser.
-        const headers: Record<string, string> = { "Request-Id": requestId };
-        for (const e of errors) if (e.cause instanceof ApiError) Object.assign(headers, e.cause.headers);
-        return { headers };
-      },
-    }),
-  );
+  let contextMade = false;
+  const response = await resolveResponse({
+    router: appRouter,
+    req: request,
+    path: procedurePath(new URL(request.url).pathname),
+    error,
+    maxBatchSize: MAX_BATCH_SIZE,
+    createContext: async () => {
+      const actor = await resolveActor();
+      if (actor) annotateRequest(requestId, actor);
+      contextMade = true;
+      return { actor, requestId, clientIp: clientIp(req.headers) };
+    },
+    responseMeta({ errors }) {
+      // A 429's Retry-After (and any other header an ApiError carries) reaches the browser.
+      const headers: Record<string, string> = { "Request-Id": requestId };
+      for (const e of errors) if (e.cause instanceof ApiError) Object.assign(headers, e.cause.headers);
+      return { headers };
+    },
+  });
+  return contextMade ? response : withRequestId(response, requestId);
+}
+
+/**
+ * An error answer tRPC built without our context carries `"requestId":null` (init.ts): the
+ * request's ID goes in its place. The text can only be the formatter's own key, since any quote
+ * inside a message or input is escaped in JSON. (Such an answer is never a stream, and tRPC
+ * sets no Content-Type on it.)
+ */
+async function withRequestId(response: Response, requestId: string): Promise<Response> {
+  if (response.status < 400 || !response.body) return response;
+  const text = (await response.text()).replaceAll('"requestId":null', `"requestId":${JSON.stringify(requestId)}`);
+  return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
 }

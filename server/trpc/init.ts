@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from "node:async_hooks";
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
@@ -43,17 +42,12 @@ function apiCode(error: TRPCError): { code: ErrorCode; param: string | null } {
   return { code: "internal_error", param: null };
 }
 
-/**
- * The request ID of the HTTP request being served, for errors tRPC raises before it creates the
- * context (an oversized batch, a body that is not JSON).
- */
-const currentRequestId = new AsyncLocalStorage<string>();
-export const runWithRequestId = <T>(requestId: string, fn: () => T): T => currentRequestId.run(requestId, fn);
-
 const t = initTRPC.context<TrpcContext>().create({
   errorFormatter({ shape, error, ctx }) {
     const { code, param } = apiCode(error);
-    const requestId = ctx?.requestId ?? currentRequestId.getStore() ?? null;
+    // Without a context (an error tRPC raised before creating it: an oversized batch, a body
+    // that is not JSON), null here; handleTrpc fills in the request's ID.
+    const requestId = ctx?.requestId ?? null;
     const masked = code === "internal_error";
     if (masked) console.error(`[trpc] ${requestId ?? ""}`, error.cause ?? error);
     return {

@@ -7,7 +7,7 @@ import { inngest } from "@/inngest/client";
 import { functions } from "@/inngest/functions";
 import { config } from "@/server/config";
 import { ApiError } from "@/server/errors";
-import { errorResponse, newRequestId } from "@/server/http/responses";
+import { errorResponse, requestIdOf } from "@/server/http/responses";
 
 const handlers = serve({ client: inngest, functions });
 
@@ -15,7 +15,7 @@ function whenConfigured(handler: (request: NextRequest, context: unknown) => Pro
   return (request: NextRequest, context: unknown): Promise<Response> | Response => {
     if (config().deliveryEngine === "inngest") return handler(request, context);
     const err = new ApiError("route_not_found", "Inngest is not configured on this server (set INNGEST_EVENT_KEY or INNGEST_DEV); the embedded runner delivers.");
-    return errorResponse(err, newRequestId());
+    return errorResponse(err, requestIdOf(request.headers));
   };
 }
 

@@ -1,9 +1,9 @@
 // GET /api/files/<file_id>?expires=&signature= - download through a signed, expiring URL
-import { errorResponse, newRequestId } from "@/server/http/responses";
+import { errorResponse, requestIdOf } from "@/server/http/responses";
 import { downloadFile } from "@/server/services/file-download";
 
 export async function GET(request: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
-  const requestId = newRequestId();
+  const requestId = requestIdOf(request.headers);
   const { id } = await ctx.params;
   try {
     const response = await downloadFile(request, id);

@@ -3,12 +3,12 @@
 // handling (server/http/fast-routes.ts); this route serves it under `next dev` and tests.
 import { jsonBodyLimit, readBody } from "@/server/http/body";
 import { answerInbound } from "@/server/http/inbound";
-import { envelopeHeaders, errorResponse, jsonResponse, newRequestId } from "@/server/http/responses";
+import { envelopeHeaders, errorResponse, jsonResponse, requestIdOf } from "@/server/http/responses";
 
 export const dynamic = "force-dynamic";
 
 export async function POST(request: Request, { params }: { params: Promise<{ lineId: string }> }): Promise<Response> {
-  const requestId = newRequestId();
+  const requestId = requestIdOf(request.headers);
   try {
     const { lineId } = await params;
     const body = await readBody(request, jsonBodyLimit(), "request_too_large");
