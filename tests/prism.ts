@@ -2,13 +2,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import path from "node:path";
 
-// A mock of a provider's API generated from the vendor's own OpenAPI document (../shared/specs)
+// A mock of a provider's API generated from the vendor's own OpenAPI document (tests/specs: copies
+// of the documents the providers publish, kept in the repo so a clean clone tests on its own)
 // by Prism, on a loopback port: it validates every request against the document and answers
 // 4xx (the document's error response, or 422) for one the real API would reject. Contract
 // tests point an adapter at it and assert that each call the adapter makes succeeds.
 
 const PRISM = path.resolve(import.meta.dirname, "../node_modules/@stoplight/prism-cli/dist/index.js");
-export const SPECS = path.resolve(import.meta.dirname, "../../shared/specs");
+export const SPECS = path.resolve(import.meta.dirname, "specs");
 
 export interface PrismMock {
   url: string;
@@ -28,7 +29,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Starts `prism mock` for `specFile` (a name in ../shared/specs) and waits until it listens. */
+/** Starts `prism mock` for `specFile` (a name in tests/specs) and waits until it listens. */
 export async function startPrism(specFile: string, timeoutMs = 60_000): Promise<PrismMock> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, [PRISM, "mock", "-h", "127.0.0.1", "-p", String(port), path.join(SPECS, specFile)], {

@@ -4,7 +4,7 @@ import { smsGatewayProvider } from "@/server/platform/sms-gateway";
 import { type PrismMock, startPrism } from "./prism";
 
 // Every request the SMS Gateway adapter makes, checked against the vendor's own OpenAPI
-// document (../shared/specs/sms-gateway.openapi.json) by a Prism mock: each must be valid and
+// document (tests/specs/sms-gateway.openapi.json) by a Prism mock: each must be valid and
 // get the document's success status. The document describes the cloud API, whose paths sit at
 // the root of the server URL (https://api.sms-gate.app/3rdparty/v1), as the phone's local
 // server's do: the mock's URL is the line's base URL.

@@ -4,7 +4,7 @@ import { z } from "zod";
 // (capcom6/android-sms-gateway 0cdc5d8: modules/localserver/{WebService.kt, routes/*,
 // domain/messages/*}, modules/webhooks/{domain,payload}/*, extensions/GsonBuilder.kt), the
 // cloud server (android-sms-gateway/server, handlers/*/3rdparty.go) and the bundled OpenAPI
-// document (/work/shared/specs/sms-gateway.openapi.json). See PLATFORMS.md section 2.
+// document (tests/specs/sms-gateway.openapi.json). See PLATFORMS.md section 2.
 //
 // The app serializes with Gson, which leaves out null fields: every field we do not rely on
 // is optional and nullable. Dates are ISO 8601 with the device's offset

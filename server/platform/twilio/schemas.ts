@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 // Zod schemas of what Twilio's Programmable Messaging API (REST 2010-04-01) answers and posts.
-// Source: /work/shared/specs/twilio-messages.openapi.json (twilio/twilio-oai d50069b,
+// Source: tests/specs/twilio-messages.openapi.json (twilio/twilio-oai d50069b,
 // `api.v2010.account.message`, `ListMessageResponse`, `ListMediaResponse`) and PLATFORMS.md §3.
 //
 // Lenient where Twilio is: every message field but `sid` is nullable in the document, numbers
