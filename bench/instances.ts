@@ -277,6 +277,7 @@ export async function measureInstances(o: InstancesOptions, parts: InstancesPart
       }
     }
     await observe(true);
+    const ratios = withLog.map((w, n) => 1 - w.result.rps / withoutLog[n]!.result.rps);
     return {
       throughput: throughputs,
       observability: {
@@ -286,8 +287,8 @@ export async function measureInstances(o: InstancesOptions, parts: InstancesPart
         withoutLogCpuMs: withoutLog.map((w) => w.cpuMs),
         warmUpSeconds,
         roundSeconds,
-        ratios: withLog.map((w, n) => 1 - w.result.rps / withoutLog[n]!.result.rps),
-        overhead: median(withLog.map((w, n) => 1 - w.result.rps / withoutLog[n]!.result.rps)),
+        ratios,
+        overhead: median(ratios),
         cpuOverhead: median(withLog.map((w, n) => w.cpuMs / withoutLog[n]!.cpuMs - 1)),
       },
     };

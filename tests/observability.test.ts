@@ -7,7 +7,7 @@ import { ApiError } from "@/server/errors";
 import { errorAnswer } from "@/server/http/responses";
 import { annotateRequest, requestIdOf } from "@/server/observability/context";
 import { installHttpHook, openRequests } from "@/server/observability/http-hook";
-import { LineBatch, log, logRequest, readableLine } from "@/server/observability/log";
+import { LineBatch, log, logRequest, readableLine, resetLogger } from "@/server/observability/log";
 import { metrics } from "@/server/observability/metrics";
 import { routeTemplate, tableOf } from "@/server/observability/routes";
 import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
@@ -186,6 +186,17 @@ describe("the request log and request metrics (every request any server of the p
     batch.flushSync();
     expect(chunks.at(-1)).toBe(lines[0]);
     expect(synced).toBe(1);
+  });
+
+  it("sets stdout's batch up once per process, however often the logger is rebuilt", () => {
+    resetLogger();
+    log();
+    const exitHooks = process.listenerCount("exit");
+    for (let i = 0; i < 3; i++) {
+      resetLogger();
+      log();
+    }
+    expect(process.listenerCount("exit")).toBe(exitHooks);
   });
 
   it("prints records readably under npm run dev", () => {

@@ -120,12 +120,14 @@ const state = processSingleton("logger", () => ({
   destination: undefined as DestinationStream | undefined,
   /** Where the logger writes (the request log writes there too). */
   stream: null as DestinationStream | null,
+  /** The process's one stdout batch (its flush timer and exit hook are set up once). */
+  stdout: null as DestinationStream | null,
 }));
 
 /** The process's logger (created on first use from LOG_LEVEL). */
 export function log(): Logger {
   if (!state.logger) {
-    state.stream = state.destination ?? (config().NODE_ENV === "development" ? readableStdout() : stdoutBuffered());
+    state.stream = state.destination ?? (config().NODE_ENV === "development" ? readableStdout() : (state.stdout ??= stdoutBuffered()));
     state.logger = createLogger(state.stream);
   }
   return state.logger;
