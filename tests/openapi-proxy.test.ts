@@ -151,6 +151,8 @@ describe("the OpenAPI document behind a validating proxy", () => {
         { name: "no to", key: f.key, json: { from, text: "x" }, status: 400, code: "missing_required_parameter", invalid: true },
         { name: "never messaged", key: f.key, json: { from, to: "+15550000002", text: "x" }, status: 403, code: "contact_has_not_messaged" },
         { name: "unknown file", key: f.key, json: { from, to: alice, attachments: ["file_nope"] }, status: 404, code: "file_not_found" },
+        { name: "body over 1 MiB", key: f.key, json: { from, to: alice, text: "x".repeat(1_100_000) }, status: 413, code: "request_too_large", invalid: true },
+        { name: "restricted key", key: restricted, json: send1, status: 403, code: "line_not_accessible" },
       ],
       sendAudioMessage: [
         { name: "unknown file", key: f.key, json: { from, to: alice, audio_message: "file_nope" }, status: 404, code: "file_not_found" },
@@ -212,12 +214,14 @@ describe("the OpenAPI document behind a validating proxy", () => {
       deleteWebhook: [
         { name: "delete", key: f.key, json: { id: hook2.body.id }, status: 200 },
         { name: "unknown", key: f.key, json: { id: "wh_nope" }, status: 404, code: "webhook_not_found" },
+        { name: "another line's", key: restricted, json: { id: hook.body.id }, status: 403, code: "line_not_accessible" },
         { name: "no id", key: f.key, json: {}, status: 400, code: "missing_required_parameter", invalid: true },
       ],
       listDeliveries: [
         { name: "page", key: f.key, query: q({ webhook_id: hook.body.id }), status: 200 },
         { name: "neither", key: f.key, status: 400, code: "missing_required_parameter" },
         { name: "unknown delivery", key: f.key, query: q({ id: "dlv_nope" }), status: 404, code: "delivery_not_found" },
+        { name: "another line's webhook", key: restricted, query: q({ webhook_id: hook.body.id }), status: 403, code: "line_not_accessible" },
       ],
       resendDeliveries: [
         { name: "resend", key: f.key, json: { webhook_id: hook.body.id, since: 0 }, status: 200 },
@@ -226,6 +230,7 @@ describe("the OpenAPI document behind a validating proxy", () => {
       ],
       rotateWebhookSecret: [
         { name: "rotate", key: f.key, json: { id: hook.body.id }, status: 200 },
+        { name: "another line's", key: restricted, json: { id: hook.body.id }, status: 403, code: "line_not_accessible" },
         { name: "unknown", key: f.key, json: { id: "wh_nope" }, status: 404, code: "webhook_not_found" },
         { name: "no id", key: f.key, json: {}, status: 400, code: "missing_required_parameter", invalid: true },
       ],
