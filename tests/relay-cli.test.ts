@@ -332,4 +332,30 @@ describe("relay CLI", () => {
     expect(ready).toMatchObject({ type: "ready", secret: rotated.secret });
     expect((await relay(["listen", "--print-secret"])).stdout.trim()).toBe(rotated.secret);
   });
+
+  it("listen still forwards when the config folder cannot be written, with a secret of its own", async () => {
+    const blocked = path.join(configDir, "not-a-folder");
+    writeFileSync(blocked, "a file where the config folder should be");
+    const abort = new AbortController();
+    let stdout = "";
+    let stderr = "";
+    const running = runCli(["listen", "--forward-to", "http://127.0.0.1:9/hook", "--json"], {
+      stdout: (t) => (stdout += t),
+      stderr: (t) => (stderr += t),
+      env: { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key, RELAY_BASE_URL: "http://localhost:3000" },
+      fetch: apiFetch,
+      signal: abort.signal,
+    });
+    try {
+      await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
+    } finally {
+      abort.abort();
+      await running.catch(() => EXIT.ok);
+    }
+    expect(JSON.parse(stdout.trim().split("\n")[0]!).secret).toMatch(/^whsec_/);
+    expect(stderr).toContain("Could not save the signing secret");
+    const printed = await relay(["listen", "--print-secret"], { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key });
+    expect(printed.code).toBe(EXIT.apiError);
+    expect(printed.stderr).toContain("could not keep the signing secret");
+  });
 });

@@ -456,8 +456,14 @@ async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: 
   const rotate = values["rotate-secret"] === true;
   if (values["print-secret"]) {
     if (values["forward-to"]) throw new UsageError("--print-secret shows the secret and exits: leave out --forward-to");
-    const { secret, created } = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate });
-    log({ secret, created, rotated: rotate }, secret);
+    let saved: { secret: string; created: boolean };
+    try {
+      saved = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate });
+    } catch (err) {
+      io.stderr(`${ui.red("Error:")} could not keep the signing secret in ${login.dir} (${(err as Error).message}). Set RELAY_CONFIG_DIR to a folder you can write.\n`);
+      return EXIT.apiError;
+    }
+    log({ secret: saved.secret, created: saved.created, rotated: rotate }, saved.secret);
     return EXIT.ok;
   }
   const target = need(values, "forward-to");
@@ -466,7 +472,11 @@ async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: 
   } catch {
     throw new UsageError(`--forward-to must be a URL such as http://localhost:4000/webhooks`);
   }
-  const { secret } = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate });
+  const { secret } = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate }).catch((err: Error) => {
+    // A config folder it cannot write (read-only home): this run still works, with a secret of its own.
+    io.stderr(ui.yellow(`Could not save the signing secret in ${login.dir} (${err.message}): this run uses a new one.\n`));
+    return { secret: `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24))))}` };
+  });
   if (rotate) log({ type: "rotated", secret }, `${ui.yellow("New signing secret")} (the old one no longer signs): ${ui.bold(secret)}`);
   const forwarded = recentIds();
   for await (const event of relay.listen(
