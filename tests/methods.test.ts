@@ -3,6 +3,8 @@ import net, { type AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as benchEcho } from "@/app/api/bench/echo/route";
+import { resetConfig } from "@/server/config";
+import { clientIp } from "@/server/http/client-ip";
 import { installHttpHook } from "@/server/observability/http-hook";
 import { call, dispatch, expectRequestId, inbound, makeAccount } from "./helpers";
 
@@ -17,6 +19,12 @@ let port: number;
 beforeAll(async () => {
   installHttpHook();
   server = http.createServer(async (req, res) => {
+    if (req.url === "/client-ip") {
+      // What the sign-in and sign-up limits see as the caller's address.
+      const headers = new Headers(Object.entries(req.headers).filter((e): e is [string, string] => typeof e[1] === "string"));
+      res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ ip: clientIp(headers) }));
+      return;
+    }
     const body = req.method === "GET" || req.method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
     const headers = new Headers();
     for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
@@ -168,5 +176,32 @@ describe("POST /api/bench/echo without BENCH_ECHO", () => {
     expect(res.status).toBe(404);
     expect((await res.json()).error.code).toBe("route_not_found");
     expect(pulled).toBeLessThanOrEqual(1); // a stream may pull once when it is set up; never the body
+  });
+});
+
+describe("the client address of the per-address sign-in and sign-up limits", () => {
+  async function seen(forwardedFor: string): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: "127.0.0.1", port, path: "/client-ip", headers: { "x-forwarded-for": forwardedFor }, agent: false }, (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => (text += c));
+        res.on("end", () => resolve((JSON.parse(text) as { ip: unknown }).ip));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  it("is the connection's address without TRUST_PROXY_HOPS (a forged X-Forwarded-For is ignored), else the entry that many hops from the right", async () => {
+    try {
+      expect(await seen("198.51.100.7")).toBe("127.0.0.1");
+      process.env.TRUST_PROXY_HOPS = "1";
+      resetConfig();
+      expect(await seen("198.51.100.7, 203.0.113.9")).toBe("203.0.113.9");
+      expect(await seen("not-an-address")).toBeNull();
+    } finally {
+      delete process.env.TRUST_PROXY_HOPS;
+      resetConfig();
+    }
   });
 });
