@@ -88,8 +88,11 @@ describe("a production instance (npm start, embedded PGlite)", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("is ready: database migrated, storage writable, delivery running; lines summarised", async () => {
-    const res = await fetch(`${app.base}/readyz`);
+  it("is ready: database migrated, storage writable, delivery running; lines summarised (details only with METRICS_TOKEN)", async () => {
+    const bare = await fetch(`${app.base}/readyz`);
+    expect(bare.status).toBe(200);
+    expect(await bare.json()).toEqual({ status: "ready" });
+    const res = await fetch(`${app.base}/readyz`, { headers: { authorization: "Bearer metrics-token-e2e-0123" } });
     const body = await res.json();
     expect(res.status).toBe(200);
     expect(body).toMatchObject({

@@ -255,6 +255,33 @@ describe("GET /metrics", () => {
     expect(ok.text).toContain("relay_http_requests_total");
   });
 
+  it("outside development, is 401 without METRICS_TOKEN (set or not: the server still runs), and /readyz shows details only with it", async () => {
+    const env = process.env as Record<string, string | undefined>;
+    const nodeEnv = env.NODE_ENV;
+    try {
+      env.NODE_ENV = "production";
+      resetConfig();
+      const closed = await scrape();
+      expect(closed.status).toBe(401);
+      expect(closed.body.error.code).toBe("missing_api_key");
+      expect(closed.body.error.message).toContain("METRICS_TOKEN");
+      expect(closed.body.request_id).toMatch(/^req_/);
+      expect((await scrape({ authorization: "Bearer anything-at-all-0123" })).status).toBe(401);
+      const bare = await get("/readyz");
+      expect(Object.keys(bare.body)).toEqual(["status"]);
+
+      process.env.METRICS_TOKEN = "scrape-token-0123456789";
+      resetConfig();
+      expect((await scrape()).status).toBe(401);
+      expect((await scrape({ authorization: "Bearer scrape-token-0123456789" })).status).toBe(200);
+      expect(Object.keys((await get("/readyz")).body)).toEqual(["status"]);
+      const detailed = await dispatch(new Request("http://localhost:3000/readyz", { headers: { authorization: "Bearer scrape-token-0123456789" } }));
+      expect((await detailed.json()).checks.database).toBeDefined();
+    } finally {
+      env.NODE_ENV = nodeEnv;
+    }
+  });
+
   it("refuses a malformed METRICS_TOKEN at startup, naming it", () => {
     for (const bad of ["short", "has spaces in it, sixteen+", "x".repeat(300)]) {
       let error: unknown;
