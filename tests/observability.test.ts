@@ -118,6 +118,20 @@ describe("the request log and request metrics (every request any server of the p
     expect(openRequests()).toBe(0);
   });
 
+  it("never logs a query string: an inbound URL's ?token= stays out of the JSON and the readable (npm run dev) line", async () => {
+    const { records } = await captureLog(async () => {
+      const res = await fetch(`${base}/api/inbound/ln_01m8911r1svcjbnws49kkjf72s?token=inbound-secret-123&password=pw-secret-456`);
+      await res.text();
+      await new Promise((r) => setTimeout(r, 20));
+    });
+    const line = records.find((r) => r.msg === "request" && String(r.path ?? r.route).startsWith("/api/inbound/"));
+    expect(line).toBeDefined();
+    for (const text of [JSON.stringify(records), readableLine(JSON.stringify(line))]) {
+      expect(text).not.toContain("inbound-secret-123");
+      expect(text).not.toContain("pw-secret-456");
+    }
+  });
+
   it("believes only its own request ID: one a client sends on the internal header is replaced", async () => {
     const { result, records } = await captureLog(async () => {
       const sent = { "x-relay-request-id": "req_01aaaaaaaaaaaaaaaaaaaaaaaa" };
