@@ -56,7 +56,11 @@ import { checkWebhookUrl, isForbiddenAddress } from "@/server/webhooks/url-guard
 //   quadratic on one long line ("chat chat chat …"): the text is capped at 4 KiB first.
 //   platform/matching.ts /\.[^.]*$/ and /\s+/g: one run per '.', linear.
 // - fast-routes.ts INBOUND /^\/api\/inbound\/([^/?#]+)(?:\?|$)/: anchored, one class.
-// - Not user input: config.ts (environment), audio/ffmpeg.ts (ffmpeg's own output and path),
+// - platform/*: the /\/+$/ on provider URL settings (bluebubbles, sms-gateway, twilio index and
+//   client files) is quadratic: rewritten with the URL length cap in the provider-URL change.
+//   Provider answers: sms-gateway/schemas.ts timestamps (anchored; the offset regexp is
+//   bounded), twilio/schemas.ts and inbound.ts (anchored, bounded), twilio/platform.ts (classes).
+// - Not user input: PUBLIC_URL's /\/+$/ in platform/connection.ts and storage/signed-urls.ts, config.ts (environment), audio/ffmpeg.ts (ffmpeg's own output and path),
 //   db/schema-diff.ts (migration SQL).
 // - Skipped here: graphql/types/files.ts content_base64, being rewritten in another change.
 
