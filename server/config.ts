@@ -151,8 +151,9 @@ const EnvSchema = z.object({
     .optional()
     .or(z.literal("").transform(() => undefined)),
   /**
-   * When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open
-   * (keep it behind the proxy then).
+   * GET /metrics and /readyz's details require `Authorization: Bearer <METRICS_TOKEN>`. Unset,
+   * outside development and test /metrics answers 401 and /readyz its status only (the server
+   * still starts); in development and test both are open.
    */
   METRICS_TOKEN: z
     .string()
