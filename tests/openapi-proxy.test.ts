@@ -151,6 +151,7 @@ describe("the OpenAPI document behind a validating proxy", () => {
         { name: "no to", key: f.key, json: { from, text: "x" }, status: 400, code: "missing_required_parameter", invalid: true },
         { name: "never messaged", key: f.key, json: { from, to: "+15550000002", text: "x" }, status: 403, code: "contact_has_not_messaged" },
         { name: "unknown file", key: f.key, json: { from, to: alice, attachments: ["file_nope"] }, status: 404, code: "file_not_found" },
+        { name: "JSON as text/plain", key: f.key, json: send1, headers: { "content-type": "text/plain" }, status: 415, code: "unsupported_media_type", invalid: true },
         { name: "body over 1 MiB", key: f.key, json: { from, to: alice, text: "x".repeat(1_100_000) }, status: 413, code: "request_too_large", invalid: true },
         { name: "restricted key", key: restricted, json: send1, status: 403, code: "line_not_accessible" },
       ],

@@ -52,7 +52,7 @@ function hasRequired(schema: z.ZodType): boolean {
 
 /**
  * Errors every operation of its kind answers, whatever op.errors says: the codes of query and
- * body validation (server/http/validation.ts), the JSON body's size and syntax, and
+ * body validation (server/http/validation.ts), the JSON body's size, syntax and type, and
  * Idempotency-Key on every POST (its format, a key reused for another request, a key still
  * running).
  */
@@ -61,7 +61,7 @@ export function implicitErrors(op: Operation): ErrorCode[] {
   if (op.query || op.body) codes.push("invalid_parameter_value");
   if ((op.query && hasRequired(op.query)) || (op.body && hasRequired(op.body))) codes.push("missing_required_parameter");
   // Every JSON body is read with the MAX_JSON_BODY_BYTES limit.
-  if (op.body) codes.push("invalid_json", "request_too_large");
+  if (op.body) codes.push("invalid_json", "request_too_large", "unsupported_media_type");
   if (op.method === "POST") codes.push("invalid_parameter_value", "idempotency_key_reused", "idempotency_key_in_use");
   return codes;
 }
