@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SCOPES } from "@/server/auth/scopes";
 import { openApiDocument } from "@/server/api/openapi";
-import { OPERATIONS } from "@/server/api/operations";
+import { OPERATIONS, type Operation } from "@/server/api/operations";
 import { dispatch, inbound, makeAccount, makeKey, phone, post, call, type Fixture } from "./helpers";
 import { type PrismMock, startPrismProxy } from "./prism";
 
@@ -252,8 +252,13 @@ describe("the OpenAPI document behind a validating proxy", () => {
 
     const failures: string[] = [];
     for (const [id, cases] of Object.entries(byOp)) {
-      const op = OPERATIONS[id as keyof typeof OPERATIONS];
-      for (const { query, ...c } of cases) {
+      const op: Operation = OPERATIONS[id as keyof typeof OPERATIONS];
+      // Every operation: a key that does not exist, and one without the operation's scope.
+      const common: Sample[] = [
+        { name: "unknown key (every operation)", key: "sk_live_doesnotexist", status: 401, code: "invalid_api_key", invalid: true },
+        ...(op.scope && op.scope !== "lines:read" ? [{ name: "without its scope (every operation)", key: noScopes, status: 403, code: "insufficient_scope", invalid: true }] : []),
+      ];
+      for (const { query, ...c } of [...cases, ...common]) {
         const problem = await send({ ...c, name: `${op.method} ${op.path} (${c.name})`, method: op.method, path: `${op.path}${query ?? ""}` });
         if (problem) failures.push(problem);
       }
