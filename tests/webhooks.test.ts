@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { resetConfig } from "@/server/config";
 import { createLine } from "@/server/services/lines";
-import { call, get, makeAccount, makeKey, phone, post } from "./helpers";
+import { call, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 
 const del = (key: string, body: unknown) => call("DELETE", "/v1/webhooks", { key, body });
 const q = encodeURIComponent;
@@ -68,6 +68,8 @@ describe("/v1/webhooks", () => {
       expect(res.status).toBe(403);
       expect(res.body.error).toMatchObject({ type: "authorization_error", code: "line_not_accessible" });
     }
+    const graph = await gql(restricted, `query($id: String!) { webhook(id: $id) { id } }`, { id: b.body.id });
+    expect(graph.body.errors[0].extensions).toMatchObject({ code: "line_not_accessible" });
     expect((await get("/v1/webhooks", f.key)).body.data).toHaveLength(2);
 
     const other = await makeAccount();
