@@ -238,6 +238,26 @@ describe("inbound through /api/inbound", () => {
     expect((await messagesOf(f, alice)).map((m) => m.guid)).toEqual([message.sid]);
   });
 
+  it("refuses a correctly signed webhook without the line's token, or with another line's token (401 invalid_inbound_token)", async () => {
+    const tw = await fake();
+    const f = await twilioLine(tw);
+    const other = await twilioLine(await fake());
+    const alice = phone();
+    const { params, message } = await tw.receive({ from: alice, body: "token?", deliver: false });
+    const bare = f.inboundUrl.replace(/\?.*$/, "");
+    const foreign = `${bare}?${new URL(other.inboundUrl).search.slice(1)}`;
+    for (const url of [bare, foreign, `${bare}?token=`]) {
+      // Signed exactly over the URL it is posted to: only the token is wrong.
+      const res = await postForm(url, params, { "x-twilio-signature": tw.sign(url, params) });
+      expect(res.status, url).toBe(401);
+      expect(res.json).toMatchObject({ error: { code: "invalid_inbound_token", type: "authentication_error" }, request_id: expect.stringMatching(/^req_/) });
+    }
+    expect(await messagesOf(f, alice)).toHaveLength(0);
+    const right = await postForm(f.inboundUrl, params, { "x-twilio-signature": tw.sign(f.inboundUrl, params) });
+    expect(right.status).toBe(200);
+    expect((await messagesOf(f, alice)).map((m) => m.guid)).toEqual([message.sid]);
+  });
+
   it("refuses other content types (415), other accounts' and numbers' webhooks and unknown statuses (400), all signed", async () => {
     const tw = await fake();
     const f = await twilioLine(tw);

@@ -64,8 +64,8 @@ export interface Provider<Config = unknown, Settings = unknown, Secrets = unknow
   /** On connect: point the provider's webhooks at the line's inbound URL. Returns warnings to show. */
   registerWebhooks?(line: ProviderLine<Settings, Secrets>): Promise<string[]>;
   /**
-   * Inbound webhooks. `auth: "token"`: the URL's token is checked before parse (constant time);
-   * `auth: "signature"`: `verify` checks the provider's signature and answers why it refuses.
+   * Inbound webhooks. The URL's token is checked first for every provider (constant time);
+   * `auth: "signature"`: `verify` then checks the provider's signature and answers why it refuses.
    */
   inbound?: {
     auth: "token" | "signature";

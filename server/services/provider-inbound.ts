@@ -257,7 +257,9 @@ export async function receiveProviderWebhook(lineId: string, request: InboundReq
   const provider = line ? findProvider(line.provider) : null;
   if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
   const inbound = provider.inbound;
-  if (inbound.auth === "token" && !inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
+  // Every provider's URL carries the line's token (README "Inbound"), signed providers' too: a
+  // request signed correctly but sent without it, or with another line's, is refused.
+  if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
   const pl = providerLine(line);
   if (inbound.auth === "signature") {
     const refusal = inbound.verify ? inbound.verify(request, pl) : { code: "invalid_signature" as const, message: "This provider's webhooks cannot be verified." };
