@@ -133,6 +133,10 @@ export async function createLine(input: CreateLineInput): Promise<Line> {
   if (handle === normalizeHandle(config().SANDBOX_LINE_HANDLE)) {
     throw new ApiError("invalid_parameter_value", `${handle} is the sandbox line's handle.`, { param: "handle" });
   }
+  const max = config().MAX_LINES_PER_ACCOUNT;
+  if ((await db.line.count({ where: { accountId: input.accountId } })) >= max) {
+    throw new ApiError("line_limit_reached", `This account already has ${max} lines, the most one account may have (MAX_LINES_PER_ACCOUNT).`);
+  }
   const taken = await db.line.findUnique({ where: { handle }, select: { id: true } });
   if (taken) throw new ApiError("invalid_parameter_value", `A line with handle ${handle} already exists.`, { param: "handle" });
   const line = await db.line.create({
