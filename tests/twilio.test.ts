@@ -151,6 +151,24 @@ describe("connecting a Twilio line", () => {
   });
 });
 
+describe("a Twilio line connected while Twilio is unreachable", () => {
+  it("still shows where to point the number's webhook: the inbound URL is ours", async () => {
+    const tw = await fake();
+    await tw.close(); // nothing answers at its address any more
+    const f = await makeAccount();
+    const report = await createConnectedLine({
+      accountId: f.accountId,
+      handle: tw.numbers[0]!,
+      provider: "twilio",
+      providerConfig: { accountSid: tw.accountSid, authToken: tw.authToken, baseUrl: tw.url, sendTimeoutSeconds: 2 },
+    });
+    expect(report.probe.ok).toBe(false);
+    expect(report.line.status).not.toBe("connected");
+    const row = await (await db()).line.findUniqueOrThrow({ where: { id: report.line.id } });
+    expect(report.warnings).toEqual(expect.arrayContaining([expect.stringContaining(`to ${providerLine(row).inboundUrl} with HTTP POST`)]));
+  });
+});
+
 describe("inbound through /api/inbound", () => {
   it("answers every accepted webhook with empty TwiML, stores a message once however often it arrives, and fires message.received once", async () => {
     const tw = await fake();

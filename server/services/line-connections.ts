@@ -8,7 +8,7 @@ import { findProvider, PROVIDER_NAMES } from "../platform/registry";
 import { CapabilitiesSchema, type ProbeResult } from "../platform/types";
 import { serializeLine } from "../serializers";
 import { notifyChange } from "../cache/changes";
-import { probeLine } from "./line-health";
+import { noteWebhooksInPlace, probeLine } from "./line-health";
 import { catchUpLine } from "./line-monitor";
 import { createLine, type CreateLineInput, forgetCachedLines } from "./lines";
 
@@ -84,8 +84,18 @@ function urlWarnings(providerName: string): string[] {
   return [];
 }
 
+export interface ConnectOptions {
+  /**
+   * Register the provider's webhooks now, with this process's PUBLIC_URL (the server: dashboard,
+   * GraphQL). The operator CLI passes false: it does not know the running server's address, so
+   * the server registers them itself at its next line check (the line is made due for one).
+   */
+  registerWebhooks?: boolean;
+}
+
 /** Connects (or reconnects, or switches back to simulated) a line of `accountId` (any account when null). */
-export async function connectLine(accountId: string | null, input: ConnectLineInput): Promise<ConnectionReport> {
+export async function connectLine(accountId: string | null, input: ConnectLineInput, options: ConnectOptions = {}): Promise<ConnectionReport> {
+  const register = options.registerWebhooks !== false;
   const body = ConnectLineBody.parse(input);
   const db = await getDb();
   const line = await db.line.findUnique({ where: { id: body.line_id } });
@@ -117,17 +127,26 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   forgetCachedLines();
   const { line: probed, probe } = await probeLine(updated);
   const warnings = probe.ok ? lineWarnings(probed) : [];
-  if (provider.registerWebhooks && probe.ok) {
+  // A provider whose webhooks the operator sets (Twilio) is told where, whether or not it answered.
+  const registersAtProvider = !!provider.webhooksRegistered;
+  if (provider.registerWebhooks && (!registersAtProvider || (probe.ok && register))) {
     try {
-      warnings.push(...(await provider.registerWebhooks(providerLine(probed))));
+      const said = await provider.registerWebhooks(providerLine(probed));
+      warnings.push(...said);
+      if (registersAtProvider && !said.length) noteWebhooksInPlace(probed.id, { renewed: true });
     } catch (err) {
-      warnings.push(`Could not register this line's webhook with the provider: ${(err as Error).message}. Inbound messages arrive only through catch-up until it is registered (connect again).`);
+      warnings.push(`Could not register this line's webhook with the provider: ${(err as Error).message}. Inbound messages arrive only through catch-up until it is registered (the server tries again at every line check).`);
     }
   }
   if (probe.ok) {
     // Whatever arrived since the connection (or since the last message taken in, on a reconnect).
     const caught = await catchUpLine(probed.id);
     if (caught.error) warnings.push(`Catch-up failed: ${caught.error}`);
+  }
+  if (registersAtProvider && !register) {
+    // Due for the running server's next line check, which registers the webhooks at its own address.
+    await db.line.update({ where: { id: probed.id }, data: { lastProbeAt: null } });
+    warnings.push("The running server registers this line's webhooks with the provider at its own PUBLIC_URL at its next line check (within seconds).");
   }
   if (probed.accountId) await notifyChange(probed.accountId);
   // Read again: catch-up may have changed the line's health.
@@ -148,6 +167,7 @@ export async function testLine(accountId: string | null, lineId: string): Promis
 /** Creates a line and connects it to its provider in one step (operator CLI). */
 export async function createConnectedLine(
   input: CreateLineInput & { provider?: string; providerConfig?: Record<string, unknown>; sendRatePerSecond?: number },
+  options: ConnectOptions = {},
 ): Promise<ConnectionReport> {
   const provider = input.provider ?? "simulated";
   if (!findProvider(provider)) {
@@ -167,7 +187,7 @@ export async function createConnectedLine(
     provider,
     provider_config: input.providerConfig ?? {},
     ...(input.sendRatePerSecond ? { send_rate_per_second: input.sendRatePerSecond } : {}),
-  });
+  }, options);
 }
 
 /** Every line of one account, or of all accounts (operator). */

@@ -6,7 +6,7 @@ import { CredentialsError } from "../credentials";
 import { providerLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import { processSingleton } from "../singleton";
-import { noteProviderDown, onLineRecovered, probeLine } from "./line-health";
+import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, onLineRecovered, probeLine, WEBHOOK_GRACE, webhooksExpectedSince } from "./line-health";
 import { ingestProviderEvent, type InboundOutcome } from "./provider-inbound";
 import { log } from "../observability/log";
 import { withTimeout } from "../timeout";
@@ -46,11 +46,19 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
   // A little before the newest message taken in: one that failed to store while later ones did
   // is read again (what is already stored is a duplicate, skipped by the unique constraint).
   const after = line.catchupAfter.getTime() - CATCH_UP_OVERLAP_MS;
+  // Messages the webhook should have brought: after this process saw the registration in place.
+  const expectedSince = webhooksExpectedSince(line.id);
+  const graceEnd = Date.now() - WEBHOOK_GRACE.ms;
+  let missed = 0;
   try {
     const pl = providerLine(line);
     for (let offset = 0; report.pages < MAX_PAGES; report.pages++) {
       const events = await provider.catchUp(pl, after, { offset, limit: PAGE });
-      for (const event of events) report.counts[await ingestProviderEvent(line, pl, event)]++;
+      for (const event of events) {
+        const outcome = await ingestProviderEvent(line, pl, event);
+        report.counts[outcome]++;
+        if (outcome === "stored" && event.kind === "message" && !event.isFromMe && expectedSince !== null && event.sentAt > expectedSince && event.sentAt < graceEnd) missed++;
+      }
       if (events.length < PAGE || Date.now() >= until) {
         report.pages++;
         break;
@@ -61,7 +69,44 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     report.error = err instanceof CredentialsError ? err.message : `catch-up failed: ${(err as Error).message}`;
     await noteProviderDown(line.id, report.error);
   }
+  if (missed && !report.error) {
+    const origin = new URL(config().PUBLIC_URL).origin;
+    await noteWebhooksMissing(
+      line.id,
+      `webhooks are not arriving: catch-up found ${missed} message(s) the provider's webhook never delivered to ${origin} (check that the provider can reach PUBLIC_URL)`,
+    );
+  }
   return report;
+}
+
+/**
+ * Makes the provider's webhooks for this line point at this server's own inbound URL (from its
+ * PUBLIC_URL), registering again, and removing registrations under an old address, when they
+ * do not. Providers whose webhook the operator sets (Twilio) are left as they are.
+ */
+export async function syncWebhooks(line: Line): Promise<void> {
+  const provider = findProvider(line.provider);
+  if (!provider?.inbound || line.isSandbox || !line.isActive) return;
+  if (!provider.webhooksRegistered || !provider.registerWebhooks) {
+    noteWebhooksInPlace(line.id, { renewed: false });
+    return;
+  }
+  try {
+    const pl = providerLine(line);
+    if (await provider.webhooksRegistered(pl)) {
+      noteWebhooksInPlace(line.id, { renewed: false });
+      return;
+    }
+    const warnings = await provider.registerWebhooks(pl);
+    if (warnings.length) {
+      log().warn({ lineId: line.id, warnings }, "webhook registration incomplete");
+      return;
+    }
+    noteWebhooksInPlace(line.id, { renewed: true });
+    log().info({ lineId: line.id, url: pl.inboundUrl.replace(/\?.*$/, "") }, "registered the line's webhooks at this server's PUBLIC_URL");
+  } catch (err) {
+    log().warn({ lineId: line.id, err: (err as Error).message }, "could not check or register the line's webhooks");
+  }
 }
 
 /** Catches a line up with its provider; concurrent calls for one line share one run. */
@@ -116,10 +161,12 @@ async function checkLine(lineId: string, what: string, work: () => Promise<unkno
   }
 }
 
-/** The line's probe, then its catch-up when the provider answered. */
+/** The line's probe, then (when the provider answered) its webhook registration and catch-up. */
 async function probeAndCatchUp(line: Line): Promise<void> {
-  const { probe } = await probeLine(line);
-  if (probe.ok) await catchUpLine(line.id);
+  const { line: probed, probe } = await probeLine(line);
+  if (!probe.ok) return;
+  await syncWebhooks(probed);
+  await catchUpLine(line.id);
 }
 
 /**
@@ -153,10 +200,18 @@ export async function sweepProviderEvents(now = Date.now()): Promise<number> {
   return rows.length + reports.length;
 }
 
-/** Catch-up for every provider line (on start). */
+/** Webhook registration and catch-up for every provider line (on start). */
 export async function catchUpAll(): Promise<void> {
-  const lines = await sql<{ id: string }>(`SELECT id FROM "Line" WHERE platform <> 'simulated' AND NOT "isSandbox" AND "isActive"`);
-  await Promise.all(lines.map((l) => checkLine(l.id, "catch-up", () => catchUpLine(l.id))));
+  const db = await getDb();
+  const lines = await db.line.findMany({ where: { provider: { not: "simulated" }, isSandbox: false, isActive: true } });
+  await Promise.all(
+    lines.map((l) =>
+      checkLine(l.id, "webhook check and catch-up", async () => {
+        await syncWebhooks(l);
+        await catchUpLine(l.id);
+      }),
+    ),
+  );
 }
 
 const monitor = processSingleton<{ timer: NodeJS.Timeout | null; busy: boolean; off: (() => void) | null; swept: number }>("line-monitor", () => ({

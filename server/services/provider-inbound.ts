@@ -273,7 +273,7 @@ export async function receiveProviderWebhook(lineId: string, request: InboundReq
     if (err instanceof ApiError) throw err;
     throw new ApiError("invalid_json", `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}`);
   }
-  await noteProviderUp(line.id);
+  await noteProviderUp(line.id, "webhook");
   const counts: Record<InboundOutcome, number> = { stored: 0, duplicate: 0, adopted: 0, ignored: 0 };
   for (const event of events) counts[await ingestProviderEvent(line, pl, event)]++;
   return { counts, ...(inbound.reply ? { reply: inbound.reply } : {}) };
