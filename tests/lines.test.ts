@@ -74,17 +74,40 @@ describe("GET /v1/lines", () => {
   });
 });
 
+/** tRPC over HTTP as the dashboard calls it, signed in as the account's owner. */
+async function dashboard(procedure: string, accountId: string, input: unknown) {
+  const req = new Request(`http://localhost/api/trpc/${procedure}`, { method: "POST", body: JSON.stringify(input), headers: { "content-type": "application/json" } });
+  const res = await handleTrpc(req, async () => sessionActorFor(accountId));
+  return { status: res.status, body: await res.json() };
+}
+
+describe("who may give a line a real handle", () => {
+  it("an account owner gets simulated numbers only; a real number or Apple ID needs the operator, so none can be squatted", async () => {
+    const squatter = await makeAccount();
+    const real = phone().replace("+1555", "+1415");
+    for (const handle of [real, "victim@icloud.com", "+1 555 0200 000"]) {
+      const res = await dashboard("lines.create", squatter.accountId, { label: "mine now", handle });
+      expect(res.status, handle).toBe(400);
+      expect(res.body.error.data).toMatchObject({ code: "invalid_parameter_value", param: "handle", requestId: expect.stringMatching(/^req_/) });
+    }
+    expect(await (await db()).line.count({ where: { handle: { in: [real, "victim@icloud.com"] } } })).toBe(0);
+    const simulated = `+155501${String(Math.floor(Math.random() * 100_000)).padStart(5, "0")}`;
+    const ok = await dashboard("lines.create", squatter.accountId, { handle: simulated });
+    expect(ok.status).toBe(200);
+    expect(ok.body.result.data).toMatchObject({ handle: simulated });
+    // The number's real holder, through the operator, still gets it.
+    const owner = await makeAccount();
+    expect((await createConnectedLine({ accountId: owner.accountId, handle: real })).line).toMatchObject({ handle: real });
+  });
+});
+
 describe("lines per account", () => {
   it("refuses a line over MAX_LINES_PER_ACCOUNT with 403 line_limit_reached, from the dashboard and the operator CLI's service", async () => {
     process.env.MAX_LINES_PER_ACCOUNT = "3";
     resetConfig();
     try {
       const f = await makeAccount(); // one line
-      const create = async () => {
-        const req = new Request("http://localhost/api/trpc/lines.create", { method: "POST", body: JSON.stringify({ label: "more" }), headers: { "content-type": "application/json" } });
-        const res = await handleTrpc(req, async () => sessionActorFor(f.accountId));
-        return { status: res.status, body: await res.json() };
-      };
+      const create = () => dashboard("lines.create", f.accountId, { label: "more" });
       expect((await create()).status).toBe(200);
       expect((await create()).status).toBe(200);
       const refused = await create();
