@@ -7,6 +7,7 @@ import { createConnectedLine } from "@/server/services/line-connections";
 import { probeDueLines } from "@/server/services/line-monitor";
 import { sessionActorFor } from "@/server/auth/session";
 import { handleTrpc } from "@/server/trpc/http";
+import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { type FakeSmsGateway, startFakeSmsGateway, type WebhookPost } from "./fakes/sms-gateway";
 import { db, dispatch, get, makeAccount, phone } from "./helpers";
 import { messagesOf } from "./line-flows";
@@ -98,6 +99,27 @@ describe("who may give a line a real handle", () => {
     // The number's real holder, through the operator, still gets it.
     const owner = await makeAccount();
     expect((await createConnectedLine({ accountId: owner.accountId, handle: real })).line).toMatchObject({ handle: real });
+  });
+
+  it("an owner's line takes the handle its provider names (a Mac's Apple ID) on connect, unless another line has it", async () => {
+    const bb = await startFakeBlueBubbles({ deliver: async () => undefined });
+    try {
+      const connect = async (accountId: string) => {
+        const created = await dashboard("lines.create", accountId, { label: "my Mac" });
+        expect(created.body.result.data.handle).toMatch(/^\+155501\d{5}$/);
+        const res = await dashboard("lines.connect", accountId, { line_id: created.body.result.data.id, provider: "bluebubbles", provider_config: { url: bb.url, password: bb.password } });
+        expect(res.status).toBe(200);
+        return res.body.result.data as { line: { handle: string }; probe: { ok: boolean } };
+      };
+      const first = await connect((await makeAccount()).accountId);
+      expect(first.probe.ok).toBe(true);
+      expect(first.line.handle).toBe("fake-owner@icloud.com");
+      // The Apple ID is already a line's: another account's line keeps its simulated number.
+      const second = await connect((await makeAccount()).accountId);
+      expect(second.line.handle).toMatch(/^\+155501\d{5}$/);
+    } finally {
+      await bb.close();
+    }
   });
 });
 

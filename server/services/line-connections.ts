@@ -10,7 +10,8 @@ import { serializeLine } from "../serializers";
 import { notifyChange } from "../cache/changes";
 import { noteWebhooksInPlace, probeLine } from "./line-health";
 import { catchUpLine } from "./line-monitor";
-import { createLine, type CreateLineInput, forgetCachedLines } from "./lines";
+import { normalizeHandle } from "../handles";
+import { createLine, type CreateLineInput, forgetCachedLines, isSimulatedNumber } from "./lines";
 
 // Connecting a line to its provider: validate the provider's settings, store them (secrets
 // encrypted), probe what the line can do, and point the provider's webhooks at the line's
@@ -125,7 +126,9 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
     },
   });
   forgetCachedLines();
-  const { line: probed, probe } = await probeLine(updated);
+  const result = await probeLine(updated);
+  const probe = result.probe;
+  const probed = accountId !== null && probe.ok && probe.handle ? await adoptProvenHandle(result.line, probe.handle) : result.line;
   const warnings = probe.ok ? lineWarnings(probed) : [];
   // A provider whose webhooks the operator sets (Twilio) is told where, whether or not it answered.
   const registersAtProvider = !!provider.webhooksRegistered;
@@ -151,6 +154,26 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   if (probed.accountId) await notifyChange(probed.accountId);
   // Read again: catch-up may have changed the line's health.
   return { line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings: [...new Set(warnings)] };
+}
+
+/**
+ * An owner's line carries a simulated number until the provider itself names the handle it
+ * sends as (a BlueBubbles Mac's Apple ID): the line takes it then, when no other line has it.
+ * Real handles are never taken on an owner's word (README "Dashboard").
+ */
+async function adoptProvenHandle(line: Line, named: string): Promise<Line> {
+  const handle = normalizeHandle(named);
+  if (!handle || handle === line.handle || !isSimulatedNumber(line.handle)) return line;
+  const db = await getDb();
+  if (await db.line.findUnique({ where: { handle }, select: { id: true } })) return line;
+  try {
+    const updated = await db.line.update({ where: { id: line.id }, data: { handle } });
+    forgetCachedLines();
+    return updated;
+  } catch (err) {
+    if ((err as { code?: string }).code === "P2002") return line; // taken meanwhile
+    throw err;
+  }
 }
 
 /** Probes a line again (operator `line test`, the dashboard's button). */

@@ -89,6 +89,7 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
           imessage_availability: advanced,
         },
         advancedFeatures: advanced,
+        handle: info.detected_imessage || null,
       };
     } catch (err) {
       return { ok: false, reason: describeBlueBubblesError(err), capabilities: {}, advancedFeatures: false };
