@@ -149,7 +149,7 @@ describe("lines per account", () => {
 
 describe("the line monitor", () => {
   it("a line whose provider hangs delays neither another line's catch-up in the same tick nor the tick itself", async () => {
-    process.env.PROVIDER_CHECK_TIMEOUT_SECONDS = "1";
+    process.env.PROVIDER_CHECK_TIMEOUT_SECONDS = "2";
     resetConfig();
     try {
       const hang = await hangingServer();
@@ -170,10 +170,10 @@ describe("the line monitor", () => {
       await vi.waitFor(async () => expect((await messagesOf(fine, alice)).map((m) => m.text)).toEqual(["while the webhook was lost"]), { timeout: 3_000, interval: 50 });
       expect(await tick).toBeGreaterThanOrEqual(2);
       // The hanging probe (15 s of its own timeout) was cut off at the check's deadline.
-      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(Date.now() - started).toBeLessThan(8_000);
       expect(hang.seen.length).toBeGreaterThan(0);
       const row = await (await db()).line.findUniqueOrThrow({ where: { id: slow.line.id } });
-      expect(row).toMatchObject({ status: "degraded", statusReason: expect.stringContaining("took longer than 1 s") });
+      expect(row).toMatchObject({ status: "degraded", statusReason: expect.stringContaining("took longer than 2 s") });
       expect((await (await db()).line.findUniqueOrThrow({ where: { id: fine.line.id } })).status).toBe("connected");
     } finally {
       delete process.env.PROVIDER_CHECK_TIMEOUT_SECONDS;
@@ -182,7 +182,7 @@ describe("the line monitor", () => {
   }, 30_000);
 
   it("checks at most PROVIDER_CHECK_CONCURRENCY lines at once", async () => {
-    process.env.PROVIDER_CHECK_TIMEOUT_SECONDS = "2";
+    process.env.PROVIDER_CHECK_TIMEOUT_SECONDS = "3";
     process.env.PROVIDER_CHECK_CONCURRENCY = "2";
     resetConfig();
     try {
@@ -193,7 +193,9 @@ describe("the line monitor", () => {
       for (const l of lines) await hangs(l.line.id, hang.url);
       await (await db()).line.updateMany({ where: { id: { in: lines.map((l) => l.line.id) } }, data: { lastProbeAt: null } });
       const tick = probeDueLines();
-      await new Promise((r) => setTimeout(r, 1_000));
+      await vi.waitFor(() => expect(hang.seen.length).toBeGreaterThanOrEqual(2), { timeout: 2_500, interval: 20 });
+      // The other two wait for a slot: until the first checks' deadline, nothing more reaches the provider.
+      await new Promise((r) => setTimeout(r, 300));
       expect(hang.seen).toHaveLength(2);
       await tick;
       expect(hang.seen).toHaveLength(4);
