@@ -32,8 +32,9 @@ export interface CatchUpReport {
 }
 
 async function runCatchUp(lineId: string): Promise<CatchUpReport> {
-  // Pages stop at the check deadline: the rest waits for the next run (the cursor moved on).
-  const until = Date.now() + config().PROVIDER_CHECK_TIMEOUT_SECONDS * 1000;
+  // No new page after half the check's deadline (the probe came first): a long backlog goes on
+  // at the next run, from where the cursor moved, instead of running into the deadline.
+  const until = Date.now() + (config().PROVIDER_CHECK_TIMEOUT_SECONDS * 1000) / 2;
   const report: CatchUpReport = { pages: 0, counts: { stored: 0, duplicate: 0, adopted: 0, ignored: 0 }, error: null };
   const db = await getDb();
   const line = await db.line.findUnique({ where: { id: lineId } });
@@ -187,6 +188,7 @@ export async function probeDueLines(now = new Date(), options: { wait?: boolean 
   const lines: Line[] = await db.line.findMany({ where: { id: { in: claimed.map((c) => c.id) } } });
   const all = Promise.all(lines.map((line) => checkLine(line.id, "probe and catch-up", () => probeAndCatchUp(line))));
   if (options.wait !== false) await all;
+  else all.catch((err: unknown) => log().error({ err }, "line checks failed"));
   return lines.length;
 }
 
