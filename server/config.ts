@@ -140,6 +140,13 @@ const EnvSchema = z.object({
   PROVIDER_SEND_WINDOW_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3_600),
   /** Seconds between capability and health probes of each provider line. */
   PROVIDER_PROBE_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
+  /**
+   * Let provider URLs (BlueBubbles, SMS Gateway, Twilio's base URL and media) reach loopback,
+   * private, link-local and this machine's own addresses: needed for a Mac or phone on the LAN.
+   * Off (the default outside development), they are refused, so a line's settings cannot make
+   * the service fetch from its own network.
+   */
+  PROVIDER_ALLOW_PRIVATE: bool.optional(),
   /** Largest inbound attachment downloaded from a provider, in bytes. */
   PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
   /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes); default info, silent under test. */
@@ -174,6 +181,7 @@ export type Config = z.infer<typeof EnvSchema> & {
   /** Which engine delivers the outbox: the embedded runner, or Inngest functions. */
   deliveryEngine: "embedded" | "inngest";
   webhookAllowInsecure: boolean;
+  providerAllowPrivate: boolean;
   simulatorEnabled: boolean;
   /**
    * Production-like: any NODE_ENV but development and test (staging, preview, a typo), so a
@@ -204,6 +212,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     storage: storageLocation(c.STORAGE_URL, c.DATA_DIR, env),
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
     webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? !isProduction,
+    providerAllowPrivate: c.PROVIDER_ALLOW_PRIVATE ?? c.NODE_ENV === "development",
     simulatorEnabled: c.SIMULATOR_ENABLED ?? !isProduction,
     isProduction,
     isTest: c.NODE_ENV === "test",

@@ -5,6 +5,7 @@ import { CredentialsError, decryptJson, encryptJson } from "../credentials";
 import type { Line } from "../generated/prisma/client";
 import type { AnyProvider, ProviderLine } from "./provider";
 import { processSingleton } from "../singleton";
+import { trimTrailingSlashes } from "./http";
 import { providerFor } from "./registry";
 import type { Platform } from "./types";
 
@@ -34,7 +35,7 @@ export function sealConnection(provider: AnyProvider, rawConfig: unknown, inboun
 }
 
 export function inboundUrl(lineId: string, token: string): string {
-  return `${config().PUBLIC_URL.replace(/\/+$/, "")}/api/inbound/${lineId}?token=${encodeURIComponent(token)}`;
+  return `${trimTrailingSlashes(config().PUBLIC_URL)}/api/inbound/${lineId}?token=${encodeURIComponent(token)}`;
 }
 
 /** Whether `token` is this line's inbound token (constant time). */

@@ -6,6 +6,17 @@
 // every client reports, Retry-After, and the scrubbing of secrets from anything that came from
 // the server or the network stack. Each client keeps its own error class; what a failure means
 // for a send is decided by its platform layer.
+//
+// Every request goes through the provider address guard (providerFetch): provider URLs are
+// chosen by account owners, so unless PROVIDER_ALLOW_PRIVATE is set they may not reach
+// loopback, private, link-local (cloud metadata) or this service's own addresses, judged on the
+// URL and again on every address the name resolves to at connect time (DNS rebinding).
+
+import http from "node:http";
+import https from "node:https";
+import { Readable } from "node:stream";
+import { config } from "../config";
+import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup } from "../webhooks/url-guard";
 
 /**
  * What a failed provider call proves, the kinds every provider client's error class reports
@@ -52,6 +63,9 @@ export interface Exchange {
   body: Uint8Array;
 }
 
+/** What the transport calls to send: the guarded providerFetch, or a test's own fetch. */
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
 export interface ExchangeInit {
   method: "GET" | "POST" | "DELETE";
   headers?: Record<string, string>;
@@ -75,7 +89,110 @@ const NOT_SENT_CODES = new Set([
   "ENETDOWN",
   "EADDRNOTAVAIL",
   "UND_ERR_CONNECT_TIMEOUT",
+  "EFORBIDDENADDRESS",
+  "ERR_INVALID_URL",
 ]);
+
+/** Why a provider URL was refused before anything was sent, for error messages and probes. */
+export const FORBIDDEN_PROVIDER_DESTINATION = `${FORBIDDEN_DESTINATION}; for a provider on this machine or the local network, the operator sets PROVIDER_ALLOW_PRIVATE=true`;
+
+/** s without its trailing slashes, in one pass (a regex such as /\/+$/ is quadratic on many slashes). */
+export function trimTrailingSlashes(s: string): string {
+  let end = s.length;
+  while (end > 0 && s.charCodeAt(end - 1) === 47) end--;
+  return end === s.length ? s : s.slice(0, end);
+}
+
+/** The service's own public host names (PUBLIC_URL, FILES_PUBLIC_URL): a provider URL may not point back at it. */
+function ownHosts(): string[] {
+  const c = config();
+  return [c.PUBLIC_URL, c.FILES_PUBLIC_URL].flatMap((u) => (u && URL.canParse(u) ? [new URL(u).hostname.replace(/^\[(.*)\]$/, "$1")] : []));
+}
+
+/** Checks a provider URL as the transport will (for settings schemas): a readable reason, or null when allowed. */
+export function providerUrlProblem(url: string): string | null {
+  try {
+    checkProviderUrl(url, { allowPrivate: config().providerAllowPrivate, ownHosts: ownHosts() });
+    return null;
+  } catch (err) {
+    return err instanceof ForbiddenAddressError ? FORBIDDEN_PROVIDER_DESTINATION : (err as Error).message;
+  }
+}
+
+// Keep-alive pools: a pooled socket was checked by guardedLookup when it was opened.
+const agents = { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) };
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/**
+ * fetch over node:http(s), through the provider address guard: the URL is checked (a literal
+ * address gets no lookup), and the connection's lookup refuses forbidden addresses, so the
+ * socket goes only to an address that was judged. Redirects are never followed.
+ */
+export const providerFetch: FetchLike = async (url, init) => {
+  const allowPrivate = config().providerAllowPrivate;
+  let target: URL;
+  try {
+    target = checkProviderUrl(url, { allowPrivate, ownHosts: ownHosts() });
+  } catch (err) {
+    if (err instanceof ForbiddenAddressError) throw err;
+    throw Object.assign(new Error(`invalid provider URL: ${(err as Error).message}`), { code: "ERR_INVALID_URL" });
+  }
+  const headers: Record<string, string> = {};
+  new Headers(init.headers).forEach((value, name) => {
+    headers[name] = value;
+  });
+  let body: Readable | string | null = null;
+  if (init.body instanceof FormData) {
+    const encoded = new Response(init.body);
+    headers["content-type"] = encoded.headers.get("content-type")!;
+    body = Readable.fromWeb(encoded.body! as import("node:stream/web").ReadableStream<Uint8Array>);
+  } else if (typeof init.body === "string") {
+    body = init.body;
+  } else if (init.body != null) {
+    throw new TypeError("providerFetch: the body must be a string or FormData");
+  }
+  const protocol = target.protocol as keyof typeof agents;
+  return new Promise<Response>((resolve, reject) => {
+    const req = (protocol === "https:" ? https : http).request({
+      protocol,
+      hostname: target.hostname.replace(/^\[(.*)\]$/, "$1"),
+      port: target.port || undefined,
+      path: target.pathname + target.search,
+      method: init.method ?? "GET",
+      headers,
+      agent: agents[protocol],
+      lookup: guardedLookup(allowPrivate),
+      signal: init.signal ?? undefined,
+    });
+    req.on("error", reject);
+    req.on("response", (res) => {
+      const status = res.statusCode ?? 0;
+      const answer = new Headers();
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+        try {
+          answer.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+        } catch {
+          // a header value fetch would not accept either: left out
+        }
+      }
+      try {
+        const stream = NULL_BODY_STATUSES.has(status) || req.method === "HEAD" ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
+        if (!stream) res.resume();
+        resolve(new Response(stream, { status, headers: answer }));
+      } catch (err) {
+        res.destroy();
+        reject(err);
+      }
+    });
+    if (body instanceof Readable) {
+      body.on("error", (err) => req.destroy(err));
+      body.pipe(req);
+    } else {
+      req.end(body ?? undefined);
+    }
+  });
+};
+
 
 /** The first string `code` on an error, its `errors` (AggregateError) or its causes. */
 function errorCode(err: unknown): string | null {
@@ -141,7 +258,7 @@ export function issueList(issues: readonly { path: readonly PropertyKey[]; messa
  * (the caller decides where it may go next). Throws TransportError; an HTTP error status is
  * an answer, returned like any other.
  */
-export async function exchange(url: string, init: ExchangeInit, doFetch: typeof fetch = globalThis.fetch): Promise<Exchange> {
+export async function exchange(url: string, init: ExchangeInit, doFetch: FetchLike = providerFetch): Promise<Exchange> {
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -153,6 +270,7 @@ export async function exchange(url: string, init: ExchangeInit, doFetch: typeof 
     if (err instanceof TransportError) return err;
     if (timedOut) return new TransportError("timeout", `no complete answer within ${init.timeoutMs} ms (outcome unknown)`, true, null, status);
     const code = errorCode(err);
+    if (code === "EFORBIDDENADDRESS") return new TransportError("network", `${FORBIDDEN_PROVIDER_DESTINATION}; request not sent`, false, code);
     const notSent = status === null && code !== null && NOT_SENT_CODES.has(code);
     const cause = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
     const why = code ?? truncate(cause, 120);

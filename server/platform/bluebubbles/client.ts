@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type Exchange, exchange, excerpt, issueList, mediaType, type ProviderFailureKind, scrubber, TransportError, truncate } from "../http";
+import { type Exchange, exchange, excerpt, issueList, mediaType, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, scrubber, TransportError, trimTrailingSlashes, truncate } from "../http";
 import {
   BBChatSchema,
   BBMessageSchema,
@@ -209,6 +209,7 @@ export function describeBlueBubblesError(e: unknown): string {
       case "timeout":
         return "BlueBubbles did not answer in time (outcome unknown)";
       case "network":
+        if (e.code === "EFORBIDDENADDRESS") return `BlueBubbles server's address refused: ${FORBIDDEN_PROVIDER_DESTINATION}`;
         return e.sentRequest
           ? `connection to BlueBubbles lost mid-request${e.code ? ` (${e.code})` : ""}`
           : `could not reach BlueBubbles${e.code ? ` (${e.code})` : ""}`;
@@ -280,9 +281,9 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("BlueBubbles URL must be http(s)");
   if (parsed.username || parsed.password) throw new Error("BlueBubbles URL must not contain credentials");
-  const base = parsed.origin + parsed.pathname.replace(/\/+$/, "");
+  const base = parsed.origin + trimTrailingSlashes(parsed.pathname);
   const password = conn.password;
-  const doFetch = opts.fetch ?? globalThis.fetch;
+  const doFetch = opts.fetch ?? providerFetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
 

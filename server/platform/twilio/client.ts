@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { TwilioError, type TwilioErrorInit } from "./errors";
-import { type Exchange, exchange, excerpt, issueList, mediaType, retryAfterMs, scrubber, TransportError } from "../http";
+import { type Exchange, exchange, excerpt, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
 import {
   type TwilioMedia,
   TwilioErrorBodySchema,
@@ -124,7 +124,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
   const origin = base.origin;
   const accountPath = `/2010-04-01/Accounts/${encodeURIComponent(conn.accountSid)}`;
   const authorization = `Basic ${Buffer.from(`${conn.accountSid}:${conn.authToken}`, "utf8").toString("base64")}`;
-  const doFetch = opts.fetch ?? globalThis.fetch;
+  const doFetch = opts.fetch ?? providerFetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
 

@@ -8,7 +8,8 @@ import { defineProvider, type InboundRequest, type ProviderLine } from "../provi
 import type { ProbeResult } from "../types";
 import { createTwilioClient, type TwilioClient } from "./client";
 import { describeTwilioError } from "./errors";
-import { mediaType } from "../http";
+import { mediaType, trimTrailingSlashes } from "../http";
+import { providerUrlSetting } from "../settings-url";
 import { mapWebhook } from "./inbound";
 import { inboundSince, listedEvent, twilioPlatform } from "./platform";
 import { ACCOUNT_SID, MESSAGING_SERVICE_SID, type TwilioMessage } from "./schemas";
@@ -29,14 +30,10 @@ export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 /** An optional setting the dashboard may send as "". */
 const optional = <T extends z.ZodType<string | undefined>>(schema: T) => schema.optional().or(z.literal("").transform(() => undefined));
 
-const BaseUrl = z
-  .string()
-  .trim()
-  .url("must be a URL, e.g. https://api.twilio.com")
-  .regex(/^https?:\/\//i, "must be an http:// or https:// URL")
+const BaseUrl = providerUrlSetting("https://api.twilio.com")
   .refine((u) => {
     const url = new URL(u);
-    return !url.username && !url.password && !url.search && url.pathname.replace(/\/+$/, "") === "";
+    return !url.search && trimTrailingSlashes(url.pathname) === "";
   }, "must be an origin only (https://api.twilio.com or a regional edge such as https://api.dublin.ie1.twilio.com), without a path, query or credentials")
   .transform((u) => new URL(u).origin);
 
@@ -77,7 +74,7 @@ const lineView = (line: TwilioLine) => ({ handle: line.handle, accountSid: line.
  */
 function calledUrl(url: URL): string {
   const at = url.pathname.indexOf("/api/inbound/");
-  return `${config().PUBLIC_URL.replace(/\/+$/, "")}${at >= 0 ? url.pathname.slice(at) : url.pathname}${url.search}`;
+  return `${trimTrailingSlashes(config().PUBLIC_URL)}${at >= 0 ? url.pathname.slice(at) : url.pathname}${url.search}`;
 }
 
 function verify(request: InboundRequest, line: TwilioLine) {
