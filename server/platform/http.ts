@@ -226,6 +226,17 @@ export function mediaType(headers: Headers): string | null {
 }
 
 /**
+ * Whether a media type is one a message attachment may have (MMS media: images, audio, video,
+ * PDF, contact and calendar cards): what a provider's media answer must be, so that an error
+ * page, a JSON document or anything else a URL answers is never stored as a file.
+ */
+export function isMessageMediaType(type: string | null): boolean {
+  if (!type) return false;
+  if (type.startsWith("image/") || type.startsWith("audio/") || type.startsWith("video/")) return true;
+  return ["application/pdf", "text/vcard", "text/x-vcard", "text/calendar", "text/csv", "text/rtf", "text/richtext", "text/directory"].includes(type);
+}
+
+/**
  * A function that replaces every secret (password, token, the Authorization value) with "***"
  * in a string that came from the server or the network stack; longer secrets first, so one
  * that contains another is replaced whole. Secrets shorter than 3 characters are left (they

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { TwilioError, type TwilioErrorInit } from "./errors";
-import { type Exchange, exchange, excerpt, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
+import { config } from "../../config";
+import { type Exchange, exchange, excerpt, isMessageMediaType, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
 import {
   type TwilioMedia,
   TwilioErrorBodySchema,
@@ -30,6 +31,11 @@ export interface TwilioClientOptions {
   /** Deadline for calls other than sends and downloads. Default 30 s. */
   timeoutMs?: number;
   maxJsonBytes?: number;
+  /**
+   * Whether media on the base URL's own origin may be fetched when it is not one of Twilio's
+   * hosts (a test double, a proxy on the LAN). Default: PROVIDER_ALLOW_PRIVATE.
+   */
+  mediaFromBaseUrl?: boolean;
 }
 
 export interface CreateMessageInput {
@@ -103,7 +109,8 @@ export interface TwilioClient {
   /**
    * The bytes of a media URL (a webhook's MediaUrl{N} or mediaContentUrl), with the account's
    * credentials, following Twilio's redirects to its media store; at most maxBytes. Only URLs
-   * on the base URL or Twilio's media hosts are fetched.
+   * on Twilio's https hosts are fetched (the base URL's own origin too, with mediaFromBaseUrl),
+   * and only a media answer (image, audio, video, PDF, cards) is returned.
    */
   downloadMedia(url: string, opts: { maxBytes: number; timeoutMs?: number }): Promise<{ bytes: Uint8Array; mimeType: string | null }>;
 }
@@ -127,6 +134,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
   const doFetch = opts.fetch ?? providerFetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
+  const mediaFromBase = opts.mediaFromBaseUrl ?? config().providerAllowPrivate;
 
   // The token never travels in a URL, but nothing Twilio (or a proxy) echoes may carry it on.
   const scrub = scrubber([conn.authToken, authorization.slice("Basic ".length)]);
@@ -194,7 +202,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
 
   /** Whether a media URL may be fetched at all, and whether a redirect may lead there. */
   function allowedMediaUrl(url: URL, redirect: boolean): boolean {
-    if (url.origin === origin) return true;
+    if (url.origin === origin && mediaFromBase) return true;
     if (url.protocol !== "https:") return false;
     // Twilio's older media store is S3 (s3-external-1.amazonaws.com); reached only through Twilio's own redirect.
     return isTwilioHost(url.hostname) || (redirect && /\.amazonaws\.com$/i.test(url.hostname));
@@ -253,7 +261,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
         throw fail(operation, "refused", "the media URL is not a URL", { sentRequest: false });
       }
       if (!allowedMediaUrl(target, false)) {
-        throw fail(operation, "refused", `media URL on ${target.protocol}//${target.host} refused: only ${origin} and Twilio's own https hosts are fetched`, { sentRequest: false });
+        throw fail(operation, "refused", `media URL on ${target.protocol}//${target.host} refused: only Twilio's own https hosts${mediaFromBase ? ` and ${origin}` : ""} are fetched`, { sentRequest: false });
       }
       // The credentials go to the host Twilio named, never on to another one it redirects to.
       const credentialed = target.origin;
@@ -277,7 +285,11 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
           continue;
         }
         if (res.status >= 400) throw httpFailure(operation, res);
-        return { bytes: res.body, mimeType: mediaType(res.headers) };
+        const type = mediaType(res.headers);
+        if (res.status !== 200 || !isMessageMediaType(type)) {
+          throw fail(operation, "refused", `the answer is not media (HTTP ${res.status}, ${type ?? "no content type"}); nothing was stored`, { status: res.status });
+        }
+        return { bytes: res.body, mimeType: type };
       }
       throw fail(operation, "garbage", `more than ${MAX_REDIRECTS} redirects`);
     },

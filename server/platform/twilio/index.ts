@@ -27,8 +27,8 @@ export const DEFAULT_SEND_TIMEOUT_SECONDS = 15;
 /** Twilio's "do nothing" answer to a webhook: an empty TwiML document. */
 export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 
-/** An optional setting the dashboard may send as "". */
-const optional = <T extends z.ZodType<string | undefined>>(schema: T) => schema.optional().or(z.literal("").transform(() => undefined));
+/** An optional setting the dashboard may send as "" (read as absent, so a bad value gets its own message, not a union's). */
+const optional = <T extends z.ZodType<string | undefined>>(schema: T) => z.preprocess((v) => (v === "" ? undefined : v), schema.optional());
 
 const BaseUrl = providerUrlSetting("https://api.twilio.com")
   .refine((u) => {
