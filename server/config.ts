@@ -147,6 +147,10 @@ const EnvSchema = z.object({
    * the service fetch from its own network.
    */
   PROVIDER_ALLOW_PRIVATE: bool.optional(),
+  /** Provider media downloads running at once in one process (each streams to storage). */
+  PROVIDER_DOWNLOADS_PER_PROCESS: z.coerce.number().int().min(1).max(256).default(8),
+  /** Provider media downloads running at once for one line. */
+  PROVIDER_DOWNLOADS_PER_LINE: z.coerce.number().int().min(1).max(64).default(2),
   /** Largest inbound attachment downloaded from a provider, in bytes. */
   PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
   /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes); default info, silent under test. */

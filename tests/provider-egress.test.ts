@@ -170,3 +170,43 @@ describe("BlueBubbles password in the URL (security 9)", () => {
     expect(JSON.stringify(row.providerSettings)).not.toContain("hunter22");
   });
 });
+
+describe("sealed secrets bound to their line and destination (security 9)", () => {
+  it("a line's sealed secrets do not decrypt on another line or after its URL changed unsealed; unbound (v1) ones are read and sealed again", async () => {
+    const { encryptJson } = await import("@/server/credentials");
+    const { sealUnboundSecrets } = await import("@/server/platform/connection");
+    const mac = await listenLoopback((_req, res) => {
+      res.writeHead(500).end();
+    });
+    try {
+      const f = await makeAccount();
+      const g = await makeAccount();
+      const config = { url: mac.url, password: "bound-pw-123" };
+      await createConnectedLine({ accountId: f.accountId, handle: phone(), provider: "bluebubbles", providerConfig: config });
+      await createConnectedLine({ accountId: g.accountId, handle: phone(), provider: "bluebubbles", providerConfig: config });
+      const d = await db();
+      const a = await d.line.findFirstOrThrow({ where: { accountId: f.accountId, provider: "bluebubbles" } });
+      const b = await d.line.findFirstOrThrow({ where: { accountId: g.accountId, provider: "bluebubbles" } });
+      expect(a.providerSecrets).toMatch(/^v2\./);
+      expect(providerLine(a).secrets).toEqual({ password: "bound-pw-123" });
+
+      // Copied onto another line: refused, never sent with that line's settings.
+      expect(() => providerLine({ ...b, providerSecrets: a.providerSecrets })).toThrow(/connect the line again/);
+      // The destination changed in the database, the secrets not sealed again: refused.
+      expect(() => providerLine({ ...a, providerSettings: { ...(a.providerSettings as object), url: "https://attacker.example" } })).toThrow(/connect the line again/);
+
+      // A value sealed before the binding (v1) is read, and sealed again bound at start.
+      const legacy = encryptJson({ inboundToken: "t".repeat(32), secrets: { password: "old-pw-456" } });
+      await d.line.update({ where: { id: a.id }, data: { providerSecrets: legacy } });
+      const old = await d.line.findUniqueOrThrow({ where: { id: a.id } });
+      expect(providerLine(old).secrets).toEqual({ password: "old-pw-456" });
+      expect(await sealUnboundSecrets()).toBeGreaterThanOrEqual(1);
+      const now = await d.line.findUniqueOrThrow({ where: { id: a.id } });
+      expect(now.providerSecrets).toMatch(/^v2\./);
+      expect(providerLine(now).secrets).toEqual({ password: "old-pw-456" });
+      expect(() => providerLine({ ...b, providerSecrets: now.providerSecrets })).toThrow(/connect the line again/);
+    } finally {
+      await mac.close();
+    }
+  });
+});

@@ -60,8 +60,27 @@ export class TransportError extends Error {
 export interface Exchange {
   status: number;
   headers: Headers;
+  /** The whole body; empty when a sink took it. */
   body: Uint8Array;
+  /** What the sink returned, when one took the body. */
+  sunk?: unknown;
 }
+
+/**
+ * Takes a 2xx body as it arrives (a file streamed to storage, never held whole): `chunks`
+ * stops with a TransportError ("too_large", "timeout", "network") at the cap, the deadline or a
+ * lost connection. Whatever else the sink throws (refusing the answer by its headers, a storage
+ * failure) reaches the caller as thrown. A sink that returns without reading to the end has
+ * the rest of the body dropped.
+ */
+export type BodySink<R> = (chunks: AsyncIterable<Uint8Array>, answer: { status: number; headers: Headers }) => Promise<R>;
+
+/** The sink that keeps the whole body in memory (small files, tests). */
+export const collectBytes: BodySink<Uint8Array> = async (chunks) => {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+};
 
 /** What the transport calls to send: the guarded providerFetch, or a test's own fetch. */
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
@@ -74,6 +93,8 @@ export interface ExchangeInit {
   timeoutMs: number;
   /** Bodies larger than this fail with kind "too_large"; a function gives the cap by the answer's status. */
   maxBytes: number | ((status: number) => number);
+  /** Given, a 2xx body goes to it as it arrives (see BodySink) instead of into `body`. */
+  sink?: BodySink<unknown>;
 }
 
 /** Connect-phase failures: the request certainly never reached the server. */
@@ -303,6 +324,38 @@ export async function exchange(url: string, init: ExchangeInit, doFetch: FetchLi
     if (Number.isFinite(declared) && declared > cap) {
       controller.abort();
       throw tooLarge();
+    }
+    if (init.sink && res.status >= 200 && res.status < 300) {
+      const reader = res.body?.getReader();
+      let finished = !reader;
+      async function* capped(): AsyncGenerator<Uint8Array> {
+        if (!reader) return;
+        let total = 0;
+        for (;;) {
+          let step: ReadableStreamReadResult<Uint8Array>;
+          try {
+            step = await reader.read();
+          } catch (err) {
+            throw failure(err, res.status);
+          }
+          if (step.done) {
+            finished = true;
+            return;
+          }
+          total += step.value.byteLength;
+          if (total > cap) throw tooLarge();
+          yield step.value;
+        }
+      }
+      try {
+        const sunk = await init.sink(capped(), { status: res.status, headers: res.headers });
+        return { status: res.status, headers: res.headers, body: new Uint8Array(0), sunk };
+      } finally {
+        if (!finished) {
+          controller.abort();
+          reader?.cancel().catch(() => {});
+        }
+      }
     }
     const chunks: Uint8Array[] = [];
     let total = 0;

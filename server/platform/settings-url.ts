@@ -9,7 +9,8 @@ import { providerUrlProblem, trimTrailingSlashes } from "./http";
 // slashes trimmed in one pass. The guard runs again on every request, so a setting saved
 // before the guard existed, or a name that resolves elsewhere later, is still refused.
 
-export function providerUrlSetting(example: string) {
+/** `notAUrl`: the message for a value that is not an absolute URL ("must be the server's URL, e.g. …"). */
+export function providerUrlSetting(notAUrl: string) {
   return z
     .string()
     .max(MAX_URL_LENGTH, `must be at most ${MAX_URL_LENGTH} characters`)
@@ -17,7 +18,7 @@ export function providerUrlSetting(example: string) {
     .superRefine((url, ctx) => {
       if (url.length > MAX_URL_LENGTH) return;
       const problem = providerUrlProblem(url);
-      if (problem) ctx.addIssue({ code: "custom", message: problem === "must be an absolute URL" ? `must be a URL, e.g. ${example}` : problem });
+      if (problem) ctx.addIssue({ code: "custom", message: problem === "must be an absolute URL" ? notAUrl : problem });
     })
     .transform(trimTrailingSlashes);
 }

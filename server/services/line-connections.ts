@@ -95,7 +95,7 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   const provider = findProvider(body.provider)!;
   let sealed: ReturnType<typeof sealConnection>;
   try {
-    sealed = sealConnection(provider, body.provider_config, newInboundToken());
+    sealed = sealConnection(provider, body.provider_config, newInboundToken(), line.id);
   } catch (err) {
     if (err instanceof ZodError) throw invalidConfig(err);
     throw err;

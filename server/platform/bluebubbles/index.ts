@@ -16,7 +16,7 @@ export const WEBHOOK_EVENTS: readonly BBWebhookEventName[] = ["new-message", "up
 
 const Config = z
   .object({
-    url: providerUrlSetting("http://mac.local:1234").refine(
+    url: providerUrlSetting("must be the server's URL, e.g. http://mac.local:1234").refine(
       (u) => !["password", "guid", "token"].some((name) => new URL(u).searchParams.has(name)),
       "must not carry the server password in its query: give it as password, which is stored encrypted",
     ),
@@ -41,6 +41,7 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
   configSchema: Config,
   split: (c) => ({ settings: { url: c.url, sendTimeoutSeconds: c.sendTimeoutSeconds }, secrets: { password: c.password } }),
   load: (settings, secrets) => ({ settings: Settings.parse(settings), secrets: Secrets.safeParse(secrets).data ?? { password: "" } }),
+  destination: (s) => s.url,
   describe: (s) => ({ url: maskUrl(s.url), sendTimeoutSeconds: s.sendTimeoutSeconds }),
   sendTimeoutMs: (s) => s.sendTimeoutSeconds * 1000,
   idempotentSends: false,
@@ -114,8 +115,8 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
     return messages.map(mapMessage);
   },
 
-  async downloadAttachment(line, ref, maxBytes) {
+  async downloadAttachment(line, ref, { maxBytes, sink }) {
     const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password });
-    return client.downloadAttachment(ref.ref, { maxBytes });
+    return client.downloadAttachment(ref.ref, { maxBytes, sink });
   },
 });

@@ -179,7 +179,7 @@ describe("media downloads", () => {
       // Same origin: a relative redirect keeps the credentials.
       handler = (req, res) => (req.url.pathname === "/cdn/1" ? send(res, 200, "hello", { "content-type": "image/jpeg" }) : send(res, 307, "", { location: "/cdn/1" }));
       const ok = await sameOrigin.downloadMedia(`${origin}/2010-04-01/Accounts/${SID}/Messages/${MSG}/Media/ME1`, { maxBytes: 100 });
-      expect(new TextDecoder().decode(ok.bytes)).toBe("hello");
+      expect(new TextDecoder().decode(ok.content)).toBe("hello");
       expect(requests.map((r) => Boolean(r.headers.authorization))).toEqual([true, true]);
 
       // Another origin (http, so refused unless it is the base URL): the redirect is refused.
@@ -194,7 +194,7 @@ describe("media downloads", () => {
       requests = [];
       const got = await viaStore.downloadMedia(`${storeOrigin}/media/1`, { maxBytes: 100_000 });
       expect(got).toMatchObject({ mimeType: "image/png" });
-      expect(got.bytes.byteLength).toBe(5000);
+      expect(got.content.byteLength).toBe(5000);
       expect(requests[0]!.headers.authorization).toMatch(/^Basic /);
       expect((await failure(viaStore.downloadMedia(`${storeOrigin}/media/1`, { maxBytes: 100 }))).kind).toBe("too_large");
     } finally {

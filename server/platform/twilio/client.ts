@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { TwilioError, type TwilioErrorInit } from "./errors";
 import { config } from "../../config";
-import { type Exchange, exchange, excerpt, isMessageMediaType, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
+import { type BodySink, collectBytes, type Exchange, exchange, excerpt, isMessageMediaType, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
 import {
   type TwilioMedia,
   TwilioErrorBodySchema,
@@ -112,7 +112,7 @@ export interface TwilioClient {
    * on Twilio's https hosts are fetched (the base URL's own origin too, with mediaFromBaseUrl),
    * and only a media answer (image, audio, video, PDF, cards) is returned.
    */
-  downloadMedia(url: string, opts: { maxBytes: number; timeoutMs?: number }): Promise<{ bytes: Uint8Array; mimeType: string | null }>;
+  downloadMedia<R = Uint8Array>(url: string, opts: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }): Promise<{ content: R; mimeType: string | null }>;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -252,7 +252,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
       return new URL(media.uri.replace(/\.json$/, ""), origin).toString();
     },
 
-    async downloadMedia(url, { maxBytes, timeoutMs }) {
+    async downloadMedia<R = Uint8Array>(url: string, { maxBytes, timeoutMs, sink }: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }) {
       const operation = "GET media";
       let target: URL;
       try {
@@ -266,13 +266,24 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
       // The credentials go to the host Twilio named, never on to another one it redirects to.
       const credentialed = target.origin;
       const deadline = Date.now() + (timeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS);
+      const store = (sink ?? collectBytes) as BodySink<R>;
+      // The answer is judged by its headers before a byte of it is kept: media, or refused.
+      const mediaSink: BodySink<R> = async (chunks, answer) => {
+        const type = mediaType(answer.headers);
+        if (answer.status !== 200 || !isMessageMediaType(type)) {
+          throw fail(operation, "refused", `the answer is not media (HTTP ${answer.status}, ${type ?? "no content type"}); nothing was stored`, { status: answer.status });
+        }
+        return store(chunks, answer);
+      };
       for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
         let res: Exchange;
         try {
           const headers: Record<string, string> = target.origin === credentialed ? { authorization } : {};
-          res = await exchange(target.toString(), { method: "GET", headers, timeoutMs: Math.max(1, deadline - Date.now()), maxBytes }, doFetch);
+          res = await exchange(target.toString(), { method: "GET", headers, timeoutMs: Math.max(1, deadline - Date.now()), maxBytes, sink: mediaSink as BodySink<unknown> }, doFetch);
         } catch (err) {
           if (err instanceof TransportError && err.kind === "too_large") throw fail(operation, "too_large", `media larger than ${maxBytes} bytes`);
+          // Only the sink throws anything else (its storage failing): passed on as it is.
+          if (!(err instanceof TransportError) && !(err instanceof TwilioError)) throw err;
           throw transportFailure(operation, err);
         }
         if (res.status >= 300 && res.status < 400) {
@@ -285,11 +296,8 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
           continue;
         }
         if (res.status >= 400) throw httpFailure(operation, res);
-        const type = mediaType(res.headers);
-        if (res.status !== 200 || !isMessageMediaType(type)) {
-          throw fail(operation, "refused", `the answer is not media (HTTP ${res.status}, ${type ?? "no content type"}); nothing was stored`, { status: res.status });
-        }
-        return { bytes: res.body, mimeType: type };
+        if (res.sunk === undefined) throw fail(operation, "refused", `the answer is not media (HTTP ${res.status})`, { status: res.status });
+        return { content: res.sunk as R, mimeType: mediaType(res.headers) };
       }
       throw fail(operation, "garbage", `more than ${MAX_REDIRECTS} redirects`);
     },
