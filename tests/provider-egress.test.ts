@@ -1,3 +1,4 @@
+import dns, { type LookupAddress } from "node:dns";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import type { Actor } from "@/server/auth/actor";
 import { sessionActorFor } from "@/server/auth/session";
@@ -77,6 +78,35 @@ describe("connecting a line to a local address (PROVIDER_ALLOW_PRIVATE off)", ()
     }
     expect((await (await db()).line.findUniqueOrThrow({ where: { id: f.line.id } })).provider).toBe("simulated");
     expect(await (await db()).line.count({ where: { accountId: f.accountId } })).toBe(1);
+  });
+
+  it("a host name that resolves to a local address is refused the same way when the line is connected (stubbed resolver)", async () => {
+    allowPrivate(false);
+    const real = dns.lookup.bind(dns);
+    const names: Record<string, string> = { "mac.example.test": "127.0.0.1", "gw.example.test": "10.0.0.7", "edge.example.test": "169.254.169.254" };
+    const spy = vi.spyOn(dns, "lookup").mockImplementation(((hostname: string, options: unknown, callback: (err: Error | null, a: LookupAddress[]) => void) => {
+      const address = names[hostname];
+      if (!address) return (real as (...args: unknown[]) => void)(hostname, options, callback);
+      process.nextTick(() => callback(null, [{ address, family: 4 }]));
+    }) as unknown as typeof dns.lookup);
+    try {
+      const f = await makeAccount();
+      for (const [provider, config] of [
+        ["bluebubbles", { url: "http://mac.example.test:1234", password: "pw" }],
+        ["sms-gateway", { url: "http://gw.example.test:8080", password: "pw", signingKey: "key" }],
+        ["twilio", { accountSid: `AC${"1".repeat(32)}`, authToken: "tok", baseUrl: "https://edge.example.test" }],
+      ] as const) {
+        const res = await trpc("lines.connect", { line_id: f.line.id, provider, provider_config: config }, f);
+        expect(res.status, provider).toBe(400);
+        expect(res.body.error.data).toMatchObject({ code: "invalid_parameter_value", param: "provider_config" });
+        expect(res.body.error.message).toContain("destination not allowed");
+        await expect(createConnectedLine({ accountId: f.accountId, handle: phone(), provider, providerConfig: config })).rejects.toMatchObject({ code: "invalid_parameter_value" });
+      }
+      expect(await (await db()).line.count({ where: { accountId: f.accountId } })).toBe(1);
+      expect((await (await db()).line.findUniqueOrThrow({ where: { id: f.line.id } })).provider).toBe("simulated");
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("a line saved with such a URL earlier reaches nothing: the probe says why, and the server got no request", async () => {

@@ -6,7 +6,7 @@ import { getDb } from "../db";
 import type { Line } from "../generated/prisma/client";
 import type { AnyProvider, ProviderLine } from "./provider";
 import { processSingleton } from "../singleton";
-import { trimTrailingSlashes } from "./http";
+import { providerHostProblem, trimTrailingSlashes } from "./http";
 import { providerFor } from "./registry";
 import type { Platform } from "./types";
 
@@ -25,6 +25,12 @@ export function hashToken(token: string): string {
 
 export function newInboundToken(): string {
   return randomBytes(24).toString("base64url");
+}
+
+/** Why the line's destination (its base URL) may not be used, once its host name is resolved; null when it may. */
+export async function destinationProblem(provider: AnyProvider, settings: unknown): Promise<string | null> {
+  const destination = provider.destination?.(settings);
+  return destination ? providerHostProblem(destination) : null;
 }
 
 /** What a line's sealed secrets are bound to: its ID, its provider, and where they are sent. */

@@ -12,11 +12,13 @@
 // loopback, private, link-local (cloud metadata) or this service's own addresses, judged on the
 // URL and again on every address the name resolves to at connect time (DNS rebinding).
 
+import dns from "node:dns";
 import http from "node:http";
+import net from "node:net";
 import https from "node:https";
 import { Readable } from "node:stream";
 import { config } from "../config";
-import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup } from "../webhooks/url-guard";
+import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup, isForbiddenAddress, isOwnAddress } from "../webhooks/url-guard";
 
 /**
  * What a failed provider call proves, the kinds every provider client's error class reports
@@ -138,6 +140,20 @@ export function providerUrlProblem(url: string): string | null {
   } catch (err) {
     return err instanceof ForbiddenAddressError ? FORBIDDEN_PROVIDER_DESTINATION : (err as Error).message;
   }
+}
+
+/**
+ * What the guard will say of a provider URL's host name once resolved (when a line is
+ * connected, so a name that points inside the network is refused before it is stored): a
+ * readable reason, or null when allowed or when the name does not resolve now (the probe then
+ * reports that). Every request checks again at connect time.
+ */
+export async function providerHostProblem(url: string): Promise<string | null> {
+  if (config().providerAllowPrivate || !URL.canParse(url)) return null;
+  const host = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
+  if (net.isIP(host)) return null; // a literal address is judged on the URL (providerUrlProblem)
+  const addresses = await new Promise<dns.LookupAddress[]>((resolve) => dns.lookup(host, { all: true }, (err, found) => resolve(err ? [] : found)));
+  return addresses.some((a) => isForbiddenAddress(a.address) || isOwnAddress(a.address)) ? FORBIDDEN_PROVIDER_DESTINATION : null;
 }
 
 // Keep-alive pools: a pooled socket was checked by guardedLookup when it was opened.
