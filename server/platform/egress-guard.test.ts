@@ -1,7 +1,7 @@
 import dns, { type LookupAddress } from "node:dns";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { listenLoopback, type Loopback } from "../../tests/fakes/http";
-import { resetConfig } from "../config";
+import { parseConfig, resetConfig } from "../config";
 import { exchange, providerUrlProblem, TransportError, trimTrailingSlashes } from "./http";
 
 // The provider address guard on the shared transport: with PROVIDER_ALLOW_PRIVATE off, no
@@ -102,5 +102,16 @@ describe("trimTrailingSlashes", () => {
     expect(trimTrailingSlashes("http://a/b/")).toBe("http://a/b");
     expect(trimTrailingSlashes("///")).toBe("");
     expect(trimTrailingSlashes("x")).toBe("x");
+  });
+});
+
+describe("PROVIDER_ALLOW_PRIVATE", () => {
+  it("is off by default except under NODE_ENV=development; an explicit value wins", () => {
+    expect(parseConfig({ NODE_ENV: "production" }).providerAllowPrivate).toBe(false);
+    expect(parseConfig({ NODE_ENV: "staging" }).providerAllowPrivate).toBe(false);
+    expect(parseConfig({ NODE_ENV: "test" }).providerAllowPrivate).toBe(false);
+    expect(parseConfig({ NODE_ENV: "development" }).providerAllowPrivate).toBe(true);
+    expect(parseConfig({ NODE_ENV: "production", PROVIDER_ALLOW_PRIVATE: "true" }).providerAllowPrivate).toBe(true);
+    expect(parseConfig({ NODE_ENV: "development", PROVIDER_ALLOW_PRIVATE: "false" }).providerAllowPrivate).toBe(false);
   });
 });
