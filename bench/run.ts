@@ -187,6 +187,8 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
     PUBLIC_URL: base,
     PORT: String(port),
     WEBHOOK_ALLOW_INSECURE: "true",
+    // The provider fakes (BlueBubbles, Twilio) listen on loopback.
+    PROVIDER_ALLOW_PRIVATE: "true",
     BENCH_ECHO: "true",
     SIMULATOR_ENABLED: "true",
   };

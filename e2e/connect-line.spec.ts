@@ -25,7 +25,8 @@ test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }: { browser: Browser }) => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  app = await testServer();
+  // The fake BlueBubbles server is on loopback, as a Mac on the LAN would be on a private address.
+  app = await testServer({ PROVIDER_ALLOW_PRIVATE: "true" });
   bb = await startFakeBlueBubbles({ password: BB_PASSWORD, deliver: async () => undefined });
   bbUrl = bb.url;
   page = await browser.newPage({ baseURL: app.base });

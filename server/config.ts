@@ -149,6 +149,17 @@ const EnvSchema = z.object({
   PROVIDER_CHECK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(8),
   /** Lines one account may have (creating one more answers 403 line_limit_reached). */
   MAX_LINES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  /**
+   * Let provider URLs (BlueBubbles, SMS Gateway, Twilio's base URL and media) reach loopback,
+   * private, link-local and this machine's own addresses: needed for a Mac or phone on the LAN.
+   * Off (the default outside development), they are refused, so a line's settings cannot make
+   * the service fetch from its own network.
+   */
+  PROVIDER_ALLOW_PRIVATE: bool.optional(),
+  /** Provider media downloads running at once in one process (each streams to storage). */
+  PROVIDER_DOWNLOADS_PER_PROCESS: z.coerce.number().int().min(1).max(256).default(8),
+  /** Provider media downloads running at once for one line. */
+  PROVIDER_DOWNLOADS_PER_LINE: z.coerce.number().int().min(1).max(64).default(2),
   /** Largest inbound attachment downloaded from a provider, in bytes. */
   PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
   /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes); default info, silent under test. */
@@ -184,6 +195,7 @@ export type Config = z.infer<typeof EnvSchema> & {
   /** Which engine delivers the outbox: the embedded runner, or Inngest functions. */
   deliveryEngine: "embedded" | "inngest";
   webhookAllowInsecure: boolean;
+  providerAllowPrivate: boolean;
   simulatorEnabled: boolean;
   /** TRUST_PROXY_HOPS, or 1 for TRUST_PROXY=true, else 0. */
   proxyHops: number;
@@ -216,6 +228,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     storage: storageLocation(c.STORAGE_URL, c.DATA_DIR, env),
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
     webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? !isProduction,
+    providerAllowPrivate: c.PROVIDER_ALLOW_PRIVATE ?? c.NODE_ENV === "development",
     simulatorEnabled: c.SIMULATOR_ENABLED ?? !isProduction,
     proxyHops: c.TRUST_PROXY_HOPS ?? (c.TRUST_PROXY ? 1 : 0),
     isProduction,

@@ -46,6 +46,19 @@ describe("credentials at rest", () => {
     expect(() => decryptJson("not sealed")).toThrow(CredentialsError);
   });
 
+  it("a value sealed with a context decrypts only under that context; one sealed without (v1) still reads", () => {
+    use({ CREDENTIALS_KEY: "c".repeat(40) });
+    const bound = encryptJson({ password: "x" }, "line-a|bluebubbles|http://mac.lan:1234");
+    expect(bound).toMatch(/^v2\./);
+    expect(decryptJson(bound, "line-a|bluebubbles|http://mac.lan:1234")).toEqual({ password: "x" });
+    expect(() => decryptJson(bound, "line-b|bluebubbles|http://mac.lan:1234")).toThrow(CredentialsError);
+    expect(() => decryptJson(bound, "line-a|bluebubbles|http://evil.example")).toThrow(/connect the line again/);
+    expect(() => decryptJson(bound)).toThrow(CredentialsError);
+    const legacy = encryptJson({ password: "y" });
+    expect(legacy).toMatch(/^v1\./);
+    expect(decryptJson(legacy, "any context")).toEqual({ password: "y" });
+  });
+
   it("without CREDENTIALS_KEY, generates one key once into DATA_DIR with mode 0600, and keeps using it", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "relay-cred-"));
     try {

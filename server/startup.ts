@@ -11,6 +11,7 @@ import { seedDevAccount } from "./dev-seed";
 import { ownSignals } from "./lifecycle";
 import { installHttpHook, switchObservabilityOnSignal } from "./observability/http-hook";
 import { credentialsKeySource } from "./credentials";
+import { sealUnboundSecrets } from "./platform/connection";
 import { catchUpAll, startLineMonitor } from "./services/line-monitor";
 import { registerFastRoutes } from "./http/fast-routes";
 import { log } from "./observability/log";
@@ -42,6 +43,8 @@ export async function startServer(): Promise<void> {
   // credentials is a configuration error, not a 503 on the first upload.
   await checkStorage().catch((err: unknown) => refuseToStart([(err as Error).message]));
   await bootstrap();
+  // Provider secrets sealed before they were bound to their line (issue 23) are sealed again, bound.
+  await sealUnboundSecrets().catch((err: unknown) => log().error({ err }, "sealing provider secrets to their lines failed"));
   registerFastRoutes();
   const { kind } = await database();
   if (kind === "pglite") {

@@ -276,6 +276,25 @@ describe("inbound through /api/inbound", () => {
     expect((await messagesOf(f, alice)).map((m) => m.guid)).toEqual([message.sid]);
   });
 
+  it("answers 413 request_too_large for a form over the byte or parameter bound, signed or not, before any signature work; stores nothing", async () => {
+    const tw = await fake();
+    const f = await twilioLine(tw);
+    const alice = phone();
+    const { params } = await tw.receive({ from: alice, body: "bounded", deliver: false });
+    const manyParams: [string, string][] = [...params, ...Array.from({ length: 300 }, (_, i): [string, string] => [`X${i}`, "1"])];
+    const bigBody = params.map(([k, v]): [string, string] => (k === "Body" ? [k, "b".repeat(70 * 1024)] : [k, v]));
+    for (const p of [manyParams, bigBody]) {
+      for (const headers of [{ "x-twilio-signature": tw.sign(f.inboundUrl, p) }, {}] as Record<string, string>[]) {
+        const res = await postForm(f.inboundUrl, p, headers);
+        expect(res.status).toBe(413);
+        expect(res.json).toMatchObject({ error: { code: "request_too_large" }, request_id: expect.stringMatching(/^req_/) });
+      }
+    }
+    expect(await messagesOf(f, alice)).toHaveLength(0);
+    // The same message within the bounds is taken in.
+    expect((await postForm(f.inboundUrl, params, { "x-twilio-signature": tw.sign(f.inboundUrl, params) })).status).toBe(200);
+  });
+
   it("refuses other content types (415), other accounts' and numbers' webhooks and unknown statuses (400), all signed", async () => {
     const tw = await fake();
     const f = await twilioLine(tw);

@@ -1,15 +1,21 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { config } from "../config";
-import { CredentialsError, decryptJson, encryptJson } from "../credentials";
+import { CredentialsError, decryptJson, encryptJson, isUnboundSealed } from "../credentials";
+import { getDb } from "../db";
 import type { Line } from "../generated/prisma/client";
 import type { AnyProvider, ProviderLine } from "./provider";
 import { processSingleton } from "../singleton";
+import { providerHostProblem, trimTrailingSlashes } from "./http";
 import { providerFor } from "./registry";
 import type { Platform } from "./types";
 
 // A line's provider connection: settings in the clear, secrets (the provider's and the token
-// of the line's inbound URL) encrypted in one sealed JSON value.
+// of the line's inbound URL) encrypted in one sealed JSON value, bound (AES-GCM associated data)
+// to the line's ID, its provider and where its secrets are sent (the provider's base URL): a
+// sealed value copied onto another line, or a destination changed in the database without
+// sealing again, no longer decrypts, so secrets are never sent anywhere they were not given
+// for. Values sealed before the binding (v1) are read, and sealed again bound at start.
 
 const Sealed = z.object({ inboundToken: z.string().min(16), secrets: z.unknown() });
 
@@ -21,20 +27,56 @@ export function newInboundToken(): string {
   return randomBytes(24).toString("base64url");
 }
 
-/** The stored form of a connection: what goes into the Line row. */
-export function sealConnection(provider: AnyProvider, rawConfig: unknown, inboundToken: string) {
+/** Why the line's destination (its base URL) may not be used, once its host name is resolved; null when it may. */
+export async function destinationProblem(provider: AnyProvider, settings: unknown): Promise<string | null> {
+  const destination = provider.destination?.(settings);
+  return destination ? providerHostProblem(destination) : null;
+}
+
+/** What a line's sealed secrets are bound to: its ID, its provider, and where they are sent. */
+function sealContext(lineId: string, provider: AnyProvider, settings: unknown): string {
+  return JSON.stringify(["relay-line-secrets", lineId, provider.name, provider.destination?.(settings) ?? ""]);
+}
+
+/** The stored form of a connection of line `lineId`: what goes into the Line row. */
+export function sealConnection(provider: AnyProvider, rawConfig: unknown, inboundToken: string, lineId: string) {
   const parsed = provider.configSchema.parse(rawConfig);
   const { settings, secrets } = provider.split(parsed);
   return {
     provider: provider.name,
     providerSettings: settings as object,
-    providerSecrets: encryptJson({ inboundToken, secrets }),
+    providerSecrets: encryptJson({ inboundToken, secrets }, sealContext(lineId, provider, settings)),
     inboundTokenHash: hashToken(inboundToken),
   };
 }
 
+/**
+ * Seals again, bound to their line, the secrets sealed before the binding (at start, once per
+ * row: a row changed meanwhile is left to its new value). Returns how many rows were rewritten.
+ */
+export async function sealUnboundSecrets(): Promise<number> {
+  const db = await getDb();
+  const rows = await db.line.findMany({ where: { providerSecrets: { startsWith: "v1." } } });
+  let rewritten = 0;
+  for (const line of rows) {
+    if (!line.providerSecrets || !isUnboundSealed(line.providerSecrets)) continue;
+    const provider = providerFor(line.provider);
+    let value: unknown;
+    try {
+      value = decryptJson(line.providerSecrets);
+    } catch {
+      continue; // another key: the line reports it when used, as before
+    }
+    const settings = provider.load(line.providerSettings, null).settings;
+    const sealed = encryptJson(value, sealContext(line.id, provider, settings));
+    const { count } = await db.line.updateMany({ where: { id: line.id, providerSecrets: line.providerSecrets }, data: { providerSecrets: sealed } });
+    rewritten += count;
+  }
+  return rewritten;
+}
+
 export function inboundUrl(lineId: string, token: string): string {
-  return `${config().PUBLIC_URL.replace(/\/+$/, "")}/api/inbound/${lineId}?token=${encodeURIComponent(token)}`;
+  return `${trimTrailingSlashes(config().PUBLIC_URL)}/api/inbound/${lineId}?token=${encodeURIComponent(token)}`;
 }
 
 /** Whether `token` is this line's inbound token (constant time). */
@@ -67,7 +109,8 @@ function decryptLine(line: Line): ProviderLine {
   let token = "";
   let secrets: unknown = null;
   if (line.providerSecrets) {
-    const sealed = Sealed.safeParse(decryptJson(line.providerSecrets));
+    const context = sealContext(line.id, provider, provider.load(line.providerSettings, null).settings);
+    const sealed = Sealed.safeParse(decryptJson(line.providerSecrets, isUnboundSealed(line.providerSecrets) ? undefined : context));
     if (!sealed.success) throw new CredentialsError("stored credentials are not in a known format");
     token = sealed.data.inboundToken;
     secrets = sealed.data.secrets;

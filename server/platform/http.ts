@@ -6,6 +6,19 @@
 // every client reports, Retry-After, and the scrubbing of secrets from anything that came from
 // the server or the network stack. Each client keeps its own error class; what a failure means
 // for a send is decided by its platform layer.
+//
+// Every request goes through the provider address guard (providerFetch): provider URLs are
+// chosen by account owners, so unless PROVIDER_ALLOW_PRIVATE is set they may not reach
+// loopback, private, link-local (cloud metadata) or this service's own addresses, judged on the
+// URL and again on every address the name resolves to at connect time (DNS rebinding).
+
+import dns from "node:dns";
+import http from "node:http";
+import net from "node:net";
+import https from "node:https";
+import { Readable } from "node:stream";
+import { config } from "../config";
+import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup, isForbiddenAddress, isOwnAddress } from "../webhooks/url-guard";
 
 /**
  * What a failed provider call proves, the kinds every provider client's error class reports
@@ -49,8 +62,30 @@ export class TransportError extends Error {
 export interface Exchange {
   status: number;
   headers: Headers;
+  /** The whole body; empty when a sink took it. */
   body: Uint8Array;
+  /** What the sink returned, when one took the body. */
+  sunk?: unknown;
 }
+
+/**
+ * Takes a 2xx body as it arrives (a file streamed to storage, never held whole): `chunks`
+ * stops with a TransportError ("too_large", "timeout", "network") at the cap, the deadline or a
+ * lost connection. Whatever else the sink throws (refusing the answer by its headers, a storage
+ * failure) reaches the caller as thrown. A sink that returns without reading to the end has
+ * the rest of the body dropped.
+ */
+export type BodySink<R> = (chunks: AsyncIterable<Uint8Array>, answer: { status: number; headers: Headers }) => Promise<R>;
+
+/** The sink that keeps the whole body in memory (small files, tests). */
+export const collectBytes: BodySink<Uint8Array> = async (chunks) => {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+};
+
+/** What the transport calls to send: the guarded providerFetch, or a test's own fetch. */
+export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
 export interface ExchangeInit {
   method: "GET" | "POST" | "DELETE";
@@ -60,6 +95,8 @@ export interface ExchangeInit {
   timeoutMs: number;
   /** Bodies larger than this fail with kind "too_large"; a function gives the cap by the answer's status. */
   maxBytes: number | ((status: number) => number);
+  /** Given, a 2xx body goes to it as it arrives (see BodySink) instead of into `body`. */
+  sink?: BodySink<unknown>;
 }
 
 /** Connect-phase failures: the request certainly never reached the server. */
@@ -75,7 +112,124 @@ const NOT_SENT_CODES = new Set([
   "ENETDOWN",
   "EADDRNOTAVAIL",
   "UND_ERR_CONNECT_TIMEOUT",
+  "EFORBIDDENADDRESS",
+  "ERR_INVALID_URL",
 ]);
+
+/** Why a provider URL was refused before anything was sent, for error messages and probes. */
+export const FORBIDDEN_PROVIDER_DESTINATION = `${FORBIDDEN_DESTINATION}; for a provider on this machine or the local network, the operator sets PROVIDER_ALLOW_PRIVATE=true`;
+
+/** s without its trailing slashes, in one pass (a regex such as /\/+$/ is quadratic on many slashes). */
+export function trimTrailingSlashes(s: string): string {
+  let end = s.length;
+  while (end > 0 && s.charCodeAt(end - 1) === 47) end--;
+  return end === s.length ? s : s.slice(0, end);
+}
+
+/** The service's own public host names (PUBLIC_URL, FILES_PUBLIC_URL): a provider URL may not point back at it. */
+function ownHosts(): string[] {
+  const c = config();
+  return [c.PUBLIC_URL, c.FILES_PUBLIC_URL].flatMap((u) => (u && URL.canParse(u) ? [new URL(u).hostname.replace(/^\[(.*)\]$/, "$1")] : []));
+}
+
+/** Checks a provider URL as the transport will (for settings schemas): a readable reason, or null when allowed. */
+export function providerUrlProblem(url: string): string | null {
+  try {
+    checkProviderUrl(url, { allowPrivate: config().providerAllowPrivate, ownHosts: ownHosts() });
+    return null;
+  } catch (err) {
+    return err instanceof ForbiddenAddressError ? FORBIDDEN_PROVIDER_DESTINATION : (err as Error).message;
+  }
+}
+
+/**
+ * What the guard will say of a provider URL's host name once resolved (when a line is
+ * connected, so a name that points inside the network is refused before it is stored): a
+ * readable reason, or null when allowed or when the name does not resolve now (the probe then
+ * reports that). Every request checks again at connect time.
+ */
+export async function providerHostProblem(url: string): Promise<string | null> {
+  if (config().providerAllowPrivate || !URL.canParse(url)) return null;
+  const host = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
+  if (net.isIP(host)) return null; // a literal address is judged on the URL (providerUrlProblem)
+  const addresses = await new Promise<dns.LookupAddress[]>((resolve) => dns.lookup(host, { all: true }, (err, found) => resolve(err ? [] : found)));
+  return addresses.some((a) => isForbiddenAddress(a.address) || isOwnAddress(a.address)) ? FORBIDDEN_PROVIDER_DESTINATION : null;
+}
+
+// Keep-alive pools: a pooled socket was checked by guardedLookup when it was opened.
+const agents = { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) };
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+/**
+ * fetch over node:http(s), through the provider address guard: the URL is checked (a literal
+ * address gets no lookup), and the connection's lookup refuses forbidden addresses, so the
+ * socket goes only to an address that was judged. Redirects are never followed.
+ */
+export const providerFetch: FetchLike = async (url, init) => {
+  const allowPrivate = config().providerAllowPrivate;
+  let target: URL;
+  try {
+    target = checkProviderUrl(url, { allowPrivate, ownHosts: ownHosts() });
+  } catch (err) {
+    if (err instanceof ForbiddenAddressError) throw err;
+    throw Object.assign(new Error(`invalid provider URL: ${(err as Error).message}`), { code: "ERR_INVALID_URL" });
+  }
+  const headers: Record<string, string> = {};
+  new Headers(init.headers).forEach((value, name) => {
+    headers[name] = value;
+  });
+  let body: Readable | string | null = null;
+  if (init.body instanceof FormData) {
+    const encoded = new Response(init.body);
+    headers["content-type"] = encoded.headers.get("content-type")!;
+    body = Readable.fromWeb(encoded.body! as import("node:stream/web").ReadableStream<Uint8Array>);
+  } else if (typeof init.body === "string") {
+    body = init.body;
+  } else if (init.body != null) {
+    throw new TypeError("providerFetch: the body must be a string or FormData");
+  }
+  const protocol = target.protocol as keyof typeof agents;
+  return new Promise<Response>((resolve, reject) => {
+    const req = (protocol === "https:" ? https : http).request({
+      protocol,
+      hostname: target.hostname.replace(/^\[(.*)\]$/, "$1"),
+      port: target.port || undefined,
+      path: target.pathname + target.search,
+      method: init.method ?? "GET",
+      headers,
+      agent: agents[protocol],
+      lookup: guardedLookup(allowPrivate),
+      signal: init.signal ?? undefined,
+    });
+    req.on("error", reject);
+    req.on("response", (res) => {
+      const status = res.statusCode ?? 0;
+      const answer = new Headers();
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
+        try {
+          answer.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+        } catch {
+          // a header value fetch would not accept either: left out
+        }
+      }
+      try {
+        const stream = NULL_BODY_STATUSES.has(status) || req.method === "HEAD" ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
+        if (!stream) res.resume();
+        resolve(new Response(stream, { status, headers: answer }));
+      } catch (err) {
+        res.destroy();
+        reject(err);
+      }
+    });
+    if (body instanceof Readable) {
+      body.on("error", (err) => req.destroy(err));
+      body.pipe(req);
+    } else {
+      req.end(body ?? undefined);
+    }
+  });
+};
+
 
 /** The first string `code` on an error, its `errors` (AggregateError) or its causes. */
 function errorCode(err: unknown): string | null {
@@ -106,6 +260,17 @@ export function retryAfterMs(headers: Headers, now = Date.now()): number | null 
 export function mediaType(headers: Headers): string | null {
   const essence = headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
   return essence || null;
+}
+
+/**
+ * Whether a media type is one a message attachment may have (MMS media: images, audio, video,
+ * PDF, contact and calendar cards): what a provider's media answer must be, so that an error
+ * page, a JSON document or anything else a URL answers is never stored as a file.
+ */
+export function isMessageMediaType(type: string | null): boolean {
+  if (!type) return false;
+  if (type.startsWith("image/") || type.startsWith("audio/") || type.startsWith("video/")) return true;
+  return ["application/pdf", "text/vcard", "text/x-vcard", "text/calendar", "text/csv", "text/rtf", "text/richtext", "text/directory"].includes(type);
 }
 
 /**
@@ -141,7 +306,7 @@ export function issueList(issues: readonly { path: readonly PropertyKey[]; messa
  * (the caller decides where it may go next). Throws TransportError; an HTTP error status is
  * an answer, returned like any other.
  */
-export async function exchange(url: string, init: ExchangeInit, doFetch: typeof fetch = globalThis.fetch): Promise<Exchange> {
+export async function exchange(url: string, init: ExchangeInit, doFetch: FetchLike = providerFetch): Promise<Exchange> {
   const controller = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
@@ -153,6 +318,7 @@ export async function exchange(url: string, init: ExchangeInit, doFetch: typeof 
     if (err instanceof TransportError) return err;
     if (timedOut) return new TransportError("timeout", `no complete answer within ${init.timeoutMs} ms (outcome unknown)`, true, null, status);
     const code = errorCode(err);
+    if (code === "EFORBIDDENADDRESS") return new TransportError("network", `${FORBIDDEN_PROVIDER_DESTINATION}; request not sent`, false, code);
     const notSent = status === null && code !== null && NOT_SENT_CODES.has(code);
     const cause = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
     const why = code ?? truncate(cause, 120);
@@ -174,6 +340,38 @@ export async function exchange(url: string, init: ExchangeInit, doFetch: typeof 
     if (Number.isFinite(declared) && declared > cap) {
       controller.abort();
       throw tooLarge();
+    }
+    if (init.sink && res.status >= 200 && res.status < 300) {
+      const reader = res.body?.getReader();
+      let finished = !reader;
+      async function* capped(): AsyncGenerator<Uint8Array> {
+        if (!reader) return;
+        let total = 0;
+        for (;;) {
+          let step: ReadableStreamReadResult<Uint8Array>;
+          try {
+            step = await reader.read();
+          } catch (err) {
+            throw failure(err, res.status);
+          }
+          if (step.done) {
+            finished = true;
+            return;
+          }
+          total += step.value.byteLength;
+          if (total > cap) throw tooLarge();
+          yield step.value;
+        }
+      }
+      try {
+        const sunk = await init.sink(capped(), { status: res.status, headers: res.headers });
+        return { status: res.status, headers: res.headers, body: new Uint8Array(0), sunk };
+      } finally {
+        if (!finished) {
+          controller.abort();
+          reader?.cancel().catch(() => {});
+        }
+      }
     }
     const chunks: Uint8Array[] = [];
     let total = 0;

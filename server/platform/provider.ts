@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { BodySink } from "./http";
 import type { Platform, ProbeResult, ProviderAttachmentRef, ProviderInbound } from "./types";
 
 // What one provider folder exports (server/platform/<name>/index.ts): its settings schema, how
@@ -42,6 +43,8 @@ export interface Provider<Config = unknown, Settings = unknown, Secrets = unknow
   split(config: Config): { settings: Settings; secrets: Secrets | null };
   /** Parses what split() stored, back from the database. */
   load(settings: unknown, secrets: unknown): { settings: Settings; secrets: Secrets };
+  /** Where the line's secrets are sent (its base URL): its sealed secrets are bound to it. */
+  destination?(settings: Settings): string;
   /** Settings safe to show anywhere: never a secret; URLs with credentials masked. */
   describe(settings: Settings): Record<string, string | number | boolean | null>;
   /** The platform that sends for one line. */
@@ -92,8 +95,8 @@ export interface Provider<Config = unknown, Settings = unknown, Secrets = unknow
   };
   /** Messages after `after` (provider clock, Unix ms), oldest first, a page at a time. */
   catchUp?(line: ProviderLine<Settings, Secrets>, after: number, page: { offset: number; limit: number }): Promise<ProviderInbound[]>;
-  /** Fetches an inbound attachment's bytes, at most maxBytes. */
-  downloadAttachment?(line: ProviderLine<Settings, Secrets>, ref: ProviderAttachmentRef, maxBytes: number): Promise<{ bytes: Uint8Array; mimeType: string | null }>;
+  /** Streams an inbound attachment's bytes into `sink` as they arrive (at most maxBytes); returns what the sink made. */
+  downloadAttachment?<R>(line: ProviderLine<Settings, Secrets>, ref: ProviderAttachmentRef, opts: { maxBytes: number; sink: BodySink<R> }): Promise<{ content: R; mimeType: string | null }>;
 }
 
 // Each provider is defined with its own types; the registry holds them type-erased (its

@@ -6,7 +6,7 @@ import { normalizeHandle } from "../handles";
 import { newId } from "../ids";
 import { type InboundEvent, InboundEventSchema, type InboundMessage } from "../platform/events";
 import { serializeMessage, serializeReaction } from "../serializers";
-import { storeBlob } from "../storage/blobs";
+import { type StoredBlob, storeBlob } from "../storage/blobs";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { fanOut } from "../webhooks/fanout";
 import { wakeWebhooks } from "../webhooks/runner";
@@ -109,7 +109,11 @@ const receivedEvent = (m: Message): LiveEvent => ({
   messageId: m.id,
 });
 
-export async function ingestMessage(line: Line, event: WithoutLine<InboundMessage>): Promise<{ message: Message; created: boolean }> {
+/**
+ * Takes in one inbound message. `stored`: the attachment's bytes, already streamed to storage
+ * (a provider's download); the caller discards it when the message is not created.
+ */
+export async function ingestMessage(line: Line, event: WithoutLine<InboundMessage>, stored?: StoredBlob): Promise<{ message: Message; created: boolean }> {
   const db = await getDb();
   const sender = normalizeHandle(event.sender);
   if (event.guid) {
@@ -126,7 +130,7 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
     throw invalidParam("attachment", "A voice memo (is_audio_message true) needs an audio attachment.");
   }
 
-  const file = event.attachment ? await storeBlob(event.attachment.content) : null;
+  const file = event.attachment ? (stored ?? (await storeBlob(event.attachment.content))) : null;
 
   const now = new Date();
   const sentAt = new Date(event.sentAt ?? now.getTime());

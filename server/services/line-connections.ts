@@ -3,7 +3,8 @@ import { config } from "../config";
 import { getDb } from "../db";
 import { ApiError } from "../errors";
 import type { Line } from "../generated/prisma/client";
-import { newInboundToken, providerLine, sealConnection } from "../platform/connection";
+import { destinationProblem, newInboundToken, providerLine, sealConnection } from "../platform/connection";
+import type { AnyProvider } from "../platform/provider";
 import { findProvider, PROVIDER_NAMES } from "../platform/registry";
 import { CapabilitiesSchema, type ProbeResult } from "../platform/types";
 import { serializeLine } from "../serializers";
@@ -38,6 +39,12 @@ export interface ConnectionReport {
 function invalidConfig(err: ZodError): ApiError {
   const detail = err.issues.map((i) => `${i.path.length ? `${i.path.join(".")}: ` : ""}${i.message}`).join("; ");
   return new ApiError("invalid_parameter_value", `Invalid provider settings: ${detail}.`, { param: "provider_config" });
+}
+
+/** A provider URL whose host name resolves to an address the provider guard refuses (PROVIDER_ALLOW_PRIVATE off). */
+async function refuseLocalDestination(provider: AnyProvider, settings: unknown): Promise<void> {
+  const problem = await destinationProblem(provider, settings);
+  if (problem) throw new ApiError("invalid_parameter_value", `Invalid provider settings: ${problem}.`, { param: "provider_config" });
 }
 
 /** A line for operators and owners: the public shape plus provider settings (secrets never) and health. */
@@ -106,11 +113,12 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   const provider = findProvider(body.provider)!;
   let sealed: ReturnType<typeof sealConnection>;
   try {
-    sealed = sealConnection(provider, body.provider_config, newInboundToken());
+    sealed = sealConnection(provider, body.provider_config, newInboundToken(), line.id);
   } catch (err) {
     if (err instanceof ZodError) throw invalidConfig(err);
     throw err;
   }
+  await refuseLocalDestination(provider, sealed.providerSettings);
   const switching = line.provider !== provider.name;
   const updated = await db.line.update({
     where: { id: line.id },
@@ -198,7 +206,8 @@ export async function createConnectedLine(
   }
   // Validate the settings before the line exists, so a typo leaves nothing behind.
   try {
-    findProvider(provider)!.configSchema.parse(input.providerConfig ?? {});
+    const parsed = findProvider(provider)!.configSchema.parse(input.providerConfig ?? {});
+    await refuseLocalDestination(findProvider(provider)!, findProvider(provider)!.split(parsed).settings);
   } catch (err) {
     if (err instanceof ZodError) throw invalidConfig(err);
     throw err;

@@ -10,7 +10,9 @@ import { sameContent } from "../platform/matching";
 import { findProvider } from "../platform/registry";
 import type { ProviderAttachmentRef, ProviderInbound } from "../platform/types";
 import { serializeMessage } from "../serializers";
+import { discardBlob, storeBlob } from "../storage/blobs";
 import { fileUrlSigner } from "../storage/signed-urls";
+import { withDownloadSlot } from "../platform/download-slots";
 import { fanOut } from "../webhooks/fanout";
 import { wakeWebhooks } from "../webhooks/runner";
 import { config } from "../config";
@@ -48,10 +50,13 @@ async function advanceCursor(lineId: string, at: number): Promise<void> {
 async function download(line: Line, pl: ProviderLine, ref: ProviderAttachmentRef) {
   const provider = findProvider(line.provider);
   if (!provider?.downloadAttachment) return null;
-  const max = config().PROVIDER_MAX_ATTACHMENT_BYTES;
-  const { bytes, mimeType } = await provider.downloadAttachment(pl, ref, max);
+  const maxBytes = config().PROVIDER_MAX_ATTACHMENT_BYTES;
+  // Streamed into storage as it arrives (never held whole), within the download limits.
+  const { content: stored, mimeType } = await withDownloadSlot(line.id, () =>
+    provider.downloadAttachment!(pl, ref, { maxBytes, sink: (chunks) => storeBlob(chunks) }),
+  );
   const type = mimeType && /^[\w.+-]+\/[\w.+-]+$/.test(mimeType) ? mimeType : ref.mimeType;
-  return { filename: ref.filename.slice(0, 255) || "attachment", mimeType: type, content: bytes };
+  return { filename: ref.filename.slice(0, 255) || "attachment", mimeType: type, content: new Uint8Array(0), stored };
 }
 
 type MessageEvent = Extract<ProviderInbound, { kind: "message" }>;
@@ -178,18 +183,28 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
           }
         }
         if (!event.text && !attachment) return "ignored";
-        const { created } = await ingestMessage(line, {
-          sender: event.sender,
-          guid: event.guid,
-          text: event.text,
-          ...(attachment ? { attachment } : {}),
-          isAudioMessage: event.isAudioMessage && !!attachment?.mimeType.startsWith("audio/"),
-          group: event.group ? { id: event.group.id, participants: event.group.participants, name: event.group.name } : undefined,
-          replyToGuid: event.replyToGuid,
-          ...(event.service ? { service: event.service } : {}),
-          sentAt: event.sentAt,
-          ...(event.providerChatId ? { providerChatId: event.providerChatId } : {}),
-        });
+        let created = false;
+        try {
+          ({ created } = await ingestMessage(
+            line,
+            {
+              sender: event.sender,
+              guid: event.guid,
+              text: event.text,
+              ...(attachment ? { attachment: { filename: attachment.filename, mimeType: attachment.mimeType, content: attachment.content } } : {}),
+              isAudioMessage: event.isAudioMessage && !!attachment?.mimeType.startsWith("audio/"),
+              group: event.group ? { id: event.group.id, participants: event.group.participants, name: event.group.name } : undefined,
+              replyToGuid: event.replyToGuid,
+              ...(event.service ? { service: event.service } : {}),
+              sentAt: event.sentAt,
+              ...(event.providerChatId ? { providerChatId: event.providerChatId } : {}),
+            },
+            attachment?.stored,
+          ));
+        } finally {
+          // A repeat (stored before, or concurrently) or a failure: no File row points at the bytes.
+          if (attachment && !created) await discardBlob(attachment.stored).catch(() => {});
+        }
         await advanceCursor(line.id, event.sentAt);
         return created ? "stored" : "duplicate";
       }

@@ -1,5 +1,6 @@
 import dns from "node:dns";
 import net from "node:net";
+import os from "node:os";
 
 // Webhook URLs are chosen by users and fetched by the server, so they must not reach the
 // server's own network (SSRF): loopback, private ranges, link-local (which holds the cloud
@@ -97,7 +98,8 @@ export const FORBIDDEN_DESTINATION = "destination not allowed (private, loopback
 // private use, which also holds metadata.google.internal); others are judged by what they
 // resolve to.
 function isLocalName(hostname: string): boolean {
-  const name = hostname.toLowerCase().replace(/\.$/, "");
+  const lower = hostname.toLowerCase();
+  const name = lower.endsWith(".") ? lower.slice(0, -1) : lower;
   return name === "localhost" || name.endsWith(".localhost") || name.endsWith(".internal");
 }
 
@@ -139,17 +141,28 @@ export class ForbiddenAddressError extends Error {
   }
 }
 
+let ownAddresses: Set<string> | null = null;
+
+/** This machine's own interface addresses (a public one included): the service itself. */
+export function isOwnAddress(ip: string): boolean {
+  if (!ownAddresses) {
+    ownAddresses = new Set<string>();
+    for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) ownAddresses.add(a.address.toLowerCase());
+  }
+  return ownAddresses.has(ip.toLowerCase());
+}
+
 /**
  * A `lookup` for net.connect / http(s).request: dns.lookup, failing with ForbiddenAddressError
- * (code EFORBIDDENADDRESS) when any address the name resolves to is forbidden. All addresses are
- * resolved and checked even when one is asked for, because happy eyeballs may try several.
- * With allowInsecure it is plain dns.lookup.
+ * (code EFORBIDDENADDRESS) when any address the name resolves to is forbidden or one of this
+ * machine's own. All addresses are resolved and checked even when one is asked for, because
+ * happy eyeballs may try several. With allowInsecure it is plain dns.lookup.
  */
 export function guardedLookup(allowInsecure: boolean): net.LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, options.all ? [] : "");
-      const bad = allowInsecure ? undefined : addresses.find((a) => isForbiddenAddress(a.address));
+      const bad = allowInsecure ? undefined : addresses.find((a) => isForbiddenAddress(a.address) || isOwnAddress(a.address));
       if (bad) return callback(new ForbiddenAddressError(hostname, bad.address), options.all ? [] : "");
       if (options.all) return callback(null, addresses);
       const [first] = addresses;
@@ -157,4 +170,30 @@ export function guardedLookup(allowInsecure: boolean): net.LookupFunction {
       callback(null, first.address, first.family);
     });
   };
+}
+
+/**
+ * Parses and checks the URL of a provider (a BlueBubbles Mac, an SMS Gateway phone, Twilio's
+ * API or media): http or https, no credentials, at most MAX_URL_LENGTH characters; unless
+ * allowPrivate, not a literal forbidden or own address, a local name, or one of `ownHosts`
+ * (the service's own public host names). Throws ForbiddenAddressError for a destination that
+ * is not allowed, a plain Error for a malformed URL. Names are judged again by what they
+ * resolve to, at connect time (guardedLookup).
+ */
+export function checkProviderUrl(url: string, { allowPrivate, ownHosts = [] }: { allowPrivate: boolean; ownHosts?: readonly string[] }): URL {
+  if (url.length > MAX_URL_LENGTH) throw new Error(`must be at most ${MAX_URL_LENGTH} characters`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error("must be an absolute URL");
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error("must be an http:// or https:// URL");
+  if (parsed.username || parsed.password) throw new Error("must not contain credentials");
+  if (!allowPrivate) {
+    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+    const own = ownHosts.some((h) => h.toLowerCase() === host);
+    if (isForbiddenAddress(host) || isLocalName(host) || isOwnAddress(host) || own) throw new ForbiddenAddressError(host, host);
+  }
+  return parsed;
 }

@@ -681,7 +681,7 @@ describe("reads", () => {
       res.end(bytes);
     };
     const got = await client.downloadAttachment("at_1/x", { maxBytes: 10_000 });
-    expect(Buffer.from(got.bytes).equals(bytes)).toBe(true);
+    expect(Buffer.from(got.content).equals(bytes)).toBe(true);
     expect(got.mimeType).toBe("image/heic");
     expect(last().rawUrl.split("?")[0]).toBe("/api/v1/attachment/at_1%2Fx/download");
     expect(last().url.searchParams.get("original")).toBe("true");

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type Exchange, exchange, excerpt, issueList, mediaType, type ProviderFailureKind, scrubber, TransportError, truncate } from "../http";
+import { type BodySink, collectBytes, type Exchange, exchange, excerpt, issueList, mediaType, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, scrubber, TransportError, trimTrailingSlashes, truncate } from "../http";
 import {
   BBChatSchema,
   BBMessageSchema,
@@ -173,10 +173,11 @@ export interface BlueBubblesClient {
   /** GET /api/v1/message/:guid?with=chats,attachments; null on 404. */
   getMessage(guid: string): Promise<BBMessage | null>;
   /**
-   * GET /api/v1/attachment/:guid/download?original=true, streamed; more than maxBytes → kind
-   * "too_large" (reading stops). timeoutMs defaults to 120 s.
+   * GET /api/v1/attachment/:guid/download?original=true, streamed into `sink` as it arrives
+   * (the bytes in memory without one); more than maxBytes → kind "too_large" (reading stops).
+   * timeoutMs (the whole download, sink included) defaults to 120 s.
    */
-  downloadAttachment(guid: string, opts: { maxBytes: number; timeoutMs?: number }): Promise<{ bytes: Uint8Array; mimeType: string | null }>;
+  downloadAttachment<R = Uint8Array>(guid: string, opts: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }): Promise<{ content: R; mimeType: string | null }>;
   /** GET /api/v1/handle/availability/imessage?address= (Private API) → data.available. */
   iMessageAvailable(address: string): Promise<boolean>;
   /** GET /api/v1/webhook. */
@@ -209,6 +210,7 @@ export function describeBlueBubblesError(e: unknown): string {
       case "timeout":
         return "BlueBubbles did not answer in time (outcome unknown)";
       case "network":
+        if (e.code === "EFORBIDDENADDRESS") return `BlueBubbles server's address refused: ${FORBIDDEN_PROVIDER_DESTINATION}`;
         return e.sentRequest
           ? `connection to BlueBubbles lost mid-request${e.code ? ` (${e.code})` : ""}`
           : `could not reach BlueBubbles${e.code ? ` (${e.code})` : ""}`;
@@ -280,9 +282,9 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new Error("BlueBubbles URL must be http(s)");
   if (parsed.username || parsed.password) throw new Error("BlueBubbles URL must not contain credentials");
-  const base = parsed.origin + parsed.pathname.replace(/\/+$/, "");
+  const base = parsed.origin + trimTrailingSlashes(parsed.pathname);
   const password = conn.password;
-  const doFetch = opts.fetch ?? globalThis.fetch;
+  const doFetch = opts.fetch ?? providerFetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
 
@@ -308,7 +310,7 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
    * every failure becomes a BlueBubblesError. Bodies are capped at `maxJsonBytes`, but with
    * `fileCap` a 2xx body is a file capped at that ("too_large" beyond it).
    */
-  async function send(spec: RequestSpec, fileCap?: number): Promise<Exchange> {
+  async function send(spec: RequestSpec, fileCap?: number, sink?: BodySink<unknown>): Promise<Exchange> {
     const headers: Record<string, string> = { accept: "application/json" };
     let body: string | FormData | undefined;
     if (spec.json !== undefined) {
@@ -320,9 +322,10 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
     const isFile = (status: number) => fileCap !== undefined && status >= 200 && status < 300;
     try {
       const maxBytes = (status: number) => (isFile(status) ? fileCap! : maxJsonBytes);
-      return await exchange(buildUrl(spec.path, spec.query), { method: spec.method, headers, body, timeoutMs: spec.timeoutMs, maxBytes }, doFetch);
+      return await exchange(buildUrl(spec.path, spec.query), { method: spec.method, headers, body, timeoutMs: spec.timeoutMs, maxBytes, sink }, doFetch);
     } catch (err) {
-      if (!(err instanceof TransportError)) throw failure(spec, "network", err instanceof Error ? err.message : String(err));
+      // Only a sink throws anything else (its storage failing): passed on as it is.
+      if (!(err instanceof TransportError)) throw err;
       if (err.kind === "too_large" && err.status !== null && isFile(err.status)) {
         throw failure(spec, "too_large", `attachment larger than ${fileCap} bytes`, { status: err.status });
       }
@@ -509,20 +512,20 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
       }
     },
 
-    async downloadAttachment(guid, { maxBytes, timeoutMs }) {
+    async downloadAttachment<R = Uint8Array>(guid: string, { maxBytes, timeoutMs, sink }: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }) {
       const spec: RequestSpec = {
         method: "GET",
         path: `/api/v1/attachment/${enc(guid)}/download`,
         query: { original: "true" },
         timeoutMs: timeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS,
       };
-      const res = await send(spec, maxBytes);
+      const res = await send(spec, maxBytes, (sink ?? collectBytes) as BodySink<unknown>);
       if (res.status < 200 || res.status >= 300) {
         // Errors come as envelopes (404 "Attachment does not exist!", 500 "… does not exist in disk!").
         readEnvelope(spec, res);
         throw failure(spec, "garbage", `HTTP ${res.status} with a success envelope`, { status: res.status });
       }
-      return { bytes: res.body, mimeType: mediaType(res.headers) };
+      return { content: res.sunk as R, mimeType: mediaType(res.headers) };
     },
 
     async iMessageAvailable(address) {

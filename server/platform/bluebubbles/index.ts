@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineProvider } from "../provider";
+import { providerUrlSetting } from "../settings-url";
 import type { ProbeResult } from "../types";
 import { type BBWebhookEventName, createBlueBubblesClient, describeBlueBubblesError, privateApiUsable, redactUrl } from "./client";
 import { mapMessage, mapWebhook } from "./inbound";
@@ -24,12 +25,10 @@ export const WEBHOOK_EVENTS: readonly BBWebhookEventName[] = ["new-message", "up
 
 const Config = z
   .object({
-    url: z
-      .string()
-      .trim()
-      .url("must be the server's URL, e.g. http://mac.local:1234")
-      .regex(/^https?:\/\//i, "must be an http:// or https:// URL")
-      .transform((u) => u.replace(/\/+$/, "")),
+    url: providerUrlSetting("must be the server's URL, e.g. http://mac.local:1234").refine(
+      (u) => !["password", "guid", "token"].some((name) => new URL(u).searchParams.has(name)),
+      "must not carry the server password in its query: give it as password, which is stored encrypted",
+    ),
     password: z.string().min(1, "is required (the BlueBubbles server password)").max(500),
     sendTimeoutSeconds: z.number().int().min(5).max(600).default(DEFAULT_SEND_TIMEOUT_SECONDS),
   })
@@ -51,6 +50,7 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
   configSchema: Config,
   split: (c) => ({ settings: { url: c.url, sendTimeoutSeconds: c.sendTimeoutSeconds }, secrets: { password: c.password } }),
   load: (settings, secrets) => ({ settings: Settings.parse(settings), secrets: Secrets.safeParse(secrets).data ?? { password: "" } }),
+  destination: (s) => s.url,
   describe: (s) => ({ url: maskUrl(s.url), sendTimeoutSeconds: s.sendTimeoutSeconds }),
   sendTimeoutMs: (s) => s.sendTimeoutSeconds * 1000,
   idempotentSends: false,
@@ -131,8 +131,8 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
     return messages.map(mapMessage);
   },
 
-  async downloadAttachment(line, ref, maxBytes) {
+  async downloadAttachment(line, ref, { maxBytes, sink }) {
     const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password });
-    return client.downloadAttachment(ref.ref, { maxBytes });
+    return client.downloadAttachment(ref.ref, { maxBytes, sink });
   },
 });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type Exchange, exchange, excerpt, issueList, type ProviderFailureKind, retryAfterMs, scrubber, TransportError, truncate } from "../http";
+import { type Exchange, exchange, excerpt, issueList, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, retryAfterMs, scrubber, TransportError, trimTrailingSlashes, truncate } from "../http";
 import {
   SGHealthSchema,
   SGIncomingMessageSchema,
@@ -116,8 +116,8 @@ function errorMessage(body: unknown): string | null {
 /** JSON calls to the gateway's API: the base URL, credentials and deadline of one line. */
 export function createHttpJson(options: HttpJsonOptions): HttpJson {
   const parsed = new URL(options.baseUrl);
-  const base = parsed.origin + parsed.pathname.replace(/\/+$/, "");
-  const doFetch = options.fetch ?? globalThis.fetch;
+  const base = parsed.origin + trimTrailingSlashes(parsed.pathname);
+  const doFetch = options.fetch ?? providerFetch;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const scrub = scrubber(options.secrets ?? []);
   const operationOf = (request: HttpJsonRequest) => `${request.method} ${request.path}`;
@@ -292,6 +292,7 @@ export function describeSmsGatewayError(err: unknown): string {
       case "timeout":
         return "SMS Gateway did not answer in time";
       case "network":
+        if (err.code === "EFORBIDDENADDRESS") return `SMS Gateway's address refused: ${FORBIDDEN_PROVIDER_DESTINATION}`;
         return err.sentRequest
           ? `the connection to SMS Gateway dropped mid-request${err.code ? ` (${err.code})` : ""}`
           : `could not reach SMS Gateway${err.code ? ` (${err.code})` : ""}`;

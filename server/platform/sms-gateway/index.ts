@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { config } from "../../config";
 import { defineProvider, type ProviderLine } from "../provider";
+import { providerUrlSetting } from "../settings-url";
 import type { ProbeResult, ProviderInbound } from "../types";
 import { createSmsGatewayClient, describeSmsGatewayError, type SGWebhookEventName, type SmsGatewayClient } from "./client";
 import { mapIncoming, mapWebhook, verifyWebhookSignature } from "./inbound";
@@ -30,13 +31,7 @@ export function webhookId(lineId: string, event: keyof typeof WEBHOOK_EVENTS): s
 
 const Config = z
   .object({
-    url: z
-      .string()
-      .trim()
-      .url("must be the gateway API's URL, e.g. http://phone.lan:8080 or https://api.sms-gate.app/3rdparty/v1")
-      .regex(/^https?:\/\//i, "must be an http:// or https:// URL")
-      .refine((u) => !/^https?:\/\/[^/]*@/i.test(u), "must not contain credentials (give username and password separately)")
-      .transform((u) => u.replace(/\/+$/, ""))
+    url: providerUrlSetting("must be the gateway API's URL, e.g. http://phone.lan:8080 or https://api.sms-gate.app/3rdparty/v1")
       .refine((u) => !/^https?:\/\/api\.sms-gate\.app(\/|$)/i.test(u) || /\/3rdparty\/v1$/i.test(u), "for the cloud, must be https://api.sms-gate.app/3rdparty/v1"),
     username: z.string().min(1, "is required (shown in the app)").max(200).default("sms"),
     password: z.string().min(1, "is required (the password shown in the app)").max(500),
@@ -86,6 +81,7 @@ export const smsGatewayProvider = defineProvider<z.output<typeof Config>, Settin
     secrets: { password: c.password, signingKey: c.signingKey },
   }),
   load: (settings, secrets) => ({ settings: Settings.parse(settings), secrets: Secrets.safeParse(secrets).data ?? { password: "", signingKey: "" } }),
+  destination: (s) => s.url,
   describe: (s) => ({ url: s.url.replace(/\/\/[^/@]*@/, "//***@"), username: s.username, timeoutSeconds: s.timeoutSeconds }),
   // A send is one POST, and after a 409 one GET.
   sendTimeoutMs: (s) => 2 * s.timeoutSeconds * 1000,

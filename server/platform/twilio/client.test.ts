@@ -177,9 +177,9 @@ describe("media downloads", () => {
     try {
       const sameOrigin = createTwilioClient({ accountSid: SID, authToken: TOKEN, baseUrl: origin });
       // Same origin: a relative redirect keeps the credentials.
-      handler = (req, res) => (req.url.pathname === "/cdn/1" ? send(res, 200, "hello") : send(res, 307, "", { location: "/cdn/1" }));
+      handler = (req, res) => (req.url.pathname === "/cdn/1" ? send(res, 200, "hello", { "content-type": "image/jpeg" }) : send(res, 307, "", { location: "/cdn/1" }));
       const ok = await sameOrigin.downloadMedia(`${origin}/2010-04-01/Accounts/${SID}/Messages/${MSG}/Media/ME1`, { maxBytes: 100 });
-      expect(new TextDecoder().decode(ok.bytes)).toBe("hello");
+      expect(new TextDecoder().decode(ok.content)).toBe("hello");
       expect(requests.map((r) => Boolean(r.headers.authorization))).toEqual([true, true]);
 
       // Another origin (http, so refused unless it is the base URL): the redirect is refused.
@@ -194,7 +194,7 @@ describe("media downloads", () => {
       requests = [];
       const got = await viaStore.downloadMedia(`${storeOrigin}/media/1`, { maxBytes: 100_000 });
       expect(got).toMatchObject({ mimeType: "image/png" });
-      expect(got.bytes.byteLength).toBe(5000);
+      expect(got.content.byteLength).toBe(5000);
       expect(requests[0]!.headers.authorization).toMatch(/^Basic /);
       expect((await failure(viaStore.downloadMedia(`${storeOrigin}/media/1`, { maxBytes: 100 }))).kind).toBe("too_large");
     } finally {
@@ -208,5 +208,31 @@ describe("media downloads", () => {
       expect(e).toMatchObject({ kind: "refused", sentRequest: false });
     }
     expect(requests).toHaveLength(0);
+  });
+
+  it("fetches media on the base URL's own origin only where the operator allows private providers (else Twilio's hosts alone)", async () => {
+    handler = (_req, res) => send(res, 200, "png", { "content-type": "image/png" });
+    const url = `${origin}/2010-04-01/Accounts/${SID}/Messages/${MSG}/Media/ME1`;
+    const strict = createTwilioClient({ accountSid: SID, authToken: TOKEN, baseUrl: origin }, { mediaFromBaseUrl: false });
+    const e = await failure(strict.downloadMedia(url, { maxBytes: 1000 }));
+    expect(e).toMatchObject({ kind: "refused", sentRequest: false });
+    expect(e.message).toContain("only Twilio's own https hosts are fetched");
+    expect(requests).toHaveLength(0);
+    const lan = createTwilioClient({ accountSid: SID, authToken: TOKEN, baseUrl: origin }, { mediaFromBaseUrl: true });
+    expect((await lan.downloadMedia(url, { maxBytes: 1000 })).mimeType).toBe("image/png");
+  });
+
+  it("refuses an answer that is not media (a JSON document, an HTML page, no type): nothing is returned to store", async () => {
+    const url = `${origin}/2010-04-01/Accounts/${SID}/Messages/${MSG}/Media/ME1`;
+    for (const type of ["application/json", "text/html", "text/plain", "application/octet-stream", null]) {
+      handler = (_req, res) => {
+        res.writeHead(200, type ? { "content-type": type } : {});
+        res.end('{"AccessKeyId":"ASIA...","SecretAccessKey":"..."}');
+      };
+      const e = await failure(client.downloadMedia(url, { maxBytes: 1000 }));
+      expect(e, String(type)).toMatchObject({ kind: "refused", status: 200 });
+      expect(e.message).toContain("not media");
+      expect(e.message).not.toContain("AccessKeyId");
+    }
   });
 });

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { TwilioError, type TwilioErrorInit } from "./errors";
-import { type Exchange, exchange, excerpt, issueList, mediaType, retryAfterMs, scrubber, TransportError } from "../http";
+import { config } from "../../config";
+import { type BodySink, collectBytes, type Exchange, exchange, excerpt, isMessageMediaType, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
 import {
   type TwilioMedia,
   TwilioErrorBodySchema,
@@ -30,6 +31,11 @@ export interface TwilioClientOptions {
   /** Deadline for calls other than sends and downloads. Default 30 s. */
   timeoutMs?: number;
   maxJsonBytes?: number;
+  /**
+   * Whether media on the base URL's own origin may be fetched when it is not one of Twilio's
+   * hosts (a test double, a proxy on the LAN). Default: PROVIDER_ALLOW_PRIVATE.
+   */
+  mediaFromBaseUrl?: boolean;
 }
 
 export interface CreateMessageInput {
@@ -103,9 +109,10 @@ export interface TwilioClient {
   /**
    * The bytes of a media URL (a webhook's MediaUrl{N} or mediaContentUrl), with the account's
    * credentials, following Twilio's redirects to its media store; at most maxBytes. Only URLs
-   * on the base URL or Twilio's media hosts are fetched.
+   * on Twilio's https hosts are fetched (the base URL's own origin too, with mediaFromBaseUrl),
+   * and only a media answer (image, audio, video, PDF, cards) is returned.
    */
-  downloadMedia(url: string, opts: { maxBytes: number; timeoutMs?: number }): Promise<{ bytes: Uint8Array; mimeType: string | null }>;
+  downloadMedia<R = Uint8Array>(url: string, opts: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }): Promise<{ content: R; mimeType: string | null }>;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -124,9 +131,10 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
   const origin = base.origin;
   const accountPath = `/2010-04-01/Accounts/${encodeURIComponent(conn.accountSid)}`;
   const authorization = `Basic ${Buffer.from(`${conn.accountSid}:${conn.authToken}`, "utf8").toString("base64")}`;
-  const doFetch = opts.fetch ?? globalThis.fetch;
+  const doFetch = opts.fetch ?? providerFetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
+  const mediaFromBase = opts.mediaFromBaseUrl ?? config().providerAllowPrivate;
 
   // The token never travels in a URL, but nothing Twilio (or a proxy) echoes may carry it on.
   const scrub = scrubber([conn.authToken, authorization.slice("Basic ".length)]);
@@ -194,7 +202,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
 
   /** Whether a media URL may be fetched at all, and whether a redirect may lead there. */
   function allowedMediaUrl(url: URL, redirect: boolean): boolean {
-    if (url.origin === origin) return true;
+    if (url.origin === origin && mediaFromBase) return true;
     if (url.protocol !== "https:") return false;
     // Twilio's older media store is S3 (s3-external-1.amazonaws.com); reached only through Twilio's own redirect.
     return isTwilioHost(url.hostname) || (redirect && /\.amazonaws\.com$/i.test(url.hostname));
@@ -244,7 +252,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
       return new URL(media.uri.replace(/\.json$/, ""), origin).toString();
     },
 
-    async downloadMedia(url, { maxBytes, timeoutMs }) {
+    async downloadMedia<R = Uint8Array>(url: string, { maxBytes, timeoutMs, sink }: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }) {
       const operation = "GET media";
       let target: URL;
       try {
@@ -253,18 +261,29 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
         throw fail(operation, "refused", "the media URL is not a URL", { sentRequest: false });
       }
       if (!allowedMediaUrl(target, false)) {
-        throw fail(operation, "refused", `media URL on ${target.protocol}//${target.host} refused: only ${origin} and Twilio's own https hosts are fetched`, { sentRequest: false });
+        throw fail(operation, "refused", `media URL on ${target.protocol}//${target.host} refused: only Twilio's own https hosts${mediaFromBase ? ` and ${origin}` : ""} are fetched`, { sentRequest: false });
       }
       // The credentials go to the host Twilio named, never on to another one it redirects to.
       const credentialed = target.origin;
       const deadline = Date.now() + (timeoutMs ?? DEFAULT_DOWNLOAD_TIMEOUT_MS);
+      const store = (sink ?? collectBytes) as BodySink<R>;
+      // The answer is judged by its headers before a byte of it is kept: media, or refused.
+      const mediaSink: BodySink<R> = async (chunks, answer) => {
+        const type = mediaType(answer.headers);
+        if (answer.status !== 200 || !isMessageMediaType(type)) {
+          throw fail(operation, "refused", `the answer is not media (HTTP ${answer.status}, ${type ?? "no content type"}); nothing was stored`, { status: answer.status });
+        }
+        return store(chunks, answer);
+      };
       for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
         let res: Exchange;
         try {
           const headers: Record<string, string> = target.origin === credentialed ? { authorization } : {};
-          res = await exchange(target.toString(), { method: "GET", headers, timeoutMs: Math.max(1, deadline - Date.now()), maxBytes }, doFetch);
+          res = await exchange(target.toString(), { method: "GET", headers, timeoutMs: Math.max(1, deadline - Date.now()), maxBytes, sink: mediaSink as BodySink<unknown> }, doFetch);
         } catch (err) {
           if (err instanceof TransportError && err.kind === "too_large") throw fail(operation, "too_large", `media larger than ${maxBytes} bytes`);
+          // Only the sink throws anything else (its storage failing): passed on as it is.
+          if (!(err instanceof TransportError) && !(err instanceof TwilioError)) throw err;
           throw transportFailure(operation, err);
         }
         if (res.status >= 300 && res.status < 400) {
@@ -277,7 +296,8 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
           continue;
         }
         if (res.status >= 400) throw httpFailure(operation, res);
-        return { bytes: res.body, mimeType: mediaType(res.headers) };
+        if (res.sunk === undefined) throw fail(operation, "refused", `the answer is not media (HTTP ${res.status})`, { status: res.status });
+        return { content: res.sunk as R, mimeType: mediaType(res.headers) };
       }
       throw fail(operation, "garbage", `more than ${MAX_REDIRECTS} redirects`);
     },

@@ -1,4 +1,4 @@
-import { type ProviderFailureKind, truncate } from "../http";
+import { FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, truncate } from "../http";
 import type { SendResult } from "../types";
 
 // Twilio's error codes as this service treats them. Twilio publishes no permanent/transient
@@ -123,6 +123,7 @@ export function describeTwilioError(e: unknown): string {
     case "timeout":
       return "Twilio did not answer in time (outcome unknown)";
     case "network":
+      if (e.networkCode === "EFORBIDDENADDRESS") return `Twilio base URL's address refused: ${FORBIDDEN_PROVIDER_DESTINATION}`;
       return e.sentRequest ? `connection to Twilio lost mid-request${e.networkCode ? ` (${e.networkCode})` : ""}` : `could not reach Twilio${e.networkCode ? ` (${e.networkCode})` : ""}`;
     case "too_large":
     case "refused":

@@ -8,7 +8,8 @@ import { defineProvider, type InboundRequest, type ProviderLine } from "../provi
 import type { ProbeResult } from "../types";
 import { createTwilioClient, type TwilioClient } from "./client";
 import { describeTwilioError } from "./errors";
-import { mediaType } from "../http";
+import { mediaType, trimTrailingSlashes } from "../http";
+import { providerUrlSetting } from "../settings-url";
 import { mapWebhook } from "./inbound";
 import { inboundSince, listedEvent, twilioPlatform } from "./platform";
 import { ACCOUNT_SID, MESSAGING_SERVICE_SID, type TwilioMessage } from "./schemas";
@@ -26,17 +27,13 @@ export const DEFAULT_SEND_TIMEOUT_SECONDS = 15;
 /** Twilio's "do nothing" answer to a webhook: an empty TwiML document. */
 export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 
-/** An optional setting the dashboard may send as "". */
-const optional = <T extends z.ZodType<string | undefined>>(schema: T) => schema.optional().or(z.literal("").transform(() => undefined));
+/** An optional setting the dashboard may send as "" (read as absent, so a bad value gets its own message, not a union's). */
+const optional = <T extends z.ZodType<string | undefined>>(schema: T) => z.preprocess((v) => (v === "" ? undefined : v), schema.optional());
 
-const BaseUrl = z
-  .string()
-  .trim()
-  .url("must be a URL, e.g. https://api.twilio.com")
-  .regex(/^https?:\/\//i, "must be an http:// or https:// URL")
+const BaseUrl = providerUrlSetting("must be a URL, e.g. https://api.twilio.com")
   .refine((u) => {
     const url = new URL(u);
-    return !url.username && !url.password && !url.search && url.pathname.replace(/\/+$/, "") === "";
+    return !url.search && trimTrailingSlashes(url.pathname) === "";
   }, "must be an origin only (https://api.twilio.com or a regional edge such as https://api.dublin.ie1.twilio.com), without a path, query or credentials")
   .transform((u) => new URL(u).origin);
 
@@ -77,10 +74,23 @@ const lineView = (line: TwilioLine) => ({ handle: line.handle, accountSid: line.
  */
 function calledUrl(url: URL): string {
   const at = url.pathname.indexOf("/api/inbound/");
-  return `${config().PUBLIC_URL.replace(/\/+$/, "")}${at >= 0 ? url.pathname.slice(at) : url.pathname}${url.search}`;
+  return `${trimTrailingSlashes(config().PUBLIC_URL)}${at >= 0 ? url.pathname.slice(at) : url.pathname}${url.search}`;
+}
+
+/** Twilio's webhook forms are a few KiB with a few dozen fields (ten media at most): larger ones are refused before any signature work. */
+export const MAX_WEBHOOK_BYTES = 64 * 1024;
+export const MAX_WEBHOOK_PARAMS = 256;
+
+/** Refuses (413 request_too_large) a webhook body over the byte or parameter bound, counted in one pass. */
+function boundWebhook(body: Uint8Array): void {
+  if (body.byteLength > MAX_WEBHOOK_BYTES) throw new ApiError("request_too_large", `A Twilio webhook body is at most ${MAX_WEBHOOK_BYTES} bytes; this one has ${body.byteLength}.`);
+  let params = body.byteLength > 0 ? 1 : 0;
+  for (let i = 0; i < body.byteLength; i++) if (body[i] === 0x26) params++; // '&'
+  if (params > MAX_WEBHOOK_PARAMS) throw new ApiError("request_too_large", `A Twilio webhook form has at most ${MAX_WEBHOOK_PARAMS} parameters; this one has ${params}.`);
 }
 
 function verify(request: InboundRequest, line: TwilioLine) {
+  boundWebhook(request.body);
   const signature = request.headers.get("x-twilio-signature");
   if (!signature) return { code: "invalid_signature" as const, message: "Missing X-Twilio-Signature: Twilio signs every webhook it sends." };
   const url = calledUrl(request.url);
@@ -113,6 +123,7 @@ export const twilioProvider = defineProvider<z.output<typeof Config>, Settings, 
   }),
   load: (settings, secrets) => ({ settings: Settings.parse(settings), secrets: Secrets.safeParse(secrets).data ?? { authToken: "" } }),
   // The Account SID is an identifier (it is in every API URL), not a secret; the Auth Token is never shown.
+  destination: (s) => s.baseUrl,
   describe: (s) => ({ accountSid: s.accountSid, messagingServiceSid: s.messagingServiceSid, baseUrl: s.baseUrl, sendTimeoutSeconds: s.sendTimeoutSeconds }),
   sendTimeoutMs: (s) => s.sendTimeoutSeconds * 1000,
   service: "sms",
@@ -209,7 +220,7 @@ export const twilioProvider = defineProvider<z.output<typeof Config>, Settings, 
     return events;
   },
 
-  async downloadAttachment(line, ref, maxBytes) {
-    return clientFor(line).downloadMedia(ref.ref, { maxBytes });
+  async downloadAttachment(line, ref, { maxBytes, sink }) {
+    return clientFor(line).downloadMedia(ref.ref, { maxBytes, sink });
   },
 });

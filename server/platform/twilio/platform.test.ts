@@ -66,7 +66,7 @@ function memoryClient(messages: TwilioMessage[], options: { createAnswer?: Twili
     nextMessagePage: async () => ({ messages: [], next_page_uri: null, page: 1, page_size: 0, uri: null }),
     listMedia: async () => [],
     mediaContentUrl: (m) => m.uri,
-    downloadMedia: async () => ({ bytes: new Uint8Array(), mimeType: null }),
+    downloadMedia: async () => ({ content: new Uint8Array() as never, mimeType: null }),
   };
   return { client, calls };
 }
