@@ -127,14 +127,46 @@ export async function closeDatabase(): Promise<void> {
  * $2, ...; rows come back with the driver's type parsing (timestamptz as Date, jsonb parsed).
  */
 export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  checkParamCount(params);
   const db = await database();
   if (db.pool) return (await db.pool.query(text, params)).rows as T[];
   if (db.pglite) return (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows;
   return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
 }
 
-/** `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list. */
+/**
+ * Most bind parameters one batched statement may carry. The wire protocol counts them in 16
+ * bits (65,535 at most); past that, PostgreSQL refuses the statement and embedded PGlite's
+ * protocol parser breaks for good (every later query fails). Builders of multi-row statements
+ * chunk their rows to stay under this, with room for a few extra parameters.
+ */
+export const MAX_STATEMENT_PARAMS = 30_000;
+/** The protocol's own limit: a statement with more parameters is never sent. */
+export const PROTOCOL_MAX_PARAMS = 65_535;
+
+/** Throws (before anything is sent) when a statement carries more parameters than the protocol allows. */
+export function checkParamCount(params: readonly unknown[]): void {
+  if (params.length > PROTOCOL_MAX_PARAMS) {
+    throw new Error(`a statement with ${params.length} bind parameters was not sent (the protocol allows ${PROTOCOL_MAX_PARAMS}); its builder must chunk its rows`);
+  }
+}
+
+/** Splits rows into chunks whose parameters (each row's width, plus `extra` per statement) stay within MAX_STATEMENT_PARAMS. */
+export function chunkRows<R extends unknown[]>(rows: R[], extra = 0): R[][] {
+  const width = Math.max(1, ...rows.map((r) => r.length));
+  const perChunk = Math.max(1, Math.floor((MAX_STATEMENT_PARAMS - extra) / width));
+  const chunks: R[][] = [];
+  for (let i = 0; i < rows.length; i += perChunk) chunks.push(rows.slice(i, i + perChunk));
+  return chunks;
+}
+
+/**
+ * `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list.
+ * Throws past MAX_STATEMENT_PARAMS: a caller with unbounded rows chunks them (chunkRows).
+ */
 export function valuesList(rows: unknown[][], casts: readonly string[] = []): { text: string; params: unknown[] } {
+  const count = rows.reduce((n, r) => n + r.length, 0);
+  if (count > MAX_STATEMENT_PARAMS) throw new Error(`a VALUES list of ${count} parameters (at most ${MAX_STATEMENT_PARAMS}): chunk its rows`);
   const params: unknown[] = [];
   const tuples = rows.map((row) => `(${row.map((value, i) => `$${params.push(value)}${casts[i] ?? ""}`).join(", ")})`);
   return { text: tuples.join(", "), params };
@@ -145,7 +177,7 @@ export type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
 
 /** A Query over a Prisma transaction, for code shared with driver-level transactions. */
 export function prismaQuery(tx: Prisma.TransactionClient): Query {
-  return <T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params);
+  return <T>(text: string, params: unknown[] = []) => (checkParamCount(params), tx.$queryRawUnsafe<T[]>(text, ...params));
 }
 
 /** A transaction straight through the driver (see `sql`); rolled back if `fn` throws. */
@@ -155,7 +187,7 @@ export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promi
     const client = await db.pool.connect();
     try {
       await client.query("BEGIN");
-      const result = await fn(async <T>(text: string, params: unknown[] = []) => (await client.query(text, params)).rows as T[]);
+      const result = await fn(async <T>(text: string, params: unknown[] = []) => (checkParamCount(params), (await client.query(text, params)).rows as T[]));
       await client.query("COMMIT");
       return result;
     } catch (err) {
@@ -166,7 +198,7 @@ export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promi
     }
   }
   if (db.pglite) {
-    return (db.pglite as EmbeddedPg).transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (await tx.query<T>(text, params)).rows));
+    return (db.pglite as EmbeddedPg).transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (checkParamCount(params), (await tx.query<T>(text, params)).rows)));
   }
-  return db.prisma.$transaction((tx) => fn(<T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params)));
+  return db.prisma.$transaction((tx) => fn(prismaQuery(tx)));
 }
