@@ -6,6 +6,7 @@ import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { config } from "./config";
 import { lockDataDir } from "./db/dir-lock";
+import { databaseFailure, noteDatabaseFailure, noteDatabaseSuccess } from "./db/errors";
 import { applyMigrations } from "./db/migrations";
 import { type EmbeddedPg, PGliteThread } from "./db/pglite-thread";
 import { pgliteRunner, pgRunner } from "./db/runners";
@@ -128,10 +129,24 @@ export async function closeDatabase(): Promise<void> {
  */
 export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
   checkParamCount(params);
-  const db = await database();
-  if (db.pool) return (await db.pool.query(text, params)).rows as T[];
-  if (db.pglite) return (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows;
-  return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
+  return observed(async () => {
+    const db = await database();
+    if (db.pool) return (await db.pool.query(text, params)).rows as T[];
+    if (db.pglite) return (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows;
+    return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
+  });
+}
+
+/** Runs `fn`, noting whether the database answered (GET /readyz and /healthz read it). */
+async function observed<R>(fn: () => Promise<R>): Promise<R> {
+  try {
+    const result = await fn();
+    noteDatabaseSuccess();
+    return result;
+  } catch (err) {
+    if (databaseFailure(err)) noteDatabaseFailure(err);
+    throw err;
+  }
 }
 
 /**
@@ -181,7 +196,11 @@ export function prismaQuery(tx: Prisma.TransactionClient): Query {
 }
 
 /** A transaction straight through the driver (see `sql`); rolled back if `fn` throws. */
-export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
+export function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
+  return observed(() => transaction(fn));
+}
+
+async function transaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
   const db = await database();
   if (db.pool) {
     const client = await db.pool.connect();
