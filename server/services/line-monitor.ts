@@ -3,6 +3,10 @@ import { DELIVERY_REPORT_RETENTION_MS } from "./delivery-status";
 import { getDb, sql } from "../db";
 import type { Line } from "../generated/prisma/client";
 import { CredentialsError } from "../credentials";
+import { databaseFailure } from "../db/errors";
+import { ApiError } from "../errors";
+import type { ProviderLine } from "../platform/provider";
+import type { ProviderInbound } from "../platform/types";
 import { providerLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import { processSingleton } from "../singleton";
@@ -47,7 +51,7 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     const pl = providerLine(line);
     for (let offset = 0; report.pages < MAX_PAGES; report.pages++) {
       const events = await provider.catchUp(pl, after, { offset, limit: PAGE });
-      for (const event of events) report.counts[await ingestProviderEvent(line, pl, event)]++;
+      for (const event of events) report.counts[await ingestIsolated(line, pl, event)]++;
       if (events.length < PAGE) {
         report.pages++;
         break;
@@ -56,9 +60,25 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     }
   } catch (err) {
     report.error = err instanceof CredentialsError ? err.message : `catch-up failed: ${(err as Error).message}`;
-    await noteProviderDown(line.id, report.error);
+    // Our database failing says nothing about the provider: the line's health stays as it is.
+    if (!databaseFailure(err)) await noteProviderDown(line.id, report.error);
   }
   return report;
+}
+
+/**
+ * One caught-up event, isolated: an event we fail to take in (a bug of ours, or something the
+ * database refuses in it) is logged and skipped, so it never blocks the events after it or
+ * makes the line look down. The database itself failing still ends the catch-up.
+ */
+async function ingestIsolated(line: Line, pl: ProviderLine, event: ProviderInbound): Promise<InboundOutcome> {
+  try {
+    return await ingestProviderEvent(line, pl, event);
+  } catch (err) {
+    if (databaseFailure(err) || (err instanceof ApiError && err.status >= 500)) throw err;
+    log().error({ err, line_id: line.id, kind: event.kind }, "a caught-up event could not be taken in; skipped");
+    return "ignored";
+  }
 }
 
 /** Catches a line up with its provider; concurrent calls for one line share one run. */
