@@ -1,10 +1,10 @@
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { config } from "./config";
+import { secureDataDir } from "./db/data-dir";
 import { lockDataDir } from "./db/dir-lock";
 import { databaseFailure, noteDatabaseFailure, noteDatabaseSuccess } from "./db/errors";
 import { applyMigrations } from "./db/migrations";
@@ -72,7 +72,8 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   let unlock = () => {};
   const open = (dir?: string) => (c.PGLITE_THREAD ? PGliteThread.create(dir) : PGlite.create(dir));
   if (c.dataDir) {
-    await mkdir(c.dataDir, { recursive: true });
+    const fixed = secureDataDir(c.dataDir);
+    if (fixed) console.warn(`[data] made DATA_DIR private: ${fixed} file and directory mode(s) set to 0600/0700 in ${c.dataDir}`);
     unlock = lockDataDir(c.dataDir);
     try {
       pglite = await open(path.join(/*turbopackIgnore: true*/ c.dataDir, "pglite"));
