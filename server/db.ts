@@ -39,8 +39,15 @@ export interface OpenOptions {
   poolSize?: number;
 }
 
+/**
+ * A request waits at most this long for a pooled connection: past it the pool is overloaded and
+ * the request answers 503 service_unavailable with Retry-After (server/db/errors.ts) instead
+ * of hanging.
+ */
+const CONNECTION_WAIT_MS = 10_000;
+
 function pgPool(url: string, schema: string, max: number): pg.Pool {
-  return new pg.Pool({ connectionString: url, max, options: `-c search_path="${schema}"` });
+  return new pg.Pool({ connectionString: url, max, options: `-c search_path="${schema}"`, connectionTimeoutMillis: CONNECTION_WAIT_MS });
 }
 
 export async function openDatabase(options: OpenOptions = {}): Promise<Database> {

@@ -137,7 +137,7 @@ describe("GET /v1/listen", () => {
     const prisma = await db();
     // Many short sessions, as a client that reconnects in a loop opens (each closed after a moment).
     const sessions: string[] = [];
-    for (let i = 0; i < 2; i++) {
+    for (let i = 0; i < 10; i++) {
       const s = await open(f, `?events=message.received`);
       sessions.push(JSON.parse((await s.next("session")).data).session);
       s.close();

@@ -3,7 +3,7 @@ import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
 import { config } from "../config";
 import { log } from "../observability/log";
 import { metrics } from "../observability/metrics";
-import { getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
+import { chunkRows, getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
 import { databaseFailure, shortCause } from "../db/errors";
 import type { Attachment, Chat, File, Line, Message, OutboxItem } from "../generated/prisma/client";
 import { serializeMessage } from "../serializers";
@@ -427,8 +427,8 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   const attachments = [...attachmentsOf].flatMap(([messageId, list]) =>
     written.has(messageId) ? list.map((a) => [a.id, a.messageId, a.fileId, a.position, a.filename, a.mimeType, a.size]) : [],
   );
-  if (attachments.length) {
-    const values = valuesList(attachments);
+  for (const chunk of chunkRows(attachments)) {
+    const values = valuesList(chunk);
     await query(`INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size) VALUES ${values.text}`, values.params);
   }
   const deliveries = await fanOut(
