@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { GET as listen } from "@/app/v1/listen/route";
 import { sql, sqlTransaction } from "@/server/db";
+import { openStreams } from "@/server/services/stream-slots";
 import { fanOut } from "@/server/webhooks/fanout";
 import { db, get, inbound, makeAccount, phone, post, runDelivery, type Fixture } from "./helpers";
 
@@ -26,7 +28,7 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs: number): Promis
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -61,6 +63,31 @@ describe("batched writes at their limits", () => {
     expect(row!.n).toBe(SUBSCRIBERS * ids.length);
     expect((await get("/v1/lines", f.key)).status).toBe(200);
   }, 120_000);
+
+  it("the fuzz run's trigger: 400 listen sessions opened and closed, then 150 concurrent sends; every send goes out and closed sessions get nothing", async () => {
+    const f = await makeAccount();
+    const to = phone();
+    await inbound(f, to, "hello");
+    for (let i = 0; i < 400; i++) {
+      const abort = new AbortController();
+      const res = await listen(new Request("http://localhost/v1/listen", { headers: { authorization: `Bearer ${f.key}` }, signal: abort.signal }));
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      await reader.read(); // the session event: the session exists
+      abort.abort();
+      await reader.cancel().catch(() => undefined);
+      await waitFor(async () => openStreams(f.accountId) < 9, 10_000); // under MAX_STREAMS_PER_KEY (10)
+    }
+    const prisma = await db();
+    await waitFor(async () => (await prisma.webhook.count({ where: { accountId: f.accountId, kind: "stream", isActive: true } })) === 0, 30_000);
+    expect(await prisma.webhook.count({ where: { accountId: f.accountId, kind: "stream" } })).toBe(400);
+    const sends = await Promise.all(Array.from({ length: 150 }, (_, i) => post("/v1/messages", f.key, { from: f.line.handle, to, text: `fuzz ${i}` })));
+    expect(sends.map((s) => s.status)).toEqual(sends.map(() => 200));
+    const ids = sends.map((s) => s.body.id as string);
+    await waitFor(async () => (await prisma.outboxItem.count({ where: { id: { in: ids }, status: "sent" } })) === ids.length, 90_000);
+    expect(await prisma.webhookDelivery.count({ where: { webhook: { accountId: f.accountId, kind: "stream" } } })).toBe(0);
+    expect((await get("/v1/lines", f.key)).status).toBe(200);
+  }, 180_000);
 
   it("never sends a statement over the protocol's parameter limit, and the database keeps answering", async () => {
     const params = Array.from({ length: 70_000 }, (_, i) => i);
