@@ -117,3 +117,22 @@ describe("an overloaded database", () => {
     }
   });
 });
+
+describe("a closed embedded database", () => {
+  // Last in this file: it closes the file's own database for good.
+  // PostgreSQL: covered by the dead port above.
+  it.skipIf(!!process.env.DATABASE_URL)("answers 503 service_unavailable, not invalid_api_key, once PGlite is gone", async () => {
+    const db = await holder.db!;
+    const f = await makeAccount();
+    const fresh = await makeKey(f.accountId);
+    await db.pglite!.close();
+    const res = await get("/v1/chats", fresh);
+    expect(res.status).toBe(503);
+    expect(res.body.error.code).toBe("service_unavailable");
+    expectRequestId(res);
+    const ready = await get("/readyz");
+    expect(ready.body.checks.database.error).toMatch(/^database unreachable: /);
+    holder.db = undefined; // nothing left to close
+  });
+});
+

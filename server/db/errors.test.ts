@@ -16,6 +16,8 @@ describe("databaseFailure", () => {
     expect(databaseFailure(Object.assign(new Error("connection failure"), { code: "08006" }))).toBe("unreachable");
     expect(databaseFailure(new Error("Cannot use a pool after calling end on the pool"))).toBe("unreachable");
     expect(databaseFailure(prismaError("P1001", "Can't reach database server"))).toBe("unreachable");
+    expect(databaseFailure(new Error("the PGlite thread exited (code 1)"))).toBe("unreachable");
+    expect(databaseFailure(new Error("PGlite is closed"))).toBe("unreachable");
     expect(databaseFailure(new Error("wrapped", { cause: Object.assign(new Error("reset"), { code: "ECONNRESET" }) }))).toBe("unreachable");
   });
 

@@ -30,7 +30,7 @@ const UNREACHABLE_MESSAGES = [
   /client has encountered a connection error/i,
   /cannot use a pool after calling end/i,
   /pglite is closed/i,
-  /the database thread (?:exited|stopped|is closed)/i,
+  /the pglite thread (?:exited|is closed)/i,
   /database is unreachable/i,
 ];
 const OVERLOADED_MESSAGES = [
