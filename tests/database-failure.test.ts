@@ -1,4 +1,5 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { handleAuth } from "@/server/auth/auth-route";
 import { resetConfig } from "@/server/config";
 import { type Database, openDatabase } from "@/server/db";
 import { Prisma } from "@/server/generated/prisma/client";
@@ -65,6 +66,17 @@ describe("an unreachable database", () => {
     expect(graph.body.errors[0].extensions).toMatchObject({ code: "service_unavailable" });
     // A malformed key is still refused as such: nothing needs the database to say so.
     expect((await get("/v1/chats", "sk_live_short")).status).toBe(401);
+  });
+
+  it("answers a dashboard sign-in 503 service_unavailable, not a failed sign-in", async () => {
+    await breakDatabase();
+    const body = new URLSearchParams({ email: "someone@example.com", password: "right-password-1", csrfToken: "t", json: "true" });
+    const request = new Request("http://localhost:3000/api/auth/callback/credentials", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body });
+    const res = await handleAuth(request, { params: Promise.resolve({ nextauth: ["callback", "credentials"] }) });
+    expect(res.status).toBe(503);
+    const json = await res.json();
+    expect(json).toMatchObject({ error: { code: "service_unavailable" }, request_id: expect.stringMatching(/^req_/) });
+    expect(res.headers.get("retry-after")).toBeTruthy();
   });
 
   it("answers a valid provider webhook 503, so the provider retries, and stores it once the database is back", async () => {
