@@ -35,6 +35,12 @@ const nextConfig = {
     "/*": ["./prisma/migrations/**/*"],
   },
   poweredByHeader: false,
+  logging: {
+    // `next dev` prints each request's URL with its query, where secrets travel (an inbound
+    // URL's ?token=, a file link's signature): requests with a query are left to our own
+    // request log, which records the path only (server/observability/log.ts).
+    incomingRequests: { ignore: [/\?/] },
+  },
   async headers() {
     return ["/dashboard", "/dashboard/:path*", "/sign-in", "/sign-up"].map((source) => ({ source, headers: pageHeaders }));
   },

@@ -151,9 +151,14 @@ export async function measureWithCpu(serverPid: number, o: LoadOptions): Promise
   return { ...result, cpuMs: (cpu * 1000) / Math.max(1, result.requests) };
 }
 
-/** Stores a route's real answer as the envelope the trivial route answers. */
-export async function storeEnvelope(base: string, name: string, response: Response): Promise<void> {
+/**
+ * Stores a route's real answer as the envelope the trivial routes answer: each of `echoes` is
+ * an echo route's URL (the in-app /api/bench/echo, the baseline app's /echo).
+ */
+export async function storeEnvelope(echoes: string[], name: string, response: Response): Promise<void> {
   const body = await response.text();
-  const res = await fetch(`${base}/api/bench/echo?name=${name}&status=${response.status}`, { method: "PUT", body });
-  if (res.status !== 204) throw new Error(`could not store the ${name} envelope: ${res.status}`);
+  for (const echo of echoes) {
+    const res = await fetch(`${echo}?name=${name}&status=${response.status}`, { method: "PUT", body });
+    if (res.status !== 204) throw new Error(`could not store the ${name} envelope at ${echo}: ${res.status}`);
+  }
 }

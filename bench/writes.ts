@@ -1,11 +1,14 @@
 // Write-side measurements for npm run bench (bench/run.ts calls these against a running
 // `next start`): accepted POST /v1/messages per second, outbox drain throughput with lost and
 // duplicated items counted, and idle end-to-end latency from POST to status `sent`.
+import type { Baseline } from "./baseline";
 import { type Measured, measureWithCpu, storeEnvelope } from "./load";
 import pg from "pg";
 
 export interface WriteResults {
-  /** The trivial route (answering the same envelope) in the same round as the reported accept rate. */
+  /** The separate baseline app's route (answering the same envelope) in the same round as the reported accept rate: the target's reference. */
+  baseline: Measured;
+  /** The in-app echo route (answering the same envelope) in that round. */
   trivial: Measured;
   accept: Measured;
   /** Server CPU ms per request at the fixed rate (the accepted items are delivered meanwhile, as in production). */
@@ -34,6 +37,7 @@ interface Target {
   connections: number;
   fixedRate: number;
   serverPid: number;
+  baseline: Baseline;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -74,20 +78,22 @@ export async function measureWrites(t: Target): Promise<WriteResults> {
   latencies.sort((a, b) => a - b);
 
   // 2. Accepted writes per second (the runner drains meanwhile, as in production), in rounds
-  //    interleaved with the trivial route answering the same envelope; the round with the
-  //    median ratio is reported.
-  await storeEnvelope(t.base, "outbox", await fetch(`${t.base}/v1/messages`, { method: "POST", headers, body }));
-  const run = (url: string) =>
-    measureWithCpu(t.serverPid, { url, method: "POST", headers, body, connections: t.connections, seconds: t.seconds });
-  const rounds: { accept: Measured; trivial: Measured }[] = [];
+  //    interleaved with the trivial routes answering the same envelope (the baseline app's and
+  //    the in-app echo); the round with the median ratio to the baseline app is reported.
+  const echoes = [`${t.base}/api/bench/echo`, `${t.baseline.base}/echo`];
+  await storeEnvelope(echoes, "outbox", await fetch(`${t.base}/v1/messages`, { method: "POST", headers, body }));
+  const run = (url: string, pid = t.serverPid) =>
+    measureWithCpu(pid, { url, method: "POST", headers, body, connections: t.connections, seconds: t.seconds });
+  const rounds: { accept: Measured; trivial: Measured; baseline: Measured }[] = [];
   for (let round = 0; round < t.rounds; round++) {
-    await drained(); // the previous round's backlog must not slow this round's trivial route
+    await drained(); // the previous round's backlog must not slow this round's trivial routes
+    const baseline = await run(`${t.baseline.base}/echo?name=outbox`, t.baseline.pid);
     const trivial = await run(`${t.base}/api/bench/echo?name=outbox`);
     const accept = await run(`${t.base}/v1/messages`);
-    rounds.push({ accept, trivial });
+    rounds.push({ accept, trivial, baseline });
   }
-  rounds.sort((a, b) => a.accept.rps / a.trivial.rps - b.accept.rps / b.trivial.rps);
-  const { accept, trivial } = rounds[Math.floor(rounds.length / 2)]!;
+  rounds.sort((a, b) => a.accept.rps / a.baseline.rps - b.accept.rps / b.baseline.rps);
+  const { accept, trivial, baseline } = rounds[Math.floor(rounds.length / 2)]!;
   await drained();
   const atRate = async (url: string) =>
     (await measureWithCpu(t.serverPid, { url, method: "POST", headers, body, connections: 8, seconds: t.seconds, rate: t.fixedRate })).cpuMs;
@@ -126,6 +132,7 @@ export async function measureWrites(t: Target): Promise<WriteResults> {
   const sentRows = await client.query(`SELECT count(DISTINCT "outboxId")::int AS n FROM "Message" WHERE "outboxId" LIKE 'obx_000%'`);
   await client.end();
   return {
+    baseline,
     trivial,
     accept,
     trivialCpuAtRate,

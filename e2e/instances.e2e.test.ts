@@ -28,6 +28,8 @@ interface SseEvent<T> {
 }
 
 const CREDENTIALS_KEY = randomBytes(32).toString("base64");
+/** Operators see /readyz's details with it (outside development, never without one). */
+const METRICS_TOKEN = "metrics-token-e2e-0123";
 const LINE = "+15550100100";
 const EMAIL = "instances@example.com";
 const MIGRATIONS = readdirSync("prisma/migrations", { withFileTypes: true })
@@ -60,9 +62,9 @@ async function instance(name: string): Promise<Omit<Instance, "child">> {
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(path.join(tmpdir(), `relay-instance-${name}-`));
   // What replicas share (the same on every instance), then what is each one's own.
-  const shared = { NODE_ENV: "production" as const, SIMULATOR_ENABLED: "true", WEBHOOK_ALLOW_INSECURE: "true", SHUTDOWN_GRACE_SECONDS: "10", DATABASE_URL: database.url, CREDENTIALS_KEY, ...s3.env };
+  const shared = { NODE_ENV: "production" as const, METRICS_TOKEN, SIMULATOR_ENABLED: "true", WEBHOOK_ALLOW_INSECURE: "true", SHUTDOWN_GRACE_SECONDS: "10", DATABASE_URL: database.url, CREDENTIALS_KEY, ...s3.env };
   const env: NodeJS.ProcessEnv = { ...process.env, NEXT_TELEMETRY_DISABLED: "1", ...shared, DATA_DIR: dataDir, PUBLIC_URL: base, PORT: String(port) };
-  for (const name of ["DATABASE_SCHEMA", "METRICS_TOKEN", "FILES_PUBLIC_URL", "API_KEY_CACHE_SECONDS", "RATE_LIMIT_PER_HOUR", "INNGEST_EVENT_KEY", "INNGEST_DEV"]) delete env[name];
+  for (const name of ["DATABASE_SCHEMA", "FILES_PUBLIC_URL", "API_KEY_CACHE_SECONDS", "RATE_LIMIT_PER_HOUR", "INNGEST_EVENT_KEY", "INNGEST_DEV"]) delete env[name];
   return { name, port, base, dataDir, env };
 }
 
@@ -205,7 +207,7 @@ describe("several instances on one PostgreSQL database and one S3 bucket", () =>
     // tests after it have exactly two instances.
     const readiness = await Promise.all(
       trio.map(async (i) => {
-        const res = await fetch(`${i.base}/readyz`);
+        const res = await fetch(`${i.base}/readyz`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }); // details need the token
         return { status: res.status, body: await res.json() };
       }),
     );

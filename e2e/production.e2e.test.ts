@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
-import type { AddressInfo } from "node:net";
+import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,8 +88,11 @@ describe("a production instance (npm start, embedded PGlite)", () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it("is ready: database migrated, storage writable, delivery running; lines summarised", async () => {
-    const res = await fetch(`${app.base}/readyz`);
+  it("is ready: database migrated, storage writable, delivery running; lines summarised (details only with METRICS_TOKEN)", async () => {
+    const bare = await fetch(`${app.base}/readyz`);
+    expect(bare.status).toBe(200);
+    expect(await bare.json()).toEqual({ status: "ready" });
+    const res = await fetch(`${app.base}/readyz`, { headers: { authorization: "Bearer metrics-token-e2e-0123" } });
     const body = await res.json();
     expect(res.status).toBe(200);
     expect(body).toMatchObject({
@@ -112,6 +115,46 @@ describe("a production instance (npm start, embedded PGlite)", () => {
     expect(logged).toMatchObject({ level: 30, msg: "request", method: "GET", route: "/v1/chats", status: 200, account_id: expect.stringMatching(/^acct_/), key_id: expect.stringMatching(/^key_/) });
     expect(typeof logged!.duration_ms).toBe("number");
     expect(app.stdout.join("\n")).not.toContain(key);
+  });
+
+  it("answers TRACE, PROPFIND, other methods on inbound URLs and requests Node's parser refuses in the JSON envelope", async () => {
+    const send = (method: string, path: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; allow?: string; requestId?: string; body: { error?: { code: string }; request_id?: string } }>((resolve, reject) => {
+        const req = http.request(`${app.base}${path}`, { method, headers }, (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => (text += c));
+          res.on("end", () => resolve({ status: res.statusCode!, allow: res.headers.allow, requestId: res.headers["request-id"] as string, body: JSON.parse(text) }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    for (const path of ["/healthz", "/v1/chats", "/api/graphql", "/api/inbound/ln_01m8911r1svcjbnws49kkjf72s?token=x"]) {
+      const res = await send("TRACE", path);
+      expect(res.status, path).toBe(405);
+      expect(res.body.error?.code).toBe("method_not_allowed");
+      expect(res.body.request_id).toBe(res.requestId);
+      expect(res.allow).toBeTruthy();
+    }
+    expect((await send("PROPFIND", "/v1/chats")).body.error?.code).toBe("route_not_found");
+    const get = await send("GET", "/api/inbound/ln_01m8911r1svcjbnws49kkjf72s?token=x");
+    expect([get.status, get.allow, get.body.error?.code]).toEqual([405, "POST", "method_not_allowed"]);
+    const body = JSON.stringify({ from: line, to: contact, text: "typed as text" });
+    const textPlain = await fetch(`${app.base}/v1/messages`, { method: "POST", headers: { ...auth(), "content-type": "text/plain" }, body });
+    expect(textPlain.status).toBe(415);
+    expect((await textPlain.json()).error.code).toBe("unsupported_media_type");
+
+    const raw = (bytes: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, "127.0.0.1", () => socket.write(bytes));
+        let text = "";
+        socket.on("data", (c: Buffer) => (text += c));
+        socket.on("error", reject);
+        socket.on("close", () => resolve(text));
+      });
+    const big = await raw(`GET /v1/chats HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
+    expect(big).toMatch(/^HTTP\/1\.1 431 /);
+    expect(big).toMatch(/\r\nRequest-Id: req_/);
+    expect(JSON.parse(big.slice(big.indexOf("\r\n\r\n") + 4)).error.code).toBe("request_headers_too_large");
   });
 
   it("serves /metrics only with its token, with request series by route template", async () => {

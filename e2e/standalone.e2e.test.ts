@@ -17,6 +17,8 @@ import { freePort, freshPostgresDatabase, stopWithSigterm, waitUntilUp } from ".
 const tree = mkdtempSync(path.join(tmpdir(), "relay-standalone-"));
 const dataDirs: string[] = [];
 let child: ChildProcess | undefined;
+/** Operators see /readyz's details with it (outside development, never without one). */
+const METRICS_TOKEN = "metrics-token-e2e-0123";
 
 /** The image's environment (Dockerfile), plus what a test needs; nothing else from this process. */
 function imageEnv(port: number, extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -36,6 +38,7 @@ function imageEnv(port: number, extra: Record<string, string>): NodeJS.ProcessEn
     SHUTDOWN_GRACE_SECONDS: "10",
     // The test plays the other phone, so a contact can message the line first.
     SIMULATOR_ENABLED: "true",
+    METRICS_TOKEN,
     ...extra,
   };
 }
@@ -99,7 +102,7 @@ describe("standalone server against PostgreSQL and S3", () => {
   });
 
   it("is ready, and serves the dashboard with its static assets", async () => {
-    const ready = await fetch(`${base}/readyz`);
+    const ready = await fetch(`${base}/readyz`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } }); // details need the token
     expect(ready.status).toBe(200);
     expect(ready.headers.get("content-type")).toMatch(/^application\/json/);
     expect(await ready.json()).toMatchObject({ status: "ready", checks: { database: { ok: true, kind: "postgres" }, storage: { ok: true, kind: "s3" } } });

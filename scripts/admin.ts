@@ -1,8 +1,8 @@
 // Operator CLI: non-interactive, for scripts. Results on stdout, errors on stderr, exit 1.
 //   npm run -s admin -- account create --email E [--password P] [--no-owner]
 //   npm run -s admin -- line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
-//                                   [--provider NAME --provider-config JSON] [--rate N]
-//   npm run -s admin -- line connect --line ln_... --provider NAME --provider-config JSON [--rate N]
+//                                   [--provider NAME --provider-config JSON|- | --provider-config-file PATH|-] [--rate N]
+//   npm run -s admin -- line connect --line ln_... --provider NAME --provider-config JSON|- | --provider-config-file PATH|- [--rate N]
 //   npm run -s admin -- line test --line ln_...
 //   npm run -s admin -- line list [--account E] [--json]
 //   npm run -s admin -- key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
@@ -21,8 +21,10 @@ import { z, ZodError } from "zod";
 const USAGE = `usage:
   admin account create --email E [--password P] [--no-owner]
   admin line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
-                    [--provider simulated|bluebubbles|sms-gateway|twilio --provider-config JSON] [--rate MESSAGES_PER_SECOND]
-  admin line connect --line ln_... --provider simulated|bluebubbles|sms-gateway|twilio --provider-config JSON [--rate MESSAGES_PER_SECOND]
+                    [--provider simulated|bluebubbles|sms-gateway|twilio SETTINGS] [--rate MESSAGES_PER_SECOND]
+  admin line connect --line ln_... --provider simulated|bluebubbles|sms-gateway|twilio SETTINGS [--rate MESSAGES_PER_SECOND]
+      SETTINGS: --provider-config-file PATH (a JSON file; - reads stdin) or --provider-config JSON (- reads stdin);
+      the file or stdin keeps passwords and tokens out of shell history and the process list
   admin line test --line ln_...
   admin line list [--account E] [--json]
   admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
@@ -90,16 +92,48 @@ function positiveNumber(value: string, name: string): number {
   return n;
 }
 
-function providerConfig(raw: string | undefined): Record<string, unknown> {
-  if (raw === undefined) return {};
+/** Provider settings are small; a larger input is a mistake (a wrong file, a binary). */
+const MAX_PROVIDER_CONFIG_BYTES = 64 * 1024;
+
+/** All of stdin (a pipe, a file or a here-document), for `-`. */
+function readStdin(): string {
+  if (process.stdin.isTTY) console.error("Reading the provider settings (JSON) from the terminal; end with Ctrl-D.");
+  return readFileSync(0, "utf8");
+}
+
+/**
+ * The provider settings: `--provider-config JSON` (or `-`: read from stdin) or
+ * `--provider-config-file PATH` (or `-`: stdin), so passwords and tokens can stay off the
+ * command line and out of shell history and `ps`.
+ */
+function providerConfig(values: { "provider-config"?: string; "provider-config-file"?: string }): Record<string, unknown> {
+  const inline = values["provider-config"];
+  const file = values["provider-config-file"];
+  if (inline !== undefined && file !== undefined) throw new UsageError("give --provider-config or --provider-config-file, not both");
+  let raw: string;
+  let source: string;
+  if (file !== undefined) {
+    source = file === "-" ? "--provider-config-file - (stdin)" : `--provider-config-file ${file}`;
+    try {
+      raw = file === "-" ? readStdin() : readFileSync(file, "utf8");
+    } catch (err) {
+      throw new UsageError(`${source}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  } else if (inline !== undefined) {
+    source = inline === "-" ? "--provider-config - (stdin)" : "--provider-config";
+    raw = inline === "-" ? readStdin() : inline;
+  } else {
+    return {};
+  }
+  if (Buffer.byteLength(raw) > MAX_PROVIDER_CONFIG_BYTES) throw new UsageError(`${source} is over ${MAX_PROVIDER_CONFIG_BYTES / 1024} KiB: provider settings are a small JSON object`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new UsageError("--provider-config must be a JSON object, e.g. '{\"url\":\"http://mac.local:1234\",\"password\":\"...\"}'");
+    throw new UsageError(`${source} must be a JSON object, e.g. '{"url":"http://mac.local:1234","password":"..."}'`);
   }
   const object = z.record(z.string(), z.unknown()).safeParse(parsed);
-  if (!object.success) throw new UsageError("--provider-config must be a JSON object");
+  if (!object.success) throw new UsageError(`${source} must be a JSON object`);
   return object.data;
 }
 
@@ -204,6 +238,7 @@ async function main(argv: string[]): Promise<void> {
       line: { type: "string" },
       provider: { type: "string" },
       "provider-config": { type: "string" },
+      "provider-config-file": { type: "string" },
       rate: { type: "string" },
       json: { type: "boolean" },
       out: { type: "string" },
@@ -249,7 +284,7 @@ async function main(argv: string[]): Promise<void> {
           service,
           advancedFeatures: values.advanced ?? false,
           provider: values.provider ?? "simulated",
-          providerConfig: providerConfig(values["provider-config"]),
+          providerConfig: providerConfig(values),
           ...(values.rate !== undefined ? { sendRatePerSecond: positiveNumber(values.rate, "rate") } : {}),
         });
         printWarnings(report);
@@ -260,7 +295,7 @@ async function main(argv: string[]): Promise<void> {
         const report = await connectLine(null, {
           line_id: required(values, "line"),
           provider: required(values, "provider"),
-          provider_config: providerConfig(values["provider-config"]),
+          provider_config: providerConfig(values),
           ...(values.rate !== undefined ? { send_rate_per_second: positiveNumber(values.rate, "rate") } : {}),
         });
         printReport(report, values.json ?? false);

@@ -44,9 +44,12 @@ const server = http.createServer((req, res) => {
   const handler = fastRoutes()?.route(req);
   if (!handler) return void handle(req, res);
   handler(req, res).catch((err) => {
-    console.error("[start] fast route failed", err);
+    // The request's ID (the HTTP hook set it on the response), in the log and the envelope.
+    const requestId = String(res.getHeader("request-id") ?? "");
+    console.error(`[start] fast route failed (request ${requestId})`, err);
     if (!res.headersSent) res.writeHead(500, { "Content-Type": "application/json; charset=utf-8", Connection: "close" });
-    res.end(JSON.stringify({ error: { type: "api_error", code: "internal_error", message: "An unexpected error occurred." } }));
+    const message = `An unexpected error occurred. Quote request ${requestId} when reporting it.`;
+    res.end(JSON.stringify({ error: { type: "api_error", code: "internal_error", message }, request_id: requestId }));
   });
 });
 if (keepAliveTimeout !== undefined) server.keepAliveTimeout = Number(keepAliveTimeout);
@@ -58,6 +61,10 @@ server.listen(port, hostname, () => {
   const { port: bound } = server.address();
   console.log(`> Ready on http://${hostname ?? "localhost"}:${bound}`);
 });
+
+// Methods no route serves (TRACE, PROPFIND, …) and requests Node's parser refuses (431, control
+// characters, unknown methods) are answered in the JSON envelope by the HTTP hook, which sees
+// every server of the process, this one included (server/http/methods.ts).
 
 // SIGTERM and SIGINT belong to the app (server/lifecycle.ts): it stops accepting connections on
 // this server, lets sends, webhook attempts and requests under way finish (SHUTDOWN_GRACE_SECONDS),

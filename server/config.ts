@@ -109,10 +109,13 @@ const EnvSchema = z.object({
   MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).max(100_000).default(50),
   EMBEDDED_SEED: bool.optional(),
   /**
-   * Behind a reverse proxy that sets X-Forwarded-For: take the client's address from its first
-   * hop (for the sign-in and sign-up limits). Off, the header is ignored (a client could forge
-   * it) and every client shares one per-address budget.
+   * How many reverse proxies in front of the service append to X-Forwarded-For: the client's
+   * address (for the sign-in and sign-up limits) is the entry that many hops from the right
+   * (what the proxies wrote; entries to its left are the client's own and may be forged).
+   * 0 (default): the header is ignored and the address is the connection's.
    */
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(16).optional(),
+  /** Older spelling: true is TRUST_PROXY_HOPS=1 (one proxy). */
   TRUST_PROXY: bool.default(false),
   /** Who may introspect the GraphQL schema: callers with a key or session, everyone, or nobody. */
   GRAPHQL_INTROSPECTION: z.enum(["authenticated", "on", "off"]).default("authenticated"),
@@ -153,8 +156,9 @@ const EnvSchema = z.object({
     .optional()
     .or(z.literal("").transform(() => undefined)),
   /**
-   * When set, GET /metrics requires `Authorization: Bearer <METRICS_TOKEN>`; unset, it is open
-   * (keep it behind the proxy then).
+   * GET /metrics and /readyz's details require `Authorization: Bearer <METRICS_TOKEN>`. Unset,
+   * outside development and test /metrics answers 401 and /readyz its status only (the server
+   * still starts); in development and test both are open.
    */
   METRICS_TOKEN: z
     .string()
@@ -180,6 +184,8 @@ export type Config = z.infer<typeof EnvSchema> & {
   deliveryEngine: "embedded" | "inngest";
   webhookAllowInsecure: boolean;
   simulatorEnabled: boolean;
+  /** TRUST_PROXY_HOPS, or 1 for TRUST_PROXY=true, else 0. */
+  proxyHops: number;
   /**
    * Production-like: any NODE_ENV but development and test (staging, preview, a typo), so a
    * deployment gets the secure defaults unless it says otherwise: no insecure webhook URLs,
@@ -210,6 +216,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
     webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? !isProduction,
     simulatorEnabled: c.SIMULATOR_ENABLED ?? !isProduction,
+    proxyHops: c.TRUST_PROXY_HOPS ?? (c.TRUST_PROXY ? 1 : 0),
     isProduction,
     isTest: c.NODE_ENV === "test",
   };

@@ -24,8 +24,16 @@ export const ERROR_CODES = {
   file_too_large: { type: "invalid_request_error", status: 413 },
   /** Extension: a request body over the limit (JSON bodies MAX_JSON_BODY_BYTES, 1 MiB by default; GraphQL 16 MiB). */
   request_too_large: { type: "invalid_request_error", status: 413 },
-  /** Extension (GraphQL): a POST whose Content-Type is not application/json. */
+  /** Extension: a body whose Content-Type is not what the route reads (application/json for /v1 and GraphQL, a form for some providers). */
   unsupported_media_type: { type: "invalid_request_error", status: 415 },
+  /** Extension: a method no route of the server serves (TRACE, WebDAV, …), or GET/PUT/DELETE on an inbound URL; with Allow. */
+  method_not_allowed: { type: "invalid_request_error", status: 405 },
+  /** Extension: a request Node's HTTP parser refused (control characters, a malformed request line or header). */
+  malformed_request: { type: "invalid_request_error", status: 400 },
+  /** Extension: request headers over Node's limit (16 KiB by default). */
+  request_headers_too_large: { type: "invalid_request_error", status: 431 },
+  /** Extension: a request whose headers or body did not arrive in time (Node's requestTimeout). */
+  request_timeout: { type: "invalid_request_error", status: 408 },
   advanced_features_required: { type: "invalid_request_error", status: 400 },
   sandbox_contact_mismatch: { type: "invalid_request_error", status: 400 },
   idempotency_key_reused: { type: "invalid_request_error", status: 400 },

@@ -9,6 +9,7 @@ import type {
   TypingIndicator,
   Webhook,
 } from "./generated/prisma/client";
+import type { LineProvider } from "./schemas/responses";
 import type { FileUrlSigner } from "./storage/signed-urls";
 
 // One serializer per resource: the JSON shapes of SPEC.md + COMPAT.md (snake_case, Unix ms).
@@ -27,7 +28,7 @@ export function serializeLine(line: Line) {
     advanced_features: line.advancedFeatures,
     is_sandbox: line.isSandbox,
     created_at: ms(line.createdAt),
-    provider: line.provider,
+    provider: line.provider as LineProvider,
     status: line.status as "connected" | "degraded" | "disconnected",
     status_reason: line.statusReason,
     last_event_at: msOrNull(line.lastEventAt),

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -29,6 +29,16 @@ function admin(...args: string[]): Promise<{ code: number; stdout: string; stder
     execFile(TSX, ["scripts/admin.ts", ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
+  });
+}
+
+/** admin with `input` on its stdin (a pipe, as `cat settings.json | admin ...` gives it). */
+function adminWithStdin(input: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(TSX, ["scripts/admin.ts", ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+    child.stdin!.end(input);
   });
 }
 
@@ -216,6 +226,49 @@ describe("operator CLI", { timeout: 180_000 }, () => {
       expect(back.stdout).toMatch(/on simulated: connected/);
     } finally {
       await bb.close();
+    }
+  });
+
+  it("takes provider settings from a file or stdin, so the password never is an argument", async () => {
+    const bb = await startFakeBlueBubbles({ password: "file-secret-pw" });
+    const dir = mkdtempSync(path.join(tmpdir(), "relay-provider-config-"));
+    try {
+      const email = `bbfile-${Date.now()}@example.com`;
+      expect((await admin("account", "create", "--email", email)).code).toBe(0);
+      const file = path.join(dir, "bluebubbles.json");
+      writeFileSync(file, JSON.stringify({ url: bb.url, password: "file-secret-pw" }), { mode: 0o600 });
+      const created = await admin("line", "create", "--account", email, "--handle", "+1 555 777 0003", "--provider", "bluebubbles", "--provider-config-file", file);
+      expect(created.code, created.stderr).toBe(0);
+      const id = created.stdout.trim();
+      const tested = await admin("line", "test", "--line", id);
+      expect(tested.stdout).toMatch(/on bluebubbles: connected/);
+      expect(tested.stdout).toMatch(/probe: ok/);
+
+      // stdin, through either flag; the settings replace the saved ones (a wrong password is refused by the probe).
+      const settings = JSON.stringify({ url: bb.url, password: "file-secret-pw", sendTimeoutSeconds: 42 });
+      const piped = await adminWithStdin(settings, "line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config", "-");
+      expect(piped.code, piped.stderr).toBe(0);
+      expect(piped.stdout).toMatch(/on bluebubbles: connected/);
+      expect((await admin("line", "list", "--account", email)).stdout).toMatch(/sendTimeoutSeconds=42/);
+      const pipedFile = await adminWithStdin(JSON.stringify({ url: bb.url, password: "file-secret-pw", sendTimeoutSeconds: 43 }), "line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config-file", "-");
+      expect(pipedFile.code, pipedFile.stderr).toBe(0);
+      expect((await admin("line", "list", "--account", email)).stdout).toMatch(/sendTimeoutSeconds=43/);
+
+      // Mistakes name their source and change nothing.
+      const both = await admin("line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config", "{}", "--provider-config-file", file);
+      expect(both.code).toBe(1);
+      expect(both.stderr).toMatch(/not both/);
+      const missing = await admin("line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config-file", path.join(dir, "nope.json"));
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(/--provider-config-file .*nope\.json: cannot read it \(ENOENT\)/);
+      const garbage = await adminWithStdin("url=http://x", "line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config", "-");
+      expect(garbage.code).toBe(1);
+      expect(garbage.stderr).toMatch(/--provider-config - \(stdin\) must be a JSON object/);
+      expect((await admin("line", "list", "--account", email)).stdout).toMatch(/sendTimeoutSeconds=43/);
+      for (const r of [created, tested, piped, pipedFile, both, missing, garbage]) expect(r.stdout + r.stderr).not.toContain("file-secret-pw");
+    } finally {
+      await bb.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

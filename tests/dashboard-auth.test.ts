@@ -19,6 +19,7 @@ import { db, makeAccount } from "./helpers";
 
 afterEach(() => {
   delete process.env.TRUST_PROXY;
+  delete process.env.TRUST_PROXY_HOPS;
   resetConfig();
 });
 
@@ -73,26 +74,34 @@ function expectThrottled(res: { status: number; headers: Headers; body: Throttle
 }
 
 describe("sign-in throttling", () => {
-  it("allows 10 attempts per email in 15 minutes, then answers 429 without checking the password", async () => {
+  it("allows 10 attempts per email and address in 15 minutes, then answers 429 without checking the password", async () => {
     trustProxy();
     const inner = nextAuthDouble();
     const email = unique("victim");
-    for (let i = 0; i < 10; i++) expect((await signIn(email, inner, `198.51.100.${i}`)).status).toBe(401);
-    const refused = await signIn(email.toUpperCase(), inner, "198.51.100.99");
+    for (let i = 0; i < 10; i++) expect((await signIn(email, inner, "198.51.100.1")).status).toBe(401);
+    const refused = await signIn(email.toUpperCase(), inner, "198.51.100.1");
     expectThrottled(refused);
     // next-auth's signIn() reads the error from `url`; the sign-in page shows it.
     expect(new URL(refused.body.url).searchParams.get("error")).toBe("rate_limit_exceeded");
     expect(inner.seen).toHaveLength(10);
-    expect((await signIn(unique("other"), inner, "198.51.100.99")).status).toBe(401);
+    expect((await signIn(unique("other"), inner, "198.51.100.1")).status).toBe(401);
+    // Someone else spending the budget does not lock the owner out: their address has its own.
+    expect((await signIn(email, inner, "198.51.100.2")).status).toBe(401);
   });
 
-  it("allows 30 attempts per client address (X-Forwarded-For's first hop under TRUST_PROXY)", async () => {
+  it("allows 30 attempts per client address (X-Forwarded-For's entry TRUST_PROXY_HOPS from the right)", async () => {
     trustProxy();
     const inner = nextAuthDouble();
-    for (let i = 0; i < 30; i++) expect((await signIn(unique("spray"), inner, "203.0.113.7, 10.0.0.1")).status).toBe(401);
-    expectThrottled(await signIn(unique("spray"), inner, "203.0.113.7, 10.0.0.2"));
-    expect((await signIn(unique("spray"), inner, "203.0.113.8, 10.0.0.1")).status).toBe(401);
-    expect(inner.seen).toHaveLength(31);
+    // What the client wrote into the header itself (left of the proxy's entry) changes nothing.
+    for (let i = 0; i < 30; i++) expect((await signIn(unique("spray"), inner, `10.0.${i}.1, 203.0.113.7`)).status).toBe(401);
+    expectThrottled(await signIn(unique("spray"), inner, "10.9.9.9, 203.0.113.7"));
+    expect((await signIn(unique("spray"), inner, "203.0.113.7, 203.0.113.8")).status).toBe(401);
+    // Two proxies: the second entry from the right.
+    process.env.TRUST_PROXY_HOPS = "2";
+    resetConfig();
+    expectThrottled(await signIn(unique("spray"), inner, "198.51.100.200, 203.0.113.7, 10.0.0.1"));
+    expect((await signIn(unique("spray"), inner, "203.0.113.7, 203.0.113.9, 10.0.0.1")).status).toBe(401);
+    expect(inner.seen).toHaveLength(32);
   });
 
   it("without TRUST_PROXY a forged X-Forwarded-For buys nothing: unknown addresses share one budget", async () => {

@@ -198,6 +198,44 @@ describe("files", () => {
     expect((await get(`/v1/files?id=${hidden}`, a.key)).status).toBe(302);
   });
 
+  it("a file of another line that an unrestricted key sent on the restricted key's line: link, GET /v1/files and GraphQL agree", async () => {
+    const { claimOne, recordOne, sendOne } = await import("@/server/delivery/outbox");
+    const a = await makeAccount();
+    const { createLine } = await import("@/server/services/lines");
+    const second = await createLine({ accountId: a.accountId, handle: phone() });
+    const alice = phone();
+    await post("/api/simulator/messages", a.key, { line: a.line.handle, from: alice, text: "hi" });
+    const received = await post("/api/simulator/messages", a.key, {
+      line: second.handle,
+      from: phone(),
+      text: "x",
+      attachment: { filename: "b.png", mime_type: "image/png", content_base64: Buffer.from("b-bytes").toString("base64") },
+    });
+    const fileId: string = received.body.attachments[0].file_id;
+    const restricted = await makeKey(a.accountId, { lineIds: [a.line.id] });
+    expect((await get(`/v1/files?id=${fileId}`, restricted)).status).toBe(403);
+
+    // The account's unrestricted key sends the second line's file on the first line.
+    const accepted = await post("/v1/messages", a.key, { from: a.line.handle, to: alice, attachments: [fileId] });
+    expect(await claimOne(accepted.body.id, "test")).not.toBeNull();
+    expect(await recordOne(accepted.body.id, (await sendOne(accepted.body.id))!)).toMatchObject({ status: "sent" });
+
+    // The restricted key reads its line's message with the file, and every way to the bytes answers alike.
+    const page = await get(`/v1/messages?from=${encodeURIComponent(a.line.handle)}&to=${encodeURIComponent(alice)}`, restricted);
+    const sent = page.body.data.find((m: { outbox_id: string }) => m.outbox_id === accepted.body.id);
+    expect(sent.attachments[0]).toMatchObject({ file_id: fileId, filename: "b.png" });
+    const viaLink = await download(sent.attachments[0].url);
+    expect(viaLink.status).toBe(200);
+    expect(Buffer.from(await viaLink.arrayBuffer()).toString()).toBe("b-bytes");
+    const viaApi = await get(`/v1/files?id=${fileId}`, restricted);
+    expect(viaApi.status).toBe(302);
+    expect((await download(viaApi.headers.get("location")!)).status).toBe(200);
+    expect((await gql(restricted, `query($id: String!) { file(id: $id) { id } }`, { id: fileId })).body.data.file.id).toBe(fileId);
+    // A key restricted to a third line still gets nothing.
+    const third = await createLine({ accountId: a.accountId, handle: phone() });
+    expect((await get(`/v1/files?id=${fileId}`, await makeKey(a.accountId, { lineIds: [third.id] }))).status).toBe(403);
+  });
+
   it("streams uploads: refused before the body is read for a bad Content-Type or Content-Length, cut off at the limit otherwise, nothing kept", async () => {
     const f = await makeAccount();
     /** An endless body that counts how many chunks were read from it and whether it was cancelled. */

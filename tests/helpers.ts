@@ -74,9 +74,10 @@ export interface CallOptions {
 export async function dispatch(request: Request): Promise<Response> {
   const url = new URL(request.url);
   if (url.pathname.startsWith("/api/inbound/")) {
-    const { POST } = await import("@/app/api/inbound/[lineId]/route");
-    if (request.method !== "POST") return new Response(null, { status: 405 });
-    return POST(request, { params: Promise.resolve({ lineId: url.pathname.split("/").pop()! }) });
+    const mod = (await import("@/app/api/inbound/[lineId]/route")) as unknown as Record<string, (r: Request, c: { params: Promise<{ lineId: string }> }) => Promise<Response> | Response>;
+    const handler = mod[request.method];
+    if (!handler) return new Response(null, { status: 405 });
+    return handler(request, { params: Promise.resolve({ lineId: url.pathname.split("/").pop()! }) });
   }
   if (url.pathname.startsWith("/api/files/")) {
     const { GET } = await import("@/app/api/files/[id]/route");

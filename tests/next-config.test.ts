@@ -46,3 +46,19 @@ describe("next.config standalone output", () => {
     }
   });
 });
+
+// `next dev` prints a line per request with its full URL: the query, where an inbound URL's
+// ?token= and a file link's signature travel, must never reach it (our own request log
+// records the path only).
+describe("next.config logging", () => {
+  it("next dev's request line leaves out every request with a query string (Next's own filter, with our config)", async () => {
+    const { ignoreLoggingIncomingRequests } = (await import("next/dist/server/dev/log-requests.js")) as unknown as {
+      ignoreLoggingIncomingRequests: (request: { url: string }, logging: NextConfig["logging"]) => boolean;
+    };
+    const logging = (await loadConfig(PHASE_DEVELOPMENT_SERVER)).logging;
+    for (const url of ["/api/inbound/ln_01m8911r1svcjbnws49kkjf72s?token=secret-token", "/api/files/file_x?expires=1&signature=abc", "/sign-in?callbackUrl=%2Fdashboard"]) {
+      expect(ignoreLoggingIncomingRequests({ url }, logging), url).toBe(true);
+    }
+    expect(ignoreLoggingIncomingRequests({ url: "/dashboard/chats" }, logging)).toBe(false);
+  });
+});

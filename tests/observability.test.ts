@@ -118,6 +118,20 @@ describe("the request log and request metrics (every request any server of the p
     expect(openRequests()).toBe(0);
   });
 
+  it("never logs a query string: an inbound URL's ?token= stays out of the JSON and the readable (npm run dev) line", async () => {
+    const { records } = await captureLog(async () => {
+      const res = await fetch(`${base}/api/inbound/ln_01m8911r1svcjbnws49kkjf72s?token=inbound-secret-123&password=pw-secret-456`);
+      await res.text();
+      await new Promise((r) => setTimeout(r, 20));
+    });
+    const line = records.find((r) => r.msg === "request" && String(r.path ?? r.route).startsWith("/api/inbound/"));
+    expect(line).toBeDefined();
+    for (const text of [JSON.stringify(records), readableLine(JSON.stringify(line))]) {
+      expect(text).not.toContain("inbound-secret-123");
+      expect(text).not.toContain("pw-secret-456");
+    }
+  });
+
   it("believes only its own request ID: one a client sends on the internal header is replaced", async () => {
     const { result, records } = await captureLog(async () => {
       const sent = { "x-relay-request-id": "req_01aaaaaaaaaaaaaaaaaaaaaaaa" };
@@ -253,6 +267,33 @@ describe("GET /metrics", () => {
     const ok = await scrape({ authorization: "Bearer scrape-token-0123456789" });
     expect(ok.status).toBe(200);
     expect(ok.text).toContain("relay_http_requests_total");
+  });
+
+  it("outside development, is 401 without METRICS_TOKEN (set or not: the server still runs), and /readyz shows details only with it", async () => {
+    const env = process.env as Record<string, string | undefined>;
+    const nodeEnv = env.NODE_ENV;
+    try {
+      env.NODE_ENV = "production";
+      resetConfig();
+      const closed = await scrape();
+      expect(closed.status).toBe(401);
+      expect(closed.body.error.code).toBe("missing_api_key");
+      expect(closed.body.error.message).toContain("METRICS_TOKEN");
+      expect(closed.body.request_id).toMatch(/^req_/);
+      expect((await scrape({ authorization: "Bearer anything-at-all-0123" })).status).toBe(401);
+      const bare = await get("/readyz");
+      expect(Object.keys(bare.body)).toEqual(["status"]);
+
+      process.env.METRICS_TOKEN = "scrape-token-0123456789";
+      resetConfig();
+      expect((await scrape()).status).toBe(401);
+      expect((await scrape({ authorization: "Bearer scrape-token-0123456789" })).status).toBe(200);
+      expect(Object.keys((await get("/readyz")).body)).toEqual(["status"]);
+      const detailed = await dispatch(new Request("http://localhost:3000/readyz", { headers: { authorization: "Bearer scrape-token-0123456789" } }));
+      expect((await detailed.json()).checks.database).toBeDefined();
+    } finally {
+      env.NODE_ENV = nodeEnv;
+    }
   });
 
   it("refuses a malformed METRICS_TOKEN at startup, naming it", () => {

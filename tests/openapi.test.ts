@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { SCOPES } from "@/server/auth/scopes";
 import { ERROR_CODES } from "@/server/errors";
 import { OPERATIONS, type Operation } from "@/server/api/operations";
+import { PROVIDER_NAMES } from "@/server/platform/registry";
+import { LINE_PROVIDERS } from "@/server/schemas/responses";
 import { call, get, inbound, makeAccount, makeKey, phone, post } from "./helpers";
 
 // The API reference is generated from server/api/operations.ts. These tests keep that list
@@ -71,6 +73,36 @@ describe("the OpenAPI document", () => {
       }
     }
     expect(Object.keys(doc.webhooks)).toContain("message.received");
+  });
+
+  it("lists, per operation and status, every code the server can answer (including the two a validating proxy answers itself)", async () => {
+    const doc = (await get("/v1/openapi.json")).body;
+    const codesAt = (op: { responses: Record<string, { content?: { "application/json": { schema: { allOf: [unknown, { properties: { error: { properties: { code: { enum: string[] } } } } }] } } } }> }, status: number) =>
+      op.responses[String(status)]?.content?.["application/json"].schema.allOf[1].properties.error.properties.code.enum ?? [];
+    for (const o of ops) {
+      const op = doc.paths[o.path][o.method.toLowerCase()];
+      const name = `${o.method} ${o.path}`;
+      expect(codesAt(op, 401), name).toEqual(expect.arrayContaining(["missing_api_key", "invalid_api_key"]));
+      if (o.body) expect(codesAt(op, 400), name).toEqual(expect.arrayContaining(["invalid_json", "invalid_parameter_value"]));
+      if (o.method === "POST") {
+        expect(codesAt(op, 400), name).toEqual(expect.arrayContaining(["invalid_parameter_value", "idempotency_key_reused"]));
+        expect(codesAt(op, 409), name).toEqual(["idempotency_key_in_use"]);
+        const header = op.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
+        const pattern = new RegExp(header.schema.pattern);
+        for (const ok of ["a", "550e8400-e29b-41d4-a716-446655440000", "~".repeat(255)]) expect(pattern.test(ok), ok).toBe(true);
+        for (const bad of ["", "two words", "caf\u00e9", "tab\there", "x".repeat(256)]) expect(pattern.test(bad), bad).toBe(false);
+      }
+      // A success body carries request_id, and may gain fields.
+      const success = Object.entries(op.responses).find(([s]) => Number(s) < 300)?.[1] as { content?: Record<string, { schema: { allOf?: { $ref?: string }[] } }> };
+      if (success?.content?.["application/json"]) expect(success.content["application/json"].schema.allOf?.[1]?.$ref, name).toBe("#/components/schemas/RequestId");
+    }
+    expect(JSON.stringify(doc.components.schemas)).not.toContain('"additionalProperties":false');
+  });
+
+  it("names every provider a line can have", async () => {
+    expect([...LINE_PROVIDERS].sort()).toEqual([...PROVIDER_NAMES].sort());
+    const doc = (await get("/v1/openapi.json")).body;
+    expect(doc.components.schemas.Line.properties.provider.enum.sort()).toEqual([...PROVIDER_NAMES].sort());
   });
 
   it("describes real responses: each parses with its operation's schema", async () => {

@@ -31,8 +31,25 @@ async function freePort(): Promise<number> {
 
 /** Starts `prism mock` for `specFile` (a name in tests/specs) and waits until it listens. */
 export async function startPrism(specFile: string, timeoutMs = 60_000): Promise<PrismMock> {
+  return spawnPrism(["mock", path.join(SPECS, specFile)], timeoutMs);
+}
+
+/**
+ * Starts `prism proxy --errors` for the document at `documentPath` in front of `upstream`: every
+ * request is forwarded, and an answer that breaks the document comes back as Prism's 500
+ * problem+json (and any violation, warnings too, in the `sl-violations` header). With
+ * `validateRequest: false` a request the document forbids is forwarded too, so the server's own
+ * error answers to it are checked.
+ */
+export async function startPrismProxy(documentPath: string, upstream: string, options: { validateRequest?: boolean; timeoutMs?: number } = {}): Promise<PrismMock> {
+  const args = ["proxy", "--errors", `--validate-request=${options.validateRequest ?? true}`, documentPath, upstream];
+  return spawnPrism(args, options.timeoutMs ?? 60_000);
+}
+
+async function spawnPrism(args: string[], timeoutMs: number): Promise<PrismMock> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [PRISM, "mock", "-h", "127.0.0.1", "-p", String(port), path.join(SPECS, specFile)], {
+  const [command, ...rest] = args;
+  const child: ChildProcess = spawn(process.execPath, [PRISM, command!, "-h", "127.0.0.1", "-p", String(port), ...rest], {
     env: { ...process.env, SCARF_ANALYTICS: "false", NO_COLOR: "1", FORCE_COLOR: "0" },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -11,6 +11,9 @@ import { parseIdempotencyKey } from "@/server/http/idempotency";
 import { jsonTooDeep, rejectUnsafeStrings } from "@/server/http/validation";
 import { isId } from "@/server/ids";
 import { SimulatorMessageBody } from "@/server/schemas/simulator";
+import { routeTemplate, tableOf } from "@/server/observability/routes";
+import { BlueBubblesError } from "@/server/platform/bluebubbles/client";
+import { classify } from "@/server/platform/bluebubbles/platform";
 import { EmailSchema } from "@/server/services/accounts";
 import { cleanFilename, mimeTypeOf } from "@/server/services/files";
 import { verifyFileUrl } from "@/server/storage/signed-urls";
@@ -46,7 +49,18 @@ import { checkWebhookUrl, isForbiddenAddress } from "@/server/webhooks/url-guard
 // - packages/client: client.ts /^\d+(\.\d+)?$/ (Retry-After); REWRITTEN: buildUrl's /\/+$/
 //   (quadratic on a long run of '/') is a loop; webhook-checks.ts /^\d{1,16}$/ and /\s+/
 //   splits; sse.ts /^ /; cli/run.ts /\s+/g and /^\d+$/.
-// - Not user input: config.ts (environment), audio/ffmpeg.ts (ffmpeg's own output and path),
+// - observability/routes.ts (every request path, no account needed): REWRITTEN: /\/+$/ is a
+//   loop, and a path over 2,048 characters is "unmatched" before the ID_SEGMENT test (anchored,
+//   linear alternatives) or the manifest's route regexps see it.
+// - platform/bluebubbles/platform.ts classify: /chat .* not found/ on the server's error text is
+//   quadratic on one long line ("chat chat chat …"): the text is capped at 4 KiB first.
+//   platform/matching.ts /\.[^.]*$/ and /\s+/g: one run per '.', linear.
+// - fast-routes.ts INBOUND /^\/api\/inbound\/([^/?#]+)(?:\?|$)/: anchored, one class.
+// - platform/*: the /\/+$/ on provider URL settings (bluebubbles, sms-gateway, twilio index and
+//   client files) is quadratic: rewritten with the URL length cap in the provider-URL change.
+//   Provider answers: sms-gateway/schemas.ts timestamps (anchored; the offset regexp is
+//   bounded), twilio/schemas.ts and inbound.ts (anchored, bounded), twilio/platform.ts (classes).
+// - Not user input: PUBLIC_URL's /\/+$/ in platform/connection.ts and storage/signed-urls.ts, config.ts (environment), audio/ffmpeg.ts (ffmpeg's own output and path),
 //   db/schema-diff.ts (migration SQL).
 // - Skipped here: graphql/types/files.ts content_base64, being rewritten in another change.
 
@@ -156,6 +170,19 @@ describe("regular expressions on user input are linear (1 MB of the worst input 
     for (const email of [rep("a"), `${rep("a.")}@`, `a@${rep("a.")}1`, `a@${rep("a-")}`, `${rep("a")}@a`]) {
       quickly("EmailSchema", () => expect(EmailSchema.safeParse(email).success).toBe(false));
     }
+    const bb = new BlueBubblesError({ kind: "http", status: 500, errorType: "iMessage Error", errorMessage: rep("chat "), operation: "POST /x", message: "x" } as never);
+    quickly("BlueBubbles classify", () => expect(classify(bb, true)).toMatchObject({ ok: false }));
     await quicklyAsync("verifyFileUrl", async () => expect(await verifyFileUrl("file_x", rep("1"), "sig")).toBe(false));
+  });
+
+  it("request paths: every request's route template, with or without a build's manifest", () => {
+    const table = tableOf(["/v1/messages"], [{ page: "/v1/[[...path]]", regex: "^/v1(?:/(.+?))?(?:/)?$" }]);
+    for (const t of [table, null]) {
+      quickly("routeTemplate slashes", () => expect(routeTemplate(`/v1${rep("/")}x`, t)).toBe("unmatched"));
+      quickly("routeTemplate trailing", () => expect(routeTemplate(`/v1/messages${rep("/")}`, t)).toBe("unmatched"));
+      quickly("routeTemplate segments", () => expect(routeTemplate(rep("/msg_aaaaaaaa"), t)).toBe("unmatched"));
+      // Under the cap, a path keeps its route however many slashes end it.
+      expect(routeTemplate(`/v1/messages${"/".repeat(2000)}`, t)).toBe("/v1/messages");
+    }
   });
 });

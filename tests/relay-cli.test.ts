@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -248,6 +248,9 @@ describe("relay CLI", () => {
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    // The secret of this login and server, kept in the config file: the same one every run.
+    const printed = JSON.parse((await relay(["listen", "--print-secret", "--json"])).stdout).secret as string;
+    expect(printed).toMatch(/^whsec_/);
     const abort = new AbortController();
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     let stdout = "";
@@ -261,6 +264,7 @@ describe("relay CLI", () => {
     try {
       await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
       const { secret } = JSON.parse(stdout.split("\n")[0]!);
+      expect(secret).toBe(printed);
       const m = await inbound(f, phone(), "forward me");
       await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 10_000, interval: 20 });
       const event = await verifyWebhook(received[0]!.body, received[0]!.headers as Record<string, string>, secret);
@@ -272,5 +276,86 @@ describe("relay CLI", () => {
       receiver.closeAllConnections();
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
     }
+  });
+
+  it("listen keeps one signing secret per login and server: --print-secret shows it, --rotate-secret replaces it", async () => {
+    const print = async (...extra: string[]) => {
+      const res = await relay(["listen", "--print-secret", ...extra]);
+      expect(res.code, res.stderr).toBe(EXIT.ok);
+      return res.stdout.trim();
+    };
+    const first = await print();
+    expect(first).toMatch(/^whsec_[A-Za-z0-9+/=]{32}$/);
+    expect(await print()).toBe(first);
+    // Saved beside the login, privately; logging in again keeps it.
+    expect(statSync(path.join(configDir, "config.json")).mode & 0o777).toBe(0o600);
+    expect((await relay(["login", "--key", f.key])).code).toBe(EXIT.ok);
+    expect(await print()).toBe(first);
+    // Another key, or another server, has its own.
+    const other = await makeAccount();
+    const otherKey = await print("--key", other.key);
+    expect(otherKey).not.toBe(first);
+    expect(await print("--base-url", "http://127.0.0.1:4400")).not.toBe(first);
+    expect(await print("--key", other.key)).toBe(otherKey);
+    // Rotation replaces it for later runs, and only this login's.
+    const rotated = JSON.parse((await relay(["listen", "--print-secret", "--rotate-secret", "--json"])).stdout);
+    expect(rotated).toMatchObject({ secret: expect.stringMatching(/^whsec_/), rotated: true });
+    expect(rotated.secret).not.toBe(first);
+    expect(await print()).toBe(rotated.secret);
+    expect(await print("--key", other.key)).toBe(otherKey);
+    // The config file never holds another key than the login's.
+    const saved = readFileSync(path.join(configDir, "config.json"), "utf8");
+    expect(saved).not.toContain(other.key);
+    expect((await relay(["listen", "--print-secret", "--forward-to", "http://127.0.0.1:1/x"])).code).toBe(EXIT.usage);
+  });
+
+  it("listen --forward-to --rotate-secret signs with a new secret and announces it", async () => {
+    const before = (await relay(["listen", "--print-secret"])).stdout.trim();
+    const abort = new AbortController();
+    let stdout = "";
+    const running = runCli(["listen", "--forward-to", "http://127.0.0.1:9/hook", "--rotate-secret", "--json"], {
+      stdout: (t) => (stdout += t),
+      stderr: () => undefined,
+      env: { RELAY_CONFIG_DIR: configDir, RELAY_BASE_URL: "http://localhost:3000" },
+      fetch: apiFetch,
+      signal: abort.signal,
+    });
+    try {
+      await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
+    } finally {
+      abort.abort();
+      await running.catch(() => EXIT.ok);
+    }
+    const [rotated, ready] = stdout.trim().split("\n").map((l) => JSON.parse(l));
+    expect(rotated).toMatchObject({ type: "rotated" });
+    expect(rotated.secret).not.toBe(before);
+    expect(ready).toMatchObject({ type: "ready", secret: rotated.secret });
+    expect((await relay(["listen", "--print-secret"])).stdout.trim()).toBe(rotated.secret);
+  });
+
+  it("listen still forwards when the config folder cannot be written, with a secret of its own", async () => {
+    const blocked = path.join(configDir, "not-a-folder");
+    writeFileSync(blocked, "a file where the config folder should be");
+    const abort = new AbortController();
+    let stdout = "";
+    let stderr = "";
+    const running = runCli(["listen", "--forward-to", "http://127.0.0.1:9/hook", "--json"], {
+      stdout: (t) => (stdout += t),
+      stderr: (t) => (stderr += t),
+      env: { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key, RELAY_BASE_URL: "http://localhost:3000" },
+      fetch: apiFetch,
+      signal: abort.signal,
+    });
+    try {
+      await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
+    } finally {
+      abort.abort();
+      await running.catch(() => EXIT.ok);
+    }
+    expect(JSON.parse(stdout.trim().split("\n")[0]!).secret).toMatch(/^whsec_/);
+    expect(stderr).toContain("Could not save the signing secret");
+    const printed = await relay(["listen", "--print-secret"], { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key });
+    expect(printed.code).toBe(EXIT.apiError);
+    expect(printed.stderr).toContain("could not keep the signing secret");
   });
 });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { resetConfig } from "@/server/config";
 import { createLine } from "@/server/services/lines";
-import { call, get, makeAccount, makeKey, phone, post } from "./helpers";
+import { call, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 
 const del = (key: string, body: unknown) => call("DELETE", "/v1/webhooks", { key, body });
 const q = encodeURIComponent;
@@ -54,7 +54,23 @@ describe("/v1/webhooks", () => {
     expect((await get(`/v1/webhooks?from=${q(second.handle)}`, f.key)).body.data.map((w: { id: string }) => w.id)).toEqual([b.body.id]);
     const restricted = await makeKey(f.accountId, { lineIds: [f.line.id] });
     expect((await get("/v1/webhooks", restricted)).body.data.map((w: { id: string }) => w.id)).toEqual([a.body.id]);
-    expect((await del(restricted, { id: b.body.id })).body.error.code).toBe("webhook_not_found");
+    // Another line of the same account: 403 line_not_accessible, as for its messages, chats and
+    // files (SPEC.md), on every operation that names the webhook or one of its deliveries.
+    const forbidden = [
+      await del(restricted, { id: b.body.id }),
+      await post("/v1/webhooks/rotate-secret", restricted, { id: b.body.id }),
+      await post("/v1/webhooks/disable", restricted, { id: b.body.id }),
+      await post("/v1/webhooks/enable", restricted, { id: b.body.id }),
+      await post("/v1/webhooks/deliveries/resend", restricted, { webhook_id: b.body.id, since: 0 }),
+      await get(`/v1/webhooks/deliveries?webhook_id=${b.body.id}`, restricted),
+    ];
+    for (const res of forbidden) {
+      expect(res.status).toBe(403);
+      expect(res.body.error).toMatchObject({ type: "authorization_error", code: "line_not_accessible" });
+    }
+    const graph = await gql(restricted, `query($id: String!) { webhook(id: $id) { id } }`, { id: b.body.id });
+    expect(graph.body.errors[0].extensions).toMatchObject({ code: "line_not_accessible" });
+    expect((await get("/v1/webhooks", f.key)).body.data).toHaveLength(2);
 
     const other = await makeAccount();
     expect((await get("/v1/webhooks", other.key)).body.data).toEqual([]);

@@ -5,7 +5,7 @@ import { openApiDocument } from "@/server/api/openapi";
 
 export const metadata = { title: "Relay API reference" };
 
-type Schema = { $ref?: string; type?: string | string[]; anyOf?: Schema[]; items?: Schema; enum?: unknown[]; const?: unknown; default?: unknown; description?: string };
+type Schema = { $ref?: string; type?: string | string[]; anyOf?: Schema[]; allOf?: Schema[]; items?: Schema; enum?: unknown[]; const?: unknown; default?: unknown; description?: string };
 type Parameter = { name: string; in: string; required: boolean; description?: string; schema: Schema };
 type Op = {
   operationId: string;
@@ -22,6 +22,8 @@ function typeOf(s: Schema | undefined): string {
   if (!s) return "unknown";
   if (s.$ref) return s.$ref.split("/").pop()!;
   if (s.anyOf) return s.anyOf.map(typeOf).join(" | ");
+  // A success body is its object plus request_id (allOf [object, RequestId]): name the object.
+  if (s.allOf) return typeOf(s.allOf[0]);
   if (s.const !== undefined) return JSON.stringify(s.const);
   if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(" | ");
   if (s.type === "array") return `${typeOf(s.items)}[]`;

@@ -3,6 +3,7 @@ import { SCOPES } from "../auth/scopes";
 import { config } from "../config";
 import { ERROR_CODES, type ErrorCode } from "../errors";
 import { TWILIO_ERROR_CODES } from "../platform/twilio/errors";
+import { IDEMPOTENCY_KEY_PATTERN } from "../http/idempotency";
 import { ErrorSchema } from "../schemas/responses";
 import { WEBHOOK_EVENTS } from "../webhooks/event-names";
 import { COMMON_ERRORS, OPERATIONS, type Operation } from "./operations";
@@ -15,7 +16,15 @@ const COMPONENTS = "#/components/schemas/";
 
 /** Converts a zod schema, moving named sub-schemas (`.meta({ id })`) into `components`. */
 function convert(schema: z.ZodType, io: "input" | "output", components: Record<string, JsonSchema>): JsonSchema {
-  const json = z.toJSONSchema(schema, { io, target: "draft-2020-12" }) as JsonSchema;
+  const json = z.toJSONSchema(schema, {
+    io,
+    target: "draft-2020-12",
+    // zod closes output objects (additionalProperties: false). Answers may gain fields, and every
+    // JSON answer carries request_id besides its documented fields, so answers stay open.
+    override: ({ jsonSchema }) => {
+      if (io === "output" && jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
+    },
+  }) as JsonSchema;
   const text = JSON.stringify(json).replaceAll('"#/$defs/', `"${COMPONENTS}`);
   const { $schema: _, $defs, ...rest } = JSON.parse(text) as JsonSchema & { $defs?: Record<string, JsonSchema> };
   for (const [name, def] of Object.entries($defs ?? {})) components[name] = def;
@@ -35,12 +44,36 @@ const STATUS_TEXT: Record<number, string> = {
   503: "Unavailable",
 };
 
+/** Whether a zod object schema has a field that must be present. */
+function hasRequired(schema: z.ZodType): boolean {
+  const json = z.toJSONSchema(schema, { io: "input", target: "draft-2020-12" }) as { required?: string[]; anyOf?: unknown[] };
+  return Boolean(json.required?.length || json.anyOf);
+}
+
+/**
+ * Errors every operation of its kind answers, whatever op.errors says: the codes of query and
+ * body validation (server/http/validation.ts), the JSON body's size, syntax and type, and
+ * Idempotency-Key on every POST (its format, a key reused for another request, a key still
+ * running).
+ */
+export function implicitErrors(op: Operation): ErrorCode[] {
+  const codes: ErrorCode[] = [];
+  if (op.query || op.body) codes.push("invalid_parameter_value");
+  if ((op.query && hasRequired(op.query)) || (op.body && hasRequired(op.body))) codes.push("missing_required_parameter");
+  // Every JSON body is read with the MAX_JSON_BODY_BYTES limit.
+  if (op.body) codes.push("invalid_json", "request_too_large", "unsupported_media_type");
+  if (op.method === "POST") codes.push("invalid_parameter_value", "idempotency_key_reused", "idempotency_key_in_use");
+  return codes;
+}
+
+/** The error codes an operation may answer, in the order they are documented. */
+export function errorCodesOf(op: Operation): ErrorCode[] {
+  return [...new Set<ErrorCode>([...op.errors, ...implicitErrors(op), ...COMMON_ERRORS])].filter((code) => op.scope || code !== "insufficient_scope");
+}
+
 function errorResponses(op: Operation) {
   const byStatus = new Map<number, ErrorCode[]>();
-  // Every JSON body is read with the MAX_JSON_BODY_BYTES limit.
-  const bodyErrors: ErrorCode[] = op.body ? ["request_too_large"] : [];
-  for (const code of new Set<ErrorCode>([...op.errors, ...bodyErrors, ...COMMON_ERRORS])) {
-    if (!op.scope && code === "insufficient_scope") continue;
+  for (const code of errorCodesOf(op)) {
     const { status } = ERROR_CODES[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
@@ -52,7 +85,8 @@ function errorResponses(op: Operation) {
         headers: status === 429 ? { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait" } } : undefined,
         content: {
           "application/json": {
-            schema: { $ref: `${COMPONENTS}Error` },
+            // The codes this status carries for this operation, and no other.
+            schema: { allOf: [{ $ref: `${COMPONENTS}Error` }, { properties: { error: { properties: { code: { enum: codes } } } } }] },
             examples: Object.fromEntries(
               codes.map((code) => [
                 code,
@@ -91,6 +125,11 @@ function buildDocument() {
   const base = config().PUBLIC_URL;
   const components: Record<string, JsonSchema> = {};
   convert(ErrorSchema, "output", components);
+  components.RequestId = {
+    type: "object",
+    properties: { request_id: { type: "string", description: "req_ ID of this request, also the Request-Id header" } },
+    required: ["request_id"],
+  };
   const event = z
     .object({
       event: z.enum(WEBHOOK_EVENTS),
@@ -110,7 +149,7 @@ function buildDocument() {
           [String(op.status ?? 200)]: {
             description: "Success. Every JSON body also carries `request_id`.",
             headers: { "Request-Id": { schema: { type: "string" }, description: "Also `request_id` in the body" } },
-            content: { "application/json": { schema: op.response ? convert(op.response, "output", components) : {} } },
+            content: { "application/json": { schema: { allOf: [op.response ? convert(op.response, "output", components) : { type: "object" }, { $ref: `${COMPONENTS}RequestId` }] } } },
           },
         };
     const parameters = [
@@ -121,8 +160,9 @@ function buildDocument() {
               name: "Idempotency-Key",
               in: "header",
               required: false,
-              description: "Any string up to 255 characters: a retry with the same key and body within 24 h answers the first response (Idempotent-Replayed: true) and never sends twice.",
-              schema: { type: "string", maxLength: 255 },
+              description:
+                "1 to 255 printable ASCII characters, no spaces (a UUID fits): a retry with the same key and body within 24 h answers the first response (Idempotent-Replayed: true) and never sends twice. Keys belong to the API key; the same key with another request is 400 `idempotency_key_reused`.",
+              schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN, minLength: 1, maxLength: 255 },
             },
           ]
         : []),

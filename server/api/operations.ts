@@ -50,6 +50,9 @@ const WRITE_ERRORS: ErrorCode[] = [
   "invalid_json",
 ];
 
+/** Operations that name a webhook (or its delivery): another line's is 403, as every object of a line the key may not use. */
+const WEBHOOK_ERRORS: ErrorCode[] = ["webhook_not_found", "line_not_accessible", "invalid_parameter_value"];
+
 const MessagePage = R.page(R.MessageSchema, "Message");
 
 export const OPERATIONS = {
@@ -259,7 +262,7 @@ export const OPERATIONS = {
     scope: "webhooks:write",
     body: DeleteWebhookBody,
     response: R.DeletedSchema,
-    errors: ["webhook_not_found", "invalid_json", "invalid_parameter_value"],
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
     example: { id: "wh_01h..." },
   },
   listDeliveries: {
@@ -271,7 +274,7 @@ export const OPERATIONS = {
     scope: "webhooks:read",
     query: ListDeliveriesQuery,
     response: z.union([R.page(R.WebhookDeliverySchema, "WebhookDelivery"), R.WebhookDeliverySchema]),
-    errors: ["webhook_not_found", "delivery_not_found", "missing_required_parameter", "invalid_parameter_value"],
+    errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter"],
   },
   resendDeliveries: {
     method: "POST",
@@ -283,7 +286,7 @@ export const OPERATIONS = {
     scope: "webhooks:write",
     body: ResendBody,
     response: R.ResendSchema,
-    errors: ["webhook_not_found", "delivery_not_found", "missing_required_parameter", "invalid_parameter_value", "invalid_json"],
+    errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter", "invalid_json"],
     example: { webhook_id: "wh_01h...", since: 1767225600000 },
   },
   rotateWebhookSecret: {
@@ -295,7 +298,7 @@ export const OPERATIONS = {
     scope: "webhooks:write",
     body: WebhookIdBody,
     response: R.WebhookSchema,
-    errors: ["webhook_not_found", "invalid_json", "invalid_parameter_value"],
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
   },
   enableWebhook: {
     method: "POST",
@@ -306,7 +309,7 @@ export const OPERATIONS = {
     scope: "webhooks:write",
     body: WebhookIdBody,
     response: R.WebhookSchema,
-    errors: ["webhook_not_found", "invalid_json", "invalid_parameter_value"],
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
   },
   disableWebhook: {
     method: "POST",
@@ -317,7 +320,7 @@ export const OPERATIONS = {
     scope: "webhooks:write",
     body: WebhookIdBody,
     response: R.WebhookSchema,
-    errors: ["webhook_not_found", "invalid_json", "invalid_parameter_value"],
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
   },
   listen: {
     method: "GET",

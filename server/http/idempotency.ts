@@ -15,7 +15,9 @@ import { newId } from "../ids";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const WAIT_FOR_FIRST_MS = 10_000;
-const KEY_FORMAT = /^[\x21-\x7e]{1,255}$/;
+/** Printable ASCII without spaces, as the OpenAPI document states it (its `pattern`). */
+export const IDEMPOTENCY_KEY_PATTERN = "^[!-~]{1,255}$";
+const KEY_FORMAT = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 
 export interface StoredResponse {
   status: number;

@@ -96,10 +96,30 @@ export function parseJson(text: string, what = "The request body"): unknown {
   }
 }
 
-/** Reads a JSON object body (at most MAX_JSON_BODY_BYTES); an empty body is {} (then missing fields are reported). */
+/** Whether a Content-Type names JSON: application/json or a +json type, any parameters. */
+export function isJsonType(contentType: string | null): boolean {
+  if (!contentType) return false;
+  const semi = contentType.indexOf(";");
+  const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
+function notJson(request: Request): ApiError {
+  const type = request.headers.get("content-type");
+  return new ApiError("unsupported_media_type", `Request bodies are JSON: send Content-Type: application/json${type ? `, not ${type.slice(0, 100)}` : ""}.`);
+}
+
+/**
+ * Reads a JSON object body (at most MAX_JSON_BODY_BYTES); an empty body is {} (then missing
+ * fields are reported). A body sent as anything but JSON is 415 unsupported_media_type: refused
+ * unread when its Content-Length says it has one.
+ */
 export async function jsonBody(request: Request): Promise<Record<string, unknown>> {
+  const json = isJsonType(request.headers.get("content-type"));
+  if (!json && Number(request.headers.get("content-length") ?? 0) > 0) throw notJson(request);
   const text = await readText(request, jsonBodyLimit());
   if (text.trim() === "") return {};
+  if (!json) throw notJson(request);
   const parsed = parseJson(text);
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new ApiError("invalid_json", "The request body must be a JSON object.");

@@ -16,6 +16,8 @@ export const REQUEST_ID_HEADER = "x-relay-request-id";
 
 export interface RequestContext {
   requestId: string;
+  /** The connection's peer address (the client's, or the nearest proxy's). */
+  clientAddress?: string;
   accountId?: string;
   keyId?: string;
 }
@@ -56,4 +58,10 @@ export function annotateRequest(requestId: string, who: { accountId: string; key
   if (!context) return;
   context.accountId = who.accountId;
   if (who.keyId) context.keyId = who.keyId;
+}
+
+/** The connection's peer address of the request with these headers (undefined where no hook runs). */
+export function clientAddressOf(headers: AnyHeaders): string | undefined {
+  const given = headerValue(headers);
+  return given === undefined ? undefined : open.get(given)?.clientAddress;
 }

@@ -1,4 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { answerClientError, errorPayload, unroutedMethod } from "../http/methods";
 import { newId } from "../ids";
 import { processSingleton } from "../singleton";
 import { closeRequest, openRequest, REQUEST_ID_HEADER, type RequestContext } from "./context";
@@ -83,11 +85,18 @@ export function installHttpHook(): void {
   const emit = http.Server.prototype.emit as (this: http.Server, event: string | symbol, ...args: unknown[]) => boolean;
   http.Server.prototype.emit = function (this: http.Server, event: string | symbol, req?: unknown, res?: unknown) {
     // `arguments`, not a rest array: this runs for every event of every server.
-    if (event !== "request" || !state.enabled) return emit.apply(this, arguments as unknown as [string, ...unknown[]]);
+    if (event !== "request" || !state.enabled) {
+      // A request Node's parser refused: the envelope with a Request-Id, where no listener of the server's own answers it.
+      if (event === "clientError" && this.listenerCount("clientError") === 0) {
+        answerClientError(req as Error, res as Socket);
+        return true;
+      }
+      return emit.apply(this, arguments as unknown as [string, ...unknown[]]);
+    }
     const request = req as IncomingMessage;
     const response = res as ServerResponse;
     state.servers.add(this);
-    const context: RequestContext = { requestId: newId("request") };
+    const context: RequestContext = { requestId: newId("request"), clientAddress: request.socket.remoteAddress };
     const started = performance.now();
     // Whatever a client sent under this name is replaced: handlers believe only this value.
     request.headers[REQUEST_ID_HEADER] = context.requestId;
@@ -105,6 +114,13 @@ export function installHttpHook(): void {
         // Observability must never break a response.
       }
     });
+    // A method no route serves (TRACE, PROPFIND, …): answered here, before Next fails on it.
+    const refused = unroutedMethod(request.method, request.url);
+    if (refused) {
+      const { body, headers } = errorPayload(refused, context.requestId);
+      response.writeHead(refused.status, { ...headers, "Content-Length": Buffer.byteLength(body) }).end(body);
+      return true;
+    }
     return emit.apply(this, arguments as unknown as [string, ...unknown[]]);
   } as typeof http.Server.prototype.emit;
 }

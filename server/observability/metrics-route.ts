@@ -13,13 +13,23 @@ function bearerMatches(authorization: string | null, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+/**
+ * Whether a request may see what only operators should (the metrics, /readyz's details): it
+ * presents METRICS_TOKEN, or the server runs in development or test and has no token set.
+ * In production without a token nobody may.
+ */
+export function operatorRequest(request: Request): boolean {
+  const { METRICS_TOKEN: token, isProduction } = config();
+  return token ? bearerMatches(request.headers.get("authorization"), token) : !isProduction;
+}
+
 export async function metricsResponse(request: Request): Promise<Response> {
-  const token = config().METRICS_TOKEN;
-  if (token && !bearerMatches(request.headers.get("authorization"), token)) {
-    const missing = !request.headers.get("authorization");
-    const err = missing
-      ? new ApiError("missing_api_key", "GET /metrics needs 'Authorization: Bearer <METRICS_TOKEN>'.")
-      : new ApiError("invalid_api_key", "Wrong metrics token.");
+  if (!operatorRequest(request)) {
+    const err = !config().METRICS_TOKEN
+      ? new ApiError("missing_api_key", "GET /metrics needs METRICS_TOKEN: set it on the server, then send 'Authorization: Bearer <METRICS_TOKEN>'.")
+      : !request.headers.get("authorization")
+        ? new ApiError("missing_api_key", "GET /metrics needs 'Authorization: Bearer <METRICS_TOKEN>'.")
+        : new ApiError("invalid_api_key", "Wrong metrics token.");
     const res = errorResponse(err, requestIdOf(request.headers));
     res.headers.set("WWW-Authenticate", 'Bearer realm="metrics"');
     return res;

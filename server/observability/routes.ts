@@ -48,10 +48,21 @@ function folded(pathname: string): string {
     .join("/");
 }
 
+/** Longer paths are no route's (none of ours is near it): "unmatched", before any regexp sees them. */
+export const MAX_ROUTE_PATH = 2048;
+
+/** The path without trailing slashes ("/" stays "/"): a loop, linear however many there are. */
+function trimSlashes(pathname: string): string {
+  let end = pathname.length;
+  while (end > 1 && pathname.charCodeAt(end - 1) === 0x2f) end--;
+  return end === pathname.length ? pathname : pathname.slice(0, end);
+}
+
 export function routeTemplate(pathname: string, tableOverride?: Table | null): string {
+  if (pathname.length > MAX_ROUTE_PATH) return "unmatched";
   if (table === undefined) table = loadTable();
   const t = tableOverride !== undefined ? tableOverride : table;
-  const clean = pathname.length > 1 ? pathname.replace(/\/+$/, "") : pathname;
+  const clean = trimSlashes(pathname);
   if (!t) return folded(clean);
   if (clean.startsWith("/_next/")) return "/_next/[...]";
   if (t.exact.has(clean)) return clean;

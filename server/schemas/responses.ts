@@ -4,6 +4,10 @@ import { z } from "zod";
 // library) is generated from these. server/schemas/responses.check.ts makes the compiler
 // compare each with its serializer's return type, so they cannot drift apart.
 
+/** Every provider in server/platform/registry.ts (tests/openapi.test.ts keeps the two equal). */
+export const LINE_PROVIDERS = ["simulated", "bluebubbles", "twilio", "sms-gateway"] as const;
+export type LineProvider = (typeof LINE_PROVIDERS)[number];
+
 const ms = z.number().int().describe("Unix time in milliseconds");
 const msOrNull = ms.nullable();
 
@@ -18,7 +22,7 @@ export const LineSchema = z
     advanced_features: z.boolean().describe("Reactions, typing indicators and read receipts"),
     is_sandbox: z.boolean(),
     created_at: ms,
-    provider: z.string().describe("Extension: the provider carrying the line (simulated | bluebubbles)"),
+    provider: z.enum(LINE_PROVIDERS).describe("Extension: the provider carrying the line"),
     status: z
       .enum(["connected", "degraded", "disconnected"])
       .describe("Extension: the provider's health. degraded: a call or probe failed (or the Private API helper is gone); disconnected: several in a row. Sends wait while disconnected."),

@@ -6,8 +6,10 @@ import { slidingHit as hit, type WindowState } from "../http/rate-limit";
 // windows (every app instance counts together; sliding, so a burst across a window boundary
 // gets no second budget). Every attempt counts, successful or not, so
 // the limit also bounds the password hashing (about 0.4 s of a core each) a client can cause.
-// Addresses come from clientIp(): null means unknown (no TRUST_PROXY), and all such clients
-// share one larger budget, which still bounds the hashing done for the whole instance.
+// Addresses come from clientIp() (the connection's, or X-Forwarded-For's under
+// TRUST_PROXY_HOPS): null means unknown, and all such clients share one larger budget, which
+// still bounds the hashing done for the whole instance. The sign-in email limit counts per
+// email and address.
 
 const WINDOW_MS = 15 * 60_000;
 
@@ -27,7 +29,12 @@ export async function throttleAuthAttempt(kind: AuthAttempt, who: { ip: string |
   const windows: Promise<WindowState>[] = [
     who.ip ? hit(`auth:${kind}:ip:${who.ip}`, limits.perIp, WINDOW_MS, 1, now) : hit(`auth:${kind}:ip:unknown`, limits.perUnknownIp, WINDOW_MS, 1, now),
   ];
-  if (who.email?.trim()) windows.push(hit(`auth:${kind}:email:${emailBucket(who.email)}`, limits.perEmail, WINDOW_MS, 1, now));
+  if (who.email?.trim()) {
+    // Sign-in: per email *from this address*, so nobody can lock an account's owner out by
+    // spending its budget from elsewhere (each address still has its own limit).
+    const from = kind === "sign_in" ? `:${who.ip ?? "unknown"}` : "";
+    windows.push(hit(`auth:${kind}:email:${emailBucket(who.email)}${from}`, limits.perEmail, WINDOW_MS, 1, now));
+  }
   const refused = (await Promise.all(windows)).filter((w) => !w.allowed);
   if (!refused.length) return;
   const retryAfter = Math.max(1, Math.ceil((Math.max(...refused.map((w) => w.resetAt)) - now) / 1000));

@@ -38,7 +38,10 @@ export function inScope(scope: ActorScope, row: { accountId: string | null; line
 /**
  * Whether the caller may use a file of its account. Files received on a line belong to that
  * line: a line-restricted key may not download, attach or convert those of lines it may not use.
- * Uploads (and files received nowhere else) are the account's.
+ * Uploads (and files received nowhere else) are the account's. A file that is in a message on
+ * one of the key's lines (an unrestricted key sent it there) is that line's too: the key sees the
+ * message, its attachment link and its webhook events carry the file, so GET /v1/files and
+ * attaching it again agree with that link.
  */
 export async function fileInScope(actor: Actor, fileId: string): Promise<boolean> {
   const lineIds = await allowedLineIds(actor);
@@ -48,7 +51,12 @@ export async function fileInScope(actor: Actor, fileId: string): Promise<boolean
     where: { fileId, message: { accountId: actor.accountId, isFromMe: false, lineId: { notIn: lineIds } } },
     select: { id: true },
   });
-  return !elsewhere;
+  if (!elsewhere) return true;
+  const here = await db.attachment.findFirst({
+    where: { fileId, message: { accountId: actor.accountId, lineId: { in: lineIds } } },
+    select: { id: true },
+  });
+  return here !== null;
 }
 
 /** Lines the caller sees: its account's (only the key's, when restricted), and the sandbox line for accounts with an owner. */

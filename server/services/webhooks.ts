@@ -10,7 +10,7 @@ import { newWebhookSecret } from "../webhooks/signing";
 import { WEBHOOK_EVENTS, type WebhookEvent } from "../webhooks/event-names";
 import { checkWebhookUrl } from "../webhooks/url-guard";
 import { requireIdKind } from "./id-params";
-import { resolveLine } from "./lines";
+import { assertLineIdAccess, resolveLine } from "./lines";
 import { whereForActor, whereOnLine } from "./tenancy";
 
 // Webhook subscriptions: one line each, HTTPS URLs that are not private addresses, and only
@@ -79,13 +79,17 @@ export async function listWebhooks(
   return toPage(rows, input.limit, (w) => serializeWebhook(w), (w) => [w.id]);
 }
 
-/** A webhook of the caller's account on a line its key may use; otherwise webhook_not_found. */
+/**
+ * A webhook of the caller's account, or webhook_not_found; on a line its key may not use, 403
+ * line_not_accessible, as for every other object of the account's other lines (SPEC.md
+ * "Authentication" 3).
+ */
 export async function findWebhook(actor: Actor, id: string, param = "id") {
-  const notFound = () => new ApiError("webhook_not_found", `No webhook with ID '${id}'.`, { param });
   requireIdKind("webhook", id, param);
   const db = await getDb();
-  const webhook = await db.webhook.findFirst({ where: { id, ...(await whereForActor(actor)), kind: "http" } });
-  if (!webhook) throw notFound();
+  const webhook = await db.webhook.findFirst({ where: { id, accountId: actor.accountId, kind: "http" } });
+  if (!webhook) throw new ApiError("webhook_not_found", `No webhook with ID '${id}'.`, { param });
+  await assertLineIdAccess(actor, webhook.lineId);
   return webhook;
 }
 

@@ -23,8 +23,8 @@ export type Line = {
   is_sandbox: boolean;
   /** Unix time in milliseconds */
   created_at: number;
-  /** Extension: the provider carrying the line (simulated | bluebubbles) */
-  provider: string;
+  /** Extension: the provider carrying the line */
+  provider: "simulated" | "bluebubbles" | "twilio" | "sms-gateway";
   /** Extension: the provider's health. degraded: a call or probe failed (or the Private API helper is gone); disconnected: several in a row. Sends wait while disconnected. */
   status: "connected" | "degraded" | "disconnected";
   /** Extension: why the line is degraded or disconnected */

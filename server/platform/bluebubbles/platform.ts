@@ -54,6 +54,9 @@ async function readFile(storageKey: string): Promise<Uint8Array> {
 }
 
 /** What a failed BlueBubbles call means for a send (see PLATFORMS.md 1.4 and 1.12). */
+/** How much of a BlueBubbles error message is matched against known failures. */
+const MAX_DETAIL = 4096;
+
 export function classify(err: unknown, isMessage: boolean): Extract<SendResult, { ok: false }> & { notRegistered?: boolean } {
   if (!(err instanceof BlueBubblesError)) {
     return { ok: false, permanent: false, unknown: isMessage, reason: `BlueBubbles send failed: ${(err as Error).message}` };
@@ -72,7 +75,9 @@ export function classify(err: unknown, isMessage: boolean): Extract<SendResult, 
     case "http":
       break;
   }
-  const detail = `${err.errorMessage ?? ""} ${err.envelopeMessage ?? ""}`;
+  // Capped: the patterns below scan it (/chat .* not found/ is quadratic in a long line), and
+  // a server that answers with a huge message must not stall the event loop.
+  const detail = `${err.errorMessage ?? ""} ${err.envelopeMessage ?? ""}`.slice(0, MAX_DETAIL);
   if (err.status === 401 || err.status === 403) {
     return { ok: false, permanent: false, unreachable: true, reason: "BlueBubbles refused the line's password (connect the line again with the right one)" };
   }

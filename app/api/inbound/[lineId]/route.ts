@@ -3,6 +3,7 @@
 // handling (server/http/fast-routes.ts); this route serves it under `next dev` and tests.
 import { jsonBodyLimit, readBody } from "@/server/http/body";
 import { answerInbound } from "@/server/http/inbound";
+import { methodNotAllowed } from "@/server/http/methods";
 import { envelopeHeaders, errorResponse, jsonResponse, requestIdOf } from "@/server/http/responses";
 
 export const dynamic = "force-dynamic";
@@ -19,3 +20,13 @@ export async function POST(request: Request, { params }: { params: Promise<{ lin
     return errorResponse(err, requestId);
   }
 }
+
+/** Providers only POST here: every other method is 405 method_not_allowed with `Allow: POST` (Next answered an empty 405). */
+function notAllowed(request: Request): Response {
+  return errorResponse(methodNotAllowed(request.method, new URL(request.url).pathname), requestIdOf(request.headers));
+}
+
+export const GET = notAllowed;
+export const PUT = notAllowed;
+export const PATCH = notAllowed;
+export const DELETE = notAllowed;

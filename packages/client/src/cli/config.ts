@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -8,6 +9,11 @@ import path from "node:path";
 export interface CliConfig {
   apiKey?: string;
   baseUrl?: string;
+  /**
+   * `relay listen`'s signing secrets, one per server and key (as `stripe listen` keeps one per
+   * login): "<base URL> <first 16 hex of the key's SHA-256>" -> whsec_ secret.
+   */
+  listenSecrets?: Record<string, string>;
 }
 
 export const DEFAULT_BASE_URL = "http://localhost:3000";
@@ -42,4 +48,25 @@ export async function removeConfig(dir: string): Promise<string | null> {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw err;
   }
+}
+
+/** Where a server and key's listen secret is kept: the key itself never appears in the name. */
+function listenSlot(baseUrl: string, apiKey: string): string {
+  let end = baseUrl.length;
+  while (end > 0 && baseUrl[end - 1] === "/") end--;
+  return `${baseUrl.slice(0, end)} ${createHash("sha256").update(apiKey).digest("hex").slice(0, 16)}`;
+}
+
+/**
+ * The signing secret `relay listen` uses for this server and key: the saved one, or a new one
+ * saved in the config file (mode 600) beside the login; `rotate` replaces it.
+ */
+export async function listenSecret(dir: string, baseUrl: string, apiKey: string, options: { rotate?: boolean } = {}): Promise<{ secret: string; created: boolean }> {
+  const config = await readConfig(dir);
+  const slot = listenSlot(baseUrl, apiKey);
+  const saved = config.listenSecrets?.[slot];
+  if (saved && !options.rotate) return { secret: saved, created: false };
+  const secret = `whsec_${randomBytes(24).toString("base64")}`;
+  await writeConfig(dir, { ...config, listenSecrets: { ...config.listenSecrets, [slot]: secret } });
+  return { secret, created: true };
 }

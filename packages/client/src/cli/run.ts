@@ -6,7 +6,7 @@ import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } 
 import type { Message, OutboxItem } from "../generated.js";
 import { sandboxSmsLink } from "../sandbox.js";
 import { signWebhook } from "../webhooks.js";
-import { configDir, DEFAULT_BASE_URL, readConfig, removeConfig, writeConfig } from "./config.js";
+import { configDir, DEFAULT_BASE_URL, listenSecret, readConfig, removeConfig, writeConfig } from "./config.js";
 import { encodeQr, renderQr } from "./qr.js";
 import { spinner, style, type Style } from "./ui.js";
 
@@ -72,8 +72,9 @@ const COMMANDS: Record<string, { usage: string[]; about: string }> = {
   },
   sandbox: { usage: ["sandbox status", "sandbox activate [--wait]"], about: "The sandbox; activate shows a QR code and the text to send from your phone (--wait: until paired)." },
   listen: {
-    usage: ["listen --forward-to URL [--from LINE] [--events a,b]"],
-    about: "Receives this key's events live and POSTs each to a local URL, signed with a local secret it prints (like stripe listen). Reconnects by itself; Ctrl-C stops.",
+    usage: ["listen --forward-to URL [--from LINE] [--events a,b] [--rotate-secret]", "listen --print-secret [--rotate-secret]"],
+    about:
+      "Receives this key's events live and POSTs each to a local URL, signed with a local secret (like stripe listen). The secret is kept in the config file, one per server and key, so it stays the same from run to run: --print-secret shows it, --rotate-secret replaces it. Reconnects by itself; Ctrl-C stops.",
   },
 };
 
@@ -102,6 +103,8 @@ const OPTIONS = {
   follow: { type: "boolean", short: "f" },
   limit: { type: "string" },
   "forward-to": { type: "string" },
+  "print-secret": { type: "boolean" },
+  "rotate-secret": { type: "boolean" },
   events: { type: "string" },
   message: { type: "string" },
   type: { type: "string" },
@@ -168,11 +171,6 @@ function recentIds(limit = 10_000) {
   };
 }
 
-function randomSecret(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return `whsec_${btoa(String.fromCharCode(...bytes))}`;
-}
-
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const ui = style(io.color === true);
   const out = (value: unknown, human: () => string) => io.stdout(`${json ? JSON.stringify(value, null, 2) : human()}\n`);
@@ -219,7 +217,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     switch (command) {
       case "login": {
         const lines = await relay.lines.list({ limit: 100 }, { signal });
-        const file = await writeConfig(dir, { apiKey, baseUrl });
+        // listen's saved secrets stay (each belongs to one server and key).
+        const file = await writeConfig(dir, { ...saved, apiKey, baseUrl });
         out({ base_url: baseUrl, lines: lines.data.length, config: file }, () => `${ui.green("✓")} Logged in to ${baseUrl}: ${lines.data.length} line(s). Saved to ${file}.`);
         return EXIT.ok;
       }
@@ -307,7 +306,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       case "sandbox":
         return await sandbox(relay, sub, values, io, ui, out, json);
       case "listen":
-        return await listen(relay, values, io, ui, json);
+        return await listen(relay, values, io, ui, json, { dir, baseUrl, apiKey });
       default:
         throw new UsageError(`unknown command '${command}'`);
     }
@@ -448,16 +447,37 @@ async function sandbox(relay: Relay, sub: string | undefined, values: Values, io
   return EXIT.ok;
 }
 
-/** `relay listen --forward-to URL`: each event, re-signed with a local secret, POSTed to URL. */
-async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean): Promise<number> {
+/**
+ * `relay listen --forward-to URL`: each event, re-signed with this server and key's local secret
+ * (kept in the config file), POSTed to URL. `--print-secret` shows the secret and exits.
+ */
+async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean, login: { dir: string; baseUrl: string; apiKey: string }): Promise<number> {
+  const log = (value: unknown, human: string) => io.stdout(`${json ? JSON.stringify(value) : human}\n`);
+  const rotate = values["rotate-secret"] === true;
+  if (values["print-secret"]) {
+    if (values["forward-to"]) throw new UsageError("--print-secret shows the secret and exits: leave out --forward-to");
+    let saved: { secret: string; created: boolean };
+    try {
+      saved = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate });
+    } catch (err) {
+      io.stderr(`${ui.red("Error:")} could not keep the signing secret in ${login.dir} (${(err as Error).message}). Set RELAY_CONFIG_DIR to a folder you can write.\n`);
+      return EXIT.apiError;
+    }
+    log({ secret: saved.secret, created: saved.created, rotated: rotate }, saved.secret);
+    return EXIT.ok;
+  }
   const target = need(values, "forward-to");
   try {
     new URL(target);
   } catch {
     throw new UsageError(`--forward-to must be a URL such as http://localhost:4000/webhooks`);
   }
-  const secret = randomSecret();
-  const log = (value: unknown, human: string) => io.stdout(`${json ? JSON.stringify(value) : human}\n`);
+  const { secret } = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate }).catch((err: Error) => {
+    // A config folder it cannot write (read-only home): this run still works, with a secret of its own.
+    io.stderr(ui.yellow(`Could not save the signing secret in ${login.dir} (${err.message}): this run uses a new one.\n`));
+    return { secret: `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24))))}` };
+  });
+  if (rotate) log({ type: "rotated", secret }, `${ui.yellow("New signing secret")} (the old one no longer signs): ${ui.bold(secret)}`);
   const forwarded = recentIds();
   for await (const event of relay.listen(
     { from: values.from, events: values.events },

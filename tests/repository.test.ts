@@ -1,0 +1,37 @@
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+// What a new user of a clean clone reads first: the licence, and READMEs that point only at
+// things the repository has (no shared design documents, no package that is not on npm).
+
+const root = path.resolve(import.meta.dirname, "..");
+const read = (file: string) => readFileSync(path.join(root, file), "utf8");
+const READMES = ["README.md", "packages/client/README.md"];
+
+describe("the repository", () => {
+  it("is MIT licensed as a whole, and says so in LICENSE, package.json and README", () => {
+    const license = read("LICENSE");
+    expect(license).toMatch(/^MIT License\n\nCopyright \(c\) 2026 Relay contributors\n/);
+    expect(license).toContain("Permission is hereby granted, free of charge");
+    expect(read("packages/client/LICENSE")).toBe(license);
+    expect(JSON.parse(read("package.json")).license).toBe("MIT");
+    expect(JSON.parse(read("packages/client/package.json")).license).toBe("MIT");
+    expect(read("README.md")).toMatch(/## License\n\nMIT, for the whole repository[\s\S]*\[LICENSE\]\(LICENSE\)/);
+  });
+
+  it("READMEs link only to files in the repository and never to the unpublished package on npm", () => {
+    for (const readme of READMES) {
+      const text = read(readme);
+      expect(text, readme).not.toMatch(/SPEC\.md|COMPAT\.md|DESIGN\.md/);
+      expect(text, readme).not.toMatch(/npm (install|i) @relay\/client/);
+      for (const [, target] of text.matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target!)) continue;
+        expect(existsSync(path.join(root, path.dirname(readme), target!)), `${readme} links to ${target}`).toBe(true);
+      }
+    }
+    // How to get the client from this repository instead.
+    expect(read("README.md")).toMatch(/npm pack[\s\S]*npm install \/path\/to\/relay-client-0\.1\.0\.tgz/);
+    expect(read("packages/client/README.md")).toContain("npm install /path/to/relay/packages/client/relay-client-0.1.0.tgz");
+  });
+});
