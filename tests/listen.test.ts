@@ -132,6 +132,20 @@ describe("GET /v1/listen", () => {
     expect((await gone.res.json()).error).toMatchObject({ code: "invalid_parameter_value", param: "session" });
   });
 
+  it("a client that is back before its old stream ended keeps hearing events", async () => {
+    const f = await makeAccount();
+    const first = await open(f, `?events=message.received`);
+    const { session } = JSON.parse((await first.next("session")).data);
+    const again = await open(f, `?session=${session}`); // reconnected while the first stream is still open
+    await again.next("session");
+    first.close();
+    await vi.waitFor(() => expect(first.ended()).toBe(true));
+    await new Promise((r) => setTimeout(r, 200)); // the first stream's end is recorded
+    await inbound(f, phone(), "still listening");
+    expect(JSON.parse((await again.next("message.received")).data).data.text).toBe("still listening");
+    again.close();
+  });
+
   it("drops what a closed session had not streamed, so closed sessions leave no pending deliveries", async () => {
     const f = await makeAccount();
     const prisma = await db();

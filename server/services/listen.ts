@@ -40,6 +40,11 @@ export interface ListenSession {
   webhookIds: string[];
   lines: string[];
   events: WebhookEvent[];
+  /**
+   * The lastSeenAt this stream last wrote: a client that reconnected meanwhile (on this or
+   * another instance) has written a later one, and then this stream's end leaves the session on.
+   */
+  seenAt: Date;
 }
 
 function parseEvents(raw: string | undefined): WebhookEvent[] {
@@ -65,8 +70,9 @@ export async function openListenSession(actor: Actor, input: z.output<typeof Lis
           })
         : [];
     if (!rows.length) throw new ApiError("invalid_parameter_value", `No listen session '${input.session}' (sessions end ${SESSION_TTL_MS / 60_000} minutes after a disconnect).`, { param: "session" });
-    await db.webhook.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { lastSeenAt: new Date(), isActive: true } });
-    return { id: input.session, webhookIds: rows.map((r) => r.id), lines: rows.map((r) => r.line.handle), events: rows[0]!.events as WebhookEvent[] };
+    const seenAt = new Date();
+    await db.webhook.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { lastSeenAt: seenAt, isActive: true } });
+    return { id: input.session, webhookIds: rows.map((r) => r.id), lines: rows.map((r) => r.line.handle), events: rows[0]!.events as WebhookEvent[], seenAt };
   }
   const events = parseEvents(input.events);
   const lines = input.from
@@ -96,7 +102,7 @@ export async function openListenSession(actor: Actor, input: z.output<typeof Lis
     apiKeyId: actor.keyId,
   }));
   await db.webhook.createMany({ data: rows });
-  return { id, webhookIds: rows.map((r) => r.id), lines: usable.map((l) => l.handle), events };
+  return { id, webhookIds: rows.map((r) => r.id), lines: usable.map((l) => l.handle), events, seenAt: now };
 }
 
 /** Claims the session's pending deliveries, oldest first, for streaming. */
@@ -123,7 +129,9 @@ export async function markStreamed(deliveryIds: string[]): Promise<void> {
 /** Keeps the session alive (while connected, and at the disconnect for the resume window). */
 export async function touchListenSession(session: ListenSession): Promise<void> {
   const db = await getDb();
-  await db.webhook.updateMany({ where: { id: { in: session.webhookIds } }, data: { lastSeenAt: new Date() } });
+  const seenAt = new Date();
+  await db.webhook.updateMany({ where: { id: { in: session.webhookIds } }, data: { lastSeenAt: seenAt } });
+  session.seenAt = seenAt;
 }
 
 /**
@@ -132,8 +140,13 @@ export async function touchListenSession(session: ListenSession): Promise<void> 
  */
 export async function closeListenSession(session: ListenSession): Promise<void> {
   await sqlTransaction(async (query) => {
-    await query(`UPDATE "Webhook" SET "isActive" = false, "lastSeenAt" = now() WHERE id = ANY($1::text[]) AND kind = 'stream'`, [session.webhookIds]);
-    await query(`DELETE FROM "WebhookDelivery" WHERE "webhookId" = ANY($1::text[]) AND status IN ('pending', 'delivering')`, [session.webhookIds]);
+    // Unless the client is back already (it resumed, and wrote a later lastSeenAt).
+    const closed = await query<{ id: string }>(
+      `UPDATE "Webhook" SET "isActive" = false, "lastSeenAt" = $3 WHERE id = ANY($1::text[]) AND kind = 'stream' AND "lastSeenAt" = $2 RETURNING id`,
+      [session.webhookIds, session.seenAt, new Date(Math.max(Date.now(), session.seenAt.getTime() + 1))],
+    );
+    if (!closed.length) return;
+    await query(`DELETE FROM "WebhookDelivery" WHERE "webhookId" = ANY($1::text[]) AND status IN ('pending', 'delivering')`, [closed.map((c) => c.id)]);
   });
 }
 
