@@ -101,7 +101,7 @@ export function listenStream(session: ListenSession, { accountId, requestId, req
         onEnd();
         // The resume window starts now. A client that left stops hearing events at once; a
         // stream the server ended (shutdown) keeps them for the client's resume.
-        const serverEnded = !cancelled && shutdownSignal().aborted;
+        const serverEnded = shutdownSignal().aborted;
         await (serverEnded ? touchListenSession(session) : closeListenSession(session)).catch((err: unknown) => log().warn({ err }, "could not close a listen session"));
         try {
           // The instance is stopping: reconnect soon (to another instance) and resume the session.
