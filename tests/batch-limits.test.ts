@@ -1,9 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { GET as listen } from "@/app/v1/listen/route";
 import { sql, sqlTransaction } from "@/server/db";
 import { openStreams } from "@/server/services/stream-slots";
 import { fanOut } from "@/server/webhooks/fanout";
-import { db, get, inbound, makeAccount, phone, post, runDelivery, type Fixture } from "./helpers";
+import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
+import { blueBubblesLine, call, db, get, inbound, makeAccount, phone, post, runDelivery, type Fixture } from "./helpers";
 
 // Batched writes at their limits: an account with thousands of subscribers (webhooks and
 // listen sessions) and sends that fan out to all of them. One statement with more bind
@@ -14,13 +15,18 @@ runDelivery();
 
 const SUBSCRIBERS = 3_000;
 
+const fakes: FakeBlueBubbles[] = [];
+afterAll(async () => {
+  await Promise.all(fakes.map((f) => f.close()));
+});
+
 /** Gives the line SUBSCRIBERS listen sessions (stream webhooks a connected client would read). */
-async function subscribe(f: Fixture): Promise<void> {
+async function subscribe(f: Pick<Fixture, "accountId" | "line">, count = SUBSCRIBERS): Promise<void> {
   await sql(
     `INSERT INTO "Webhook" (id, "accountId", "lineId", url, events, secret, kind, "lastSeenAt")
      SELECT 'wh_limit' || $3 || g, $1, $2, 'stream:lsn_limit' || $3 || g, ARRAY['message.sent', 'message.received'], 'whsec_x', 'stream', now()
      FROM generate_series(1, $4::int) AS g`,
-    [f.accountId, f.line.id, f.accountId, SUBSCRIBERS],
+    [f.accountId, f.line.id, f.accountId, count],
   );
 }
 
@@ -88,6 +94,23 @@ describe("batched writes at their limits", () => {
     expect(await prisma.webhookDelivery.count({ where: { webhook: { accountId: f.accountId, kind: "stream" } } })).toBe(0);
     expect((await get("/v1/lines", f.key)).status).toBe(200);
   }, 180_000);
+
+  it("500 concurrent provider webhooks (the inbound batch at its largest) on a line with 200 subscribers are all stored and announced", async () => {
+    const bb = await startFakeBlueBubbles({ deliver: async () => {} });
+    fakes.push(bb);
+    const f = await blueBubblesLine(bb);
+    await subscribe(f, 200);
+    const url = new URL(bb.webhooks[0]!.url);
+    const bodies = Array.from({ length: 500 }, (_, i) => ({ type: "new-message", data: bb.receive({ from: phone(), text: `burst ${i}`, emit: false }) }));
+    const answers = await Promise.all(bodies.map((body) => call("POST", url.pathname + url.search, { body })));
+    expect(answers.filter((a) => a.status !== 200).map((a) => a.status)).toEqual([]);
+    expect(answers.reduce((n, a) => n + (a.body.received.stored as number), 0)).toBe(500);
+    const [row] = await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM "WebhookDelivery" d JOIN "Webhook" w ON w.id = d."webhookId" WHERE w."accountId" = $1 AND d.event = 'message.received'`,
+      [f.accountId],
+    );
+    expect(row!.n).toBe(500 * 200);
+  }, 120_000);
 
   it("never sends a statement over the protocol's parameter limit, and the database keeps answering", async () => {
     const params = Array.from({ length: 70_000 }, (_, i) => i);
