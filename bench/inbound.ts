@@ -25,6 +25,9 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import pg from "pg";
 import { cpuSeconds } from "./load";
 
+/** The events the server registers a BlueBubbles line's webhook for (server/platform/bluebubbles WEBHOOK_EVENTS). */
+const WEBHOOK_EVENTS = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
+
 export interface InboundResults {
   /** Distinct provider messages in the request list, and whether the time bound stopped the load before its end. */
   planned: number;
@@ -190,12 +193,13 @@ function requestList(count: number, firstRowId: number): { bodies: string[]; gui
 
 interface StubState {
   registeredUrl: string | null;
+  registrations: number;
   unknown: string[];
 }
 
 /** A BlueBubbles server stub answering what connecting, probing and catch-up ask. */
 async function startBlueBubblesStub(): Promise<{ url: string; state: StubState; close: () => Promise<void> }> {
-  const state: StubState = { registeredUrl: null, unknown: [] };
+  const state: StubState = { registeredUrl: null, registrations: 0, unknown: [] };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -226,10 +230,11 @@ async function startBlueBubblesStub(): Promise<{ url: string; state: StubState; 
             },
           });
         case "GET /api/v1/webhook":
-          return send({ status: 200, message: "Success", data: [] });
+          return send({ status: 200, message: "Success", data: state.registeredUrl ? [{ id: 1, url: state.registeredUrl, events: WEBHOOK_EVENTS, created: "2026-01-01T00:00:00.000Z" }] : [] });
         case "POST /api/v1/webhook": {
           const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}") as { url?: string };
           state.registeredUrl = body.url ?? null;
+          state.registrations++;
           return send({ status: 200, message: "ok", data: { id: 1, url: body.url ?? "x", events: [], created: "2026-01-01T00:00:00.000Z" } });
         }
         case "POST /api/v1/message/query":
@@ -262,7 +267,7 @@ export interface GeneratorReport {
 }
 
 /** Runs a command to its end (bounded); resolves with its stdout, rejects with its stderr. */
-export function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined, timeoutMs: number): Promise<string> {
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined, timeoutMs: number, onStderr?: (text: string) => void): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -273,6 +278,7 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv | un
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
+      onStderr?.(stderr);
       if (code === 0) resolve(stdout);
       else reject(new Error(`${path.basename(command)} ${args.join(" ").slice(0, 200)} exited with ${code}: ${stderr.slice(0, 500)}`));
     });
@@ -421,6 +427,8 @@ export async function measureInbound(t: Target): Promise<InboundResults> {
     args.push("--provider-config", JSON.stringify({ url: stub.url, password: PASSWORD }));
     // Asynchronously: the CLI probes the stub, which answers from this process's event loop.
     const lineId = (await run(tsx, args, t.env, 60_000)).trim().split("\n").pop()!;
+    // The CLI registers nothing: the running server does, at its own PUBLIC_URL, at its next line check.
+    for (const until = Date.now() + 30_000; !stub.state.registeredUrl && Date.now() < until; ) await new Promise((r) => setTimeout(r, 200));
     const registered = stub.state.registeredUrl;
     if (!registered) throw new Error(`line ${lineId} registered no webhook with the stub (requests it did not expect: ${stub.state.unknown.join(", ") || "none"})`);
     const inboundUrl = new URL(registered);

@@ -233,10 +233,14 @@ export async function measureTwilio(t: Target): Promise<TwilioResults> {
     const tsx = path.resolve("node_modules/.bin/tsx");
     const config = { accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN, baseUrl: stub.url };
     const args = ["scripts/admin.ts", "line", "create", "--account", t.account, "--handle", LINE_HANDLE, "--provider", "twilio", "--provider-config", JSON.stringify(config)];
-    const lineId = (await run(tsx, args, t.env, 60_000)).trim().split("\n").pop()!;
+    let said = "";
+    const lineId = (await run(tsx, args, t.env, 60_000, (text) => (said = text))).trim().split("\n").pop()!;
     if (!lineId.startsWith("ln_")) throw new Error(`the operator CLI did not create a Twilio line: ${lineId}`);
+    // The URL the CLI says to set as the number's webhook carries the line's token (checked on every webhook).
+    const token = new RegExp(`/api/inbound/${lineId}\\?token=([\\w-]+)`).exec(said)?.[1];
+    if (!token) throw new Error(`the operator CLI did not print the line's inbound URL: ${said.slice(0, 500)}`);
     // Twilio signs the URL it calls: the public one (PUBLIC_URL is the server's base here).
-    const url = `${t.base}/api/inbound/${lineId}`;
+    const url = `${t.base}/api/inbound/${lineId}?token=${token}`;
     await client.connect();
 
     // 2. A webhook for message.received and message.delivered on the line.

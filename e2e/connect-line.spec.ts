@@ -17,6 +17,8 @@ let page: Page;
 let bb: FakeBlueBubbles | undefined;
 let bbUrl = "";
 const email = `connect-${Date.now()}@example.com`;
+/** The line's handle: its simulated number, or once connected the Apple ID the Mac's probe names (the fake's). */
+const LINE_HANDLE = /\+155501|fake-owner@icloud\.com/;
 const password = "a long enough password";
 
 test.describe.configure({ mode: "serial" });
@@ -71,7 +73,7 @@ test.describe("connecting a line in Chromium", () => {
     await page.screenshot({ path: path.join(ARTIFACTS, "connect-line.png"), fullPage: true });
 
     // The table shows the provider, its (unmasked) URL, the health and the last event.
-    const row = page.getByRole("row").filter({ hasText: "+155501" }).first();
+    const row = page.getByRole("row").filter({ hasText: LINE_HANDLE }).first();
     await expect(row).toContainText("BlueBubbles");
     await expect(row).toContainText(bbUrl);
     await expect(row.getByTestId("line-health")).toHaveText("connected");
@@ -81,7 +83,7 @@ test.describe("connecting a line in Chromium", () => {
     // The password is nowhere on the page, nor after a reload (the server never returns it).
     expect(await page.content()).not.toContain(BB_PASSWORD);
     await page.reload();
-    await expect(page.getByRole("row").filter({ hasText: "+155501" }).first()).toContainText("BlueBubbles");
+    await expect(page.getByRole("row").filter({ hasText: LINE_HANDLE }).first()).toContainText("BlueBubbles");
     expect(await page.content()).not.toContain(BB_PASSWORD);
 
     // Testing the saved connection again needs no password.
@@ -99,7 +101,7 @@ test.describe("connecting a line in Chromium", () => {
     await expect(result).toContainText("Connection failed");
     await expect(result).toContainText("Authentication Error");
     await expect(result.getByTestId("line-health")).toHaveText("degraded");
-    await expect(page.getByRole("row").filter({ hasText: "+155501" }).first().getByTestId("line-health")).toHaveText("degraded");
+    await expect(page.getByRole("row").filter({ hasText: LINE_HANDLE }).first().getByTestId("line-health")).toHaveText("degraded");
   });
 
   test("switches the line back to simulated", async () => {
@@ -110,7 +112,7 @@ test.describe("connecting a line in Chromium", () => {
     const result = page.getByTestId("connection-result");
     await expect(result).toContainText("Connection OK");
     await expect(result.getByTestId("line-health")).toHaveText("connected");
-    const row = page.getByRole("row").filter({ hasText: "+155501" }).first();
+    const row = page.getByRole("row").filter({ hasText: LINE_HANDLE }).first();
     await expect(row).toContainText("Simulated");
     await expect(row).not.toContainText(bbUrl);
   });

@@ -34,6 +34,9 @@ const USAGE = `usage:
 
 class UsageError extends Error {}
 
+/** Provider webhooks are registered by the running server, at its own PUBLIC_URL (README "Operator CLI"), never from here. */
+const SERVER_REGISTERS = { registerWebhooks: false };
+
 /** Whether a server answers on the Unix socket `host`/.s.PGSQL.`port` (libpq's naming). */
 function canConnect(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -52,7 +55,7 @@ function canConnect(host: string, port: number): Promise<boolean> {
 async function runningServerUrl(): Promise<string | null> {
   const dataDir = process.env.DATA_DIR ?? "./data";
   if (dataDir === ":memory:") return null;
-  let info: { pid: number; pgliteSocket: { host: string; port: number } };
+  let info: { pid: number; pgliteSocket: { host: string; port: number }; publicUrl?: string };
   try {
     info = JSON.parse(readFileSync(path.join(dataDir, "server.json"), "utf8"));
   } catch {
@@ -68,6 +71,8 @@ async function runningServerUrl(): Promise<string | null> {
   // is told the directory is in use).
   if (typeof host !== "string" || !path.isAbsolute(host) || !Number.isInteger(port)) return null;
   if (!(await canConnect(host, port))) return null;
+  // The inbound URLs this CLI prints are the running server's, not built from this shell's PUBLIC_URL.
+  if (typeof info.publicUrl === "string") process.env.PUBLIC_URL = info.publicUrl;
   return `postgresql://postgres@localhost:${port}/postgres?host=${encodeURIComponent(host)}`;
 }
 
@@ -286,7 +291,7 @@ async function main(argv: string[]): Promise<void> {
           provider: values.provider ?? "simulated",
           providerConfig: providerConfig(values),
           ...(values.rate !== undefined ? { sendRatePerSecond: positiveNumber(values.rate, "rate") } : {}),
-        });
+        }, SERVER_REGISTERS);
         printWarnings(report);
         console.log(report.line.id);
         break;
@@ -297,7 +302,7 @@ async function main(argv: string[]): Promise<void> {
           provider: required(values, "provider"),
           provider_config: providerConfig(values),
           ...(values.rate !== undefined ? { send_rate_per_second: positiveNumber(values.rate, "rate") } : {}),
-        });
+        }, SERVER_REGISTERS);
         printReport(report, values.json ?? false);
         break;
       }

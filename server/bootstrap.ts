@@ -20,6 +20,8 @@ export interface ServerInfo {
   pid: number;
   /** A Unix socket: `host` is its directory (as for libpq and node-postgres), `port` names the file. */
   pgliteSocket: { host: string; port: number };
+  /** The server's PUBLIC_URL: the operator CLI shows inbound URLs with it, not with its own guess. */
+  publicUrl?: string;
 }
 
 export async function bootstrap(): Promise<void> {
@@ -37,7 +39,7 @@ export async function bootstrap(): Promise<void> {
       console.warn(`[db] ${err.message} The operator CLI cannot reach this server's database while it runs.`);
       return;
     }
-    const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port } };
+    const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port }, publicUrl: c.PUBLIC_URL };
     const file = path.join(/*turbopackIgnore: true*/ c.dataDir, SERVER_INFO_FILE);
     await writeFile(file, JSON.stringify(info), { mode: 0o600 });
     const cleanup = () => {

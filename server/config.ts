@@ -148,6 +148,12 @@ const EnvSchema = z.object({
   PROVIDER_SEND_WINDOW_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(3_600),
   /** Seconds between capability and health probes of each provider line. */
   PROVIDER_PROBE_SECONDS: z.coerce.number().int().min(5).max(86_400).default(60),
+  /** How long one line's probe and catch-up may take in the line monitor before it moves on (the line is then degraded). */
+  PROVIDER_CHECK_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3_600).default(30),
+  /** How many lines' probes and catch-ups one process runs at once. */
+  PROVIDER_CHECK_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(8),
+  /** Lines one account may have (creating one more answers 403 line_limit_reached). */
+  MAX_LINES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1_000_000).default(100),
   /** Largest inbound attachment downloaded from a provider, in bytes. */
   PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
   /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes); default info, silent under test. */

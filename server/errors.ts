@@ -39,6 +39,8 @@ export const ERROR_CODES = {
   idempotency_key_reused: { type: "invalid_request_error", status: 400 },
   idempotency_key_in_use: { type: "invalid_request_error", status: 409 },
   contact_has_not_messaged: { type: "invalid_request_error", status: 403 },
+  /** Extension (dashboard, GraphQL, operator CLI): the account already has MAX_LINES_PER_ACCOUNT lines. */
+  line_limit_reached: { type: "invalid_request_error", status: 403 },
   line_not_found: { type: "not_found_error", status: 404 },
   chat_not_found: { type: "not_found_error", status: 404 },
   message_not_found: { type: "not_found_error", status: 404 },

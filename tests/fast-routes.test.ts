@@ -198,5 +198,17 @@ describe("signed form webhooks on the fast route (Twilio)", () => {
     expect(json.status).toBe(415);
     expect((json.json.error as { code: string }).code).toBe("unsupported_media_type");
     expect(await storedGuids(lineId)).not.toContain("SMforged");
+
+    // Signed exactly over a URL without the line's token: 401 invalid_inbound_token, nothing stored.
+    const { params: noToken } = await tw.receive({ from: phone(), body: "no token", deliver: false });
+    const bareUrl = tw.incomingUrl.replace(/\?.*$/, "");
+    const bare = await raw(
+      { path: new URL(bareUrl).pathname, headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": tw.sign(bareUrl, noToken) } },
+      new URLSearchParams(noToken).toString(),
+    );
+    expect(bare.status).toBe(401);
+    expect((bare.json.error as { code: string }).code).toBe("invalid_inbound_token");
+    expect(bare.json.request_id).toBe(bare.headers["request-id"]);
+    expect(await storedGuids(lineId)).toHaveLength(1);
   });
 });

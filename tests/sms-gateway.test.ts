@@ -398,6 +398,25 @@ describe("inbound through /api/inbound", () => {
     expect(ok.body).toMatchObject({ object: "inbound_receipt", received: { stored: 1 } });
   });
 
+  it("refuses a correctly signed webhook without the line's token, or with another line's token (401 invalid_inbound_token)", async () => {
+    const gw = await fake();
+    const f = await connected(gw);
+    const other = await connected(gw);
+    const url = new URL(gw.webhooks.get(`${f.line.id}-recv`)!.url);
+    const otherToken = new URL(gw.webhooks.get(`${other.line.id}-recv`)!.url).searchParams.get("token")!;
+    const alice = phone();
+    const body = JSON.stringify({ id: "t1", webhookId: `${f.line.id}-recv`, event: "sms:received", deviceId: gw.deviceId, payload: { message: "token?", receivedAt: gw.date(Date.now()), messageId: "1", sender: alice, phoneNumber: alice } });
+    for (const path of [url.pathname, `${url.pathname}?token=${otherToken}`, `${url.pathname}?token=`]) {
+      const res = await call("POST", path, { raw: body, headers: gw.sign(body) });
+      expect(res.status, path).toBe(401);
+      expect(res.body).toMatchObject({ error: { code: "invalid_inbound_token", type: "authentication_error" }, request_id: expect.stringMatching(/^req_/) });
+    }
+    expect(await (await db()).message.count({ where: { lineId: f.line.id } })).toBe(0);
+    const ok = await call("POST", url.pathname + url.search, { raw: body, headers: gw.sign(body) });
+    expect(ok).toMatchObject({ status: 200, body: { received: { stored: 1 } } });
+    expect((await messagesOf(f, alice)).map((m) => m.text)).toEqual(["token?"]);
+  });
+
   it("SMS received while webhooks were lost are caught up from the phone's inbox, once each, as the same messages", async () => {
     const gw = await fake();
     const f = await connected(gw);

@@ -151,6 +151,24 @@ describe("connecting a Twilio line", () => {
   });
 });
 
+describe("a Twilio line connected while Twilio is unreachable", () => {
+  it("still shows where to point the number's webhook: the inbound URL is ours", async () => {
+    const tw = await fake();
+    await tw.close(); // nothing answers at its address any more
+    const f = await makeAccount();
+    const report = await createConnectedLine({
+      accountId: f.accountId,
+      handle: tw.numbers[0]!,
+      provider: "twilio",
+      providerConfig: { accountSid: tw.accountSid, authToken: tw.authToken, baseUrl: tw.url, sendTimeoutSeconds: 2 },
+    });
+    expect(report.probe.ok).toBe(false);
+    expect(report.line.status).not.toBe("connected");
+    const row = await (await db()).line.findUniqueOrThrow({ where: { id: report.line.id } });
+    expect(report.warnings).toEqual(expect.arrayContaining([expect.stringContaining(`to ${providerLine(row).inboundUrl} with HTTP POST`)]));
+  });
+});
+
 describe("inbound through /api/inbound", () => {
   it("answers every accepted webhook with empty TwiML, stores a message once however often it arrives, and fires message.received once", async () => {
     const tw = await fake();
@@ -235,6 +253,26 @@ describe("inbound through /api/inbound", () => {
     const internal = f.inboundUrl.replace("http://localhost:3000", "http://10.1.2.3:8080");
     const proxied = await postForm(internal, params, { "x-twilio-signature": tw.sign(f.inboundUrl, params) });
     expect(proxied).toMatchObject({ status: 200, contentType: "text/xml", text: EMPTY_TWIML });
+    expect((await messagesOf(f, alice)).map((m) => m.guid)).toEqual([message.sid]);
+  });
+
+  it("refuses a correctly signed webhook without the line's token, or with another line's token (401 invalid_inbound_token)", async () => {
+    const tw = await fake();
+    const f = await twilioLine(tw);
+    const other = await twilioLine(await fake());
+    const alice = phone();
+    const { params, message } = await tw.receive({ from: alice, body: "token?", deliver: false });
+    const bare = f.inboundUrl.replace(/\?.*$/, "");
+    const foreign = `${bare}?${new URL(other.inboundUrl).search.slice(1)}`;
+    for (const url of [bare, foreign, `${bare}?token=`]) {
+      // Signed exactly over the URL it is posted to: only the token is wrong.
+      const res = await postForm(url, params, { "x-twilio-signature": tw.sign(url, params) });
+      expect(res.status, url).toBe(401);
+      expect(res.json).toMatchObject({ error: { code: "invalid_inbound_token", type: "authentication_error" }, request_id: expect.stringMatching(/^req_/) });
+    }
+    expect(await messagesOf(f, alice)).toHaveLength(0);
+    const right = await postForm(f.inboundUrl, params, { "x-twilio-signature": tw.sign(f.inboundUrl, params) });
+    expect(right.status).toBe(200);
     expect((await messagesOf(f, alice)).map((m) => m.guid)).toEqual([message.sid]);
   });
 

@@ -46,7 +46,7 @@ export function inboundTokenMatches(line: Pick<Line, "inboundTokenHash">, token:
 }
 
 /** Decrypted lines by ID, while their stored row is unchanged (the hot inbound path decrypts once). */
-const decrypted = processSingleton("provider-lines", () => new Map<string, { row: Line; value: ProviderLine }>());
+const decrypted = processSingleton("provider-lines", () => new Map<string, { row: Line; publicUrl: string; value: ProviderLine }>());
 
 const sameRow = (a: Line, b: Line) =>
   a.providerSecrets === b.providerSecrets && a.provider === b.provider && a.advancedFeatures === b.advancedFeatures && a.service === b.service && a.handle === b.handle && JSON.stringify(a.providerSettings) === JSON.stringify(b.providerSettings);
@@ -54,10 +54,11 @@ const sameRow = (a: Line, b: Line) =>
 /** The line as its provider sees it, secrets decrypted. Throws CredentialsError when they cannot be. */
 export function providerLine(line: Line): ProviderLine {
   const hit = decrypted.get(line.id);
-  if (hit && sameRow(hit.row, line)) return hit.value;
+  const publicUrl = config().PUBLIC_URL; // the inbound URL is built from it
+  if (hit && hit.publicUrl === publicUrl && sameRow(hit.row, line)) return hit.value;
   const value = decryptLine(line);
   if (decrypted.size > 1_000) decrypted.clear();
-  decrypted.set(line.id, { row: line, value });
+  decrypted.set(line.id, { row: line, publicUrl, value });
   return value;
 }
 

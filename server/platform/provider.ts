@@ -61,11 +61,20 @@ export interface Provider<Config = unknown, Settings = unknown, Secrets = unknow
    * call), shown with every connection test and on the dashboard's lines page.
    */
   warnings?(settings: Settings): string[];
-  /** On connect: point the provider's webhooks at the line's inbound URL. Returns warnings to show. */
+  /**
+   * Points the provider's webhooks at the line's inbound URL (removing this line's registrations
+   * under any other address). Returns warnings to show. Providers without
+   * `webhooksRegistered` register nothing at the provider and only say what the operator sets.
+   */
   registerWebhooks?(line: ProviderLine<Settings, Secrets>): Promise<string[]>;
   /**
-   * Inbound webhooks. `auth: "token"`: the URL's token is checked before parse (constant time);
-   * `auth: "signature"`: `verify` checks the provider's signature and answers why it refuses.
+   * Whether the provider's webhooks for this line are exactly at its current inbound URL (and
+   * nowhere else of ours): the server's line monitor registers again when they are not.
+   */
+  webhooksRegistered?(line: ProviderLine<Settings, Secrets>): Promise<boolean>;
+  /**
+   * Inbound webhooks. The URL's token is checked first for every provider (constant time);
+   * `auth: "signature"`: `verify` then checks the provider's signature and answers why it refuses.
    */
   inbound?: {
     auth: "token" | "signature";

@@ -190,4 +190,6 @@ export interface ProbeResult {
   capabilities: Capabilities;
   /** Reactions, typing, read receipts, replies and voice memos. */
   advancedFeatures: boolean;
+  /** The handle the provider itself names for this connection (BlueBubbles: the Apple ID Messages is signed in with): proof the line may carry it. */
+  handle?: string | null;
 }

@@ -8,9 +8,10 @@ import { findProvider, PROVIDER_NAMES } from "../platform/registry";
 import { CapabilitiesSchema, type ProbeResult } from "../platform/types";
 import { serializeLine } from "../serializers";
 import { notifyChange } from "../cache/changes";
-import { probeLine } from "./line-health";
+import { noteWebhooksInPlace, probeLine } from "./line-health";
 import { catchUpLine } from "./line-monitor";
-import { createLine, type CreateLineInput, forgetCachedLines } from "./lines";
+import { normalizeHandle } from "../handles";
+import { createLine, type CreateLineInput, forgetCachedLines, isSimulatedNumber } from "./lines";
 
 // Connecting a line to its provider: validate the provider's settings, store them (secrets
 // encrypted), probe what the line can do, and point the provider's webhooks at the line's
@@ -84,8 +85,18 @@ function urlWarnings(providerName: string): string[] {
   return [];
 }
 
+export interface ConnectOptions {
+  /**
+   * Register the provider's webhooks now, with this process's PUBLIC_URL (the server: dashboard,
+   * GraphQL). The operator CLI passes false: it does not know the running server's address, so
+   * the server registers them itself at its next line check (the line is made due for one).
+   */
+  registerWebhooks?: boolean;
+}
+
 /** Connects (or reconnects, or switches back to simulated) a line of `accountId` (any account when null). */
-export async function connectLine(accountId: string | null, input: ConnectLineInput): Promise<ConnectionReport> {
+export async function connectLine(accountId: string | null, input: ConnectLineInput, options: ConnectOptions = {}): Promise<ConnectionReport> {
+  const register = options.registerWebhooks !== false;
   const body = ConnectLineBody.parse(input);
   const db = await getDb();
   const line = await db.line.findUnique({ where: { id: body.line_id } });
@@ -115,13 +126,19 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
     },
   });
   forgetCachedLines();
-  const { line: probed, probe } = await probeLine(updated);
+  const result = await probeLine(updated);
+  const probe = result.probe;
+  const probed = accountId !== null && probe.ok && probe.handle ? await adoptProvenHandle(result.line, probe.handle) : result.line;
   const warnings = probe.ok ? lineWarnings(probed) : [];
-  if (provider.registerWebhooks && probe.ok) {
+  // A provider whose webhooks the operator sets (Twilio) is told where, whether or not it answered.
+  const registersAtProvider = !!provider.webhooksRegistered;
+  if (provider.registerWebhooks && (!registersAtProvider || (probe.ok && register))) {
     try {
-      warnings.push(...(await provider.registerWebhooks(providerLine(probed))));
+      const said = await provider.registerWebhooks(providerLine(probed));
+      warnings.push(...said);
+      if (registersAtProvider && !said.length) noteWebhooksInPlace(probed.id, { renewed: true });
     } catch (err) {
-      warnings.push(`Could not register this line's webhook with the provider: ${(err as Error).message}. Inbound messages arrive only through catch-up until it is registered (connect again).`);
+      warnings.push(`Could not register this line's webhook with the provider: ${(err as Error).message}. Inbound messages arrive only through catch-up until it is registered (the server tries again at every line check).`);
     }
   }
   if (probe.ok) {
@@ -129,9 +146,34 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
     const caught = await catchUpLine(probed.id);
     if (caught.error) warnings.push(`Catch-up failed: ${caught.error}`);
   }
+  if (registersAtProvider && !register) {
+    // Due for the running server's next line check, which registers the webhooks at its own address.
+    await db.line.update({ where: { id: probed.id }, data: { lastProbeAt: null } });
+    warnings.push("The running server registers this line's webhooks with the provider at its own PUBLIC_URL at its next line check (within seconds).");
+  }
   if (probed.accountId) await notifyChange(probed.accountId);
   // Read again: catch-up may have changed the line's health.
   return { line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings: [...new Set(warnings)] };
+}
+
+/**
+ * An owner's line carries a simulated number until the provider itself names the handle it
+ * sends as (a BlueBubbles Mac's Apple ID): the line takes it then, when no other line has it.
+ * Real handles are never taken on an owner's word (README "Dashboard").
+ */
+async function adoptProvenHandle(line: Line, named: string): Promise<Line> {
+  const handle = normalizeHandle(named);
+  if (!handle || handle === line.handle || !isSimulatedNumber(line.handle)) return line;
+  const db = await getDb();
+  if (await db.line.findUnique({ where: { handle }, select: { id: true } })) return line;
+  try {
+    const updated = await db.line.update({ where: { id: line.id }, data: { handle } });
+    forgetCachedLines();
+    return updated;
+  } catch (err) {
+    if ((err as { code?: string }).code === "P2002") return line; // taken meanwhile
+    throw err;
+  }
 }
 
 /** Probes a line again (operator `line test`, the dashboard's button). */
@@ -148,6 +190,7 @@ export async function testLine(accountId: string | null, lineId: string): Promis
 /** Creates a line and connects it to its provider in one step (operator CLI). */
 export async function createConnectedLine(
   input: CreateLineInput & { provider?: string; providerConfig?: Record<string, unknown>; sendRatePerSecond?: number },
+  options: ConnectOptions = {},
 ): Promise<ConnectionReport> {
   const provider = input.provider ?? "simulated";
   if (!findProvider(provider)) {
@@ -167,7 +210,7 @@ export async function createConnectedLine(
     provider,
     provider_config: input.providerConfig ?? {},
     ...(input.sendRatePerSecond ? { send_rate_per_second: input.sendRatePerSecond } : {}),
-  });
+  }, options);
 }
 
 /** Every line of one account, or of all accounts (operator). */

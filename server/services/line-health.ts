@@ -77,11 +77,43 @@ async function load(lineId: string): Promise<Line | null> {
   return db.line.findUnique({ where: { id: lineId } });
 }
 
+// Webhooks that do not arrive: once this process has seen a line's registration in place, a
+// message catch-up finds that the webhook never brought (older than WEBHOOK_GRACE.ms) makes the
+// line degraded with a reason saying so, until a webhook arrives again or it is registered anew.
+
+/** How old a message catch-up finds must be before its missing webhook counts (webhooks in flight, provider clocks). */
+export const WEBHOOK_GRACE = { ms: 60_000 };
+
+const webhookWatch = processSingleton("webhook-watch", () => ({ since: new Map<string, number>(), missing: new Map<string, string>() }));
+
+/** This process saw (or made) the line's webhook registration at `at`: messages after it should arrive by webhook. */
+export function noteWebhooksInPlace(lineId: string, options: { renewed: boolean }, at = Date.now()): void {
+  if (options.renewed || !webhookWatch.since.has(lineId)) webhookWatch.since.set(lineId, at);
+  if (options.renewed) webhookWatch.missing.delete(lineId);
+}
+
+/** Since when messages should have arrived by webhook (null: this process does not know). */
+export function webhooksExpectedSince(lineId: string): number | null {
+  return webhookWatch.since.get(lineId) ?? null;
+}
+
+/** Catch-up found messages the webhook never brought: degraded (without counting a failure), with the reason. */
+export async function noteWebhooksMissing(lineId: string, reason: string): Promise<void> {
+  webhookWatch.missing.set(lineId, reason);
+  const line = await load(lineId);
+  if (!line || line.provider === "simulated" || line.status === "disconnected") return;
+  await setStatus(line, "degraded", reason);
+}
+
 /** When this process last wrote a line's lastEventAt (at most once a second each). */
 const lastWritten = processSingleton("provider-up", () => new Map<string, number>());
 
-/** The provider answered (a call, an event): the line is connected again if it was not. */
-export async function noteProviderUp(lineId: string): Promise<void> {
+/**
+ * The provider answered (a call, or a webhook `via: "webhook"`): the line is connected again if
+ * it was not; while its webhooks are missing, only a webhook makes it so.
+ */
+export async function noteProviderUp(lineId: string, via: "call" | "webhook" = "call"): Promise<void> {
+  if (via === "webhook") webhookWatch.missing.delete(lineId);
   const cached = await findLine(lineId); // the hot inbound path: no read of its own while healthy
   if (!cached || cached.provider === "simulated") return;
   const now = Date.now();
@@ -94,7 +126,9 @@ export async function noteProviderUp(lineId: string): Promise<void> {
   }
   const line = await load(lineId);
   if (!line || (line.status === "connected" && line.failures === 0)) return;
-  await setStatus(line, "connected", null, { failures: 0, lastEventAt: new Date(now) });
+  const missing = webhookWatch.missing.get(lineId);
+  if (missing && line.status === "degraded" && line.statusReason === missing && line.failures === 0) return;
+  await setStatus(line, missing ? "degraded" : "connected", missing ?? null, { failures: 0, lastEventAt: new Date(now) });
 }
 
 /** A call to the provider went unanswered: degraded, then disconnected after DISCONNECT_AFTER. */
@@ -122,9 +156,12 @@ export async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> 
     capabilities: probe.capabilities,
     ...(line.provider === "simulated" ? {} : { advancedFeatures: probe.advancedFeatures }),
   };
-  // Answering but short of what the line had (a Private API helper that stopped) is degraded.
+  // Answering but short of what the line had (a Private API helper that stopped) is degraded;
+  // so is a line whose webhooks do not arrive.
   const lost = line.provider !== "simulated" && line.advancedFeatures && !probe.advancedFeatures && probe.reason;
-  return setStatus(line, lost ? "degraded" : "connected", lost ? probe.reason : null, fields);
+  const missing = webhookWatch.missing.get(line.id);
+  const reason = lost ? probe.reason : (missing ?? null);
+  return setStatus(line, reason ? "degraded" : "connected", reason, fields);
 }
 
 /** Probes a line's provider and stores what it found. */

@@ -10,9 +10,10 @@ import type { ProviderInbound } from "../platform/types";
 import { providerLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import { processSingleton } from "../singleton";
-import { noteProviderDown, onLineRecovered, probeLine } from "./line-health";
+import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, onLineRecovered, probeLine, WEBHOOK_GRACE, webhooksExpectedSince } from "./line-health";
 import { ingestProviderEvent, type InboundOutcome } from "./provider-inbound";
 import { log } from "../observability/log";
+import { withTimeout } from "../timeout";
 
 // Nothing missed while away: webhooks are lost while this service is down or the provider's
 // host sleeps. Catch-up asks the provider for the messages after the newest one taken in (the
@@ -35,6 +36,9 @@ export interface CatchUpReport {
 }
 
 async function runCatchUp(lineId: string): Promise<CatchUpReport> {
+  // No new page after half the check's deadline (the probe came first): a long backlog goes on
+  // at the next run, from where the cursor moved, instead of running into the deadline.
+  const until = Date.now() + (config().PROVIDER_CHECK_TIMEOUT_SECONDS * 1000) / 2;
   const report: CatchUpReport = { pages: 0, counts: { stored: 0, duplicate: 0, adopted: 0, ignored: 0 }, error: null };
   const db = await getDb();
   const line = await db.line.findUnique({ where: { id: lineId } });
@@ -47,12 +51,20 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
   // A little before the newest message taken in: one that failed to store while later ones did
   // is read again (what is already stored is a duplicate, skipped by the unique constraint).
   const after = line.catchupAfter.getTime() - CATCH_UP_OVERLAP_MS;
+  // Messages the webhook should have brought: after this process saw the registration in place.
+  const expectedSince = webhooksExpectedSince(line.id);
+  const graceEnd = Date.now() - WEBHOOK_GRACE.ms;
+  let missed = 0;
   try {
     const pl = providerLine(line);
     for (let offset = 0; report.pages < MAX_PAGES; report.pages++) {
       const events = await provider.catchUp(pl, after, { offset, limit: PAGE });
-      for (const event of events) report.counts[await ingestIsolated(line, pl, event)]++;
-      if (events.length < PAGE) {
+      for (const event of events) {
+        const outcome = await ingestIsolated(line, pl, event);
+        report.counts[outcome]++;
+        if (outcome === "stored" && event.kind === "message" && !event.isFromMe && expectedSince !== null && event.sentAt > expectedSince && event.sentAt < graceEnd) missed++;
+      }
+      if (events.length < PAGE || Date.now() >= until) {
         report.pages++;
         break;
       }
@@ -62,6 +74,13 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     report.error = err instanceof CredentialsError ? err.message : `catch-up failed: ${(err as Error).message}`;
     // Our database failing says nothing about the provider: the line's health stays as it is.
     if (!databaseFailure(err)) await noteProviderDown(line.id, report.error);
+  }
+  if (missed && !report.error) {
+    const origin = new URL(config().PUBLIC_URL).origin;
+    await noteWebhooksMissing(
+      line.id,
+      `webhooks are not arriving: catch-up found ${missed} message(s) the provider's webhook never delivered to ${origin} (check that the provider can reach PUBLIC_URL)`,
+    );
   }
   return report;
 }
@@ -81,6 +100,36 @@ async function ingestIsolated(line: Line, pl: ProviderLine, event: ProviderInbou
   }
 }
 
+/**
+ * Makes the provider's webhooks for this line point at this server's own inbound URL (from its
+ * PUBLIC_URL), registering again, and removing registrations under an old address, when they
+ * do not. Providers whose webhook the operator sets (Twilio) are left as they are.
+ */
+export async function syncWebhooks(line: Line): Promise<void> {
+  const provider = findProvider(line.provider);
+  if (!provider?.inbound || line.isSandbox || !line.isActive) return;
+  if (!provider.webhooksRegistered || !provider.registerWebhooks) {
+    noteWebhooksInPlace(line.id, { renewed: false });
+    return;
+  }
+  try {
+    const pl = providerLine(line);
+    if (await provider.webhooksRegistered(pl)) {
+      noteWebhooksInPlace(line.id, { renewed: false });
+      return;
+    }
+    const warnings = await provider.registerWebhooks(pl);
+    if (warnings.length) {
+      log().warn({ lineId: line.id, warnings }, "webhook registration incomplete");
+      return;
+    }
+    noteWebhooksInPlace(line.id, { renewed: true });
+    log().info({ lineId: line.id, url: pl.inboundUrl.replace(/\?.*$/, "") }, "registered the line's webhooks at this server's PUBLIC_URL");
+  } catch (err) {
+    log().warn({ lineId: line.id, err: (err as Error).message }, "could not check or register the line's webhooks");
+  }
+}
+
 /** Catches a line up with its provider; concurrent calls for one line share one run. */
 export function catchUpLine(lineId: string): Promise<CatchUpReport> {
   let run = running.get(lineId);
@@ -91,11 +140,62 @@ export function catchUpLine(lineId: string): Promise<CatchUpReport> {
   return run;
 }
 
+// Line checks (probe and catch-up) run a bounded number at a time per process, each with a
+// deadline: a provider that hangs holds one slot for PROVIDER_CHECK_TIMEOUT_SECONDS at most and
+// never delays another line's check, nor the monitor's next tick.
+
+const checks = processSingleton("line-checks", () => ({ active: 0, waiting: [] as (() => void)[], lines: new Set<string>() }));
+
+async function slot(): Promise<() => void> {
+  if (checks.active >= config().PROVIDER_CHECK_CONCURRENCY) await new Promise<void>((resolve) => checks.waiting.push(resolve));
+  else checks.active++;
+  // A released slot passes straight to the next waiter (active stays counted).
+  return () => {
+    const next = checks.waiting.shift();
+    if (next) next();
+    else checks.active--;
+  };
+}
+
+/**
+ * Runs `work` for one line in a slot, within the deadline; resolves when it ended or timed out.
+ * A line whose earlier check is still under way here is skipped. Work past its deadline goes on
+ * (its calls have their own timeouts) but frees the slot, and the line is degraded.
+ */
+async function checkLine(lineId: string, what: string, work: () => Promise<unknown>): Promise<void> {
+  if (checks.lines.has(lineId)) return;
+  checks.lines.add(lineId);
+  const release = await slot();
+  const seconds = config().PROVIDER_CHECK_TIMEOUT_SECONDS;
+  const running = Promise.resolve()
+    .then(work)
+    .finally(() => checks.lines.delete(lineId));
+  const late = `the provider's ${what} took longer than ${seconds} s (PROVIDER_CHECK_TIMEOUT_SECONDS)`;
+  try {
+    await withTimeout(running, seconds * 1000, late);
+  } catch (err) {
+    const message = (err as Error).message;
+    log().warn({ lineId, err: message }, "line check failed");
+    if (message === late) await noteProviderDown(lineId, late).catch(() => undefined);
+  } finally {
+    release();
+  }
+}
+
+/** The line's probe, then (when the provider answered) its webhook registration and catch-up. */
+async function probeAndCatchUp(line: Line): Promise<void> {
+  const { line: probed, probe } = await probeLine(line);
+  if (!probe.ok) return;
+  await syncWebhooks(probed);
+  await catchUpLine(line.id);
+}
+
 /**
  * Probes every provider line not probed for PROVIDER_PROBE_SECONDS (one instance per line: the
- * probe time is claimed in the database first), then catches up the ones that answer.
+ * probe time is claimed in the database first), then catches up the ones that answer, a bounded
+ * number at a time, each within its deadline. `wait: false` returns once they are under way.
  */
-export async function probeDueLines(now = new Date()): Promise<number> {
+export async function probeDueLines(now = new Date(), options: { wait?: boolean } = {}): Promise<number> {
   const due = new Date(now.getTime() - config().PROVIDER_PROBE_SECONDS * 1000);
   const claimed = await sql<{ id: string }>(
     `UPDATE "Line" SET "lastProbeAt" = $1
@@ -106,12 +206,9 @@ export async function probeDueLines(now = new Date()): Promise<number> {
   if (!claimed.length) return 0;
   const db = await getDb();
   const lines: Line[] = await db.line.findMany({ where: { id: { in: claimed.map((c) => c.id) } } });
-  await Promise.all(
-    lines.map(async (line) => {
-      const { probe } = await probeLine(line);
-      if (probe.ok) await catchUpLine(line.id);
-    }),
-  );
+  const all = Promise.all(lines.map((line) => checkLine(line.id, "probe and catch-up", () => probeAndCatchUp(line))));
+  if (options.wait !== false) await all;
+  else all.catch((err: unknown) => log().error({ err }, "line checks failed"));
   return lines.length;
 }
 
@@ -125,10 +222,18 @@ export async function sweepProviderEvents(now = Date.now()): Promise<number> {
   return rows.length + reports.length;
 }
 
-/** Catch-up for every provider line (on start). */
+/** Webhook registration and catch-up for every provider line (on start). */
 export async function catchUpAll(): Promise<void> {
-  const lines = await sql<{ id: string }>(`SELECT id FROM "Line" WHERE platform <> 'simulated' AND NOT "isSandbox" AND "isActive"`);
-  await Promise.all(lines.map((l) => catchUpLine(l.id)));
+  const db = await getDb();
+  const lines = await db.line.findMany({ where: { provider: { not: "simulated" }, isSandbox: false, isActive: true } });
+  await Promise.all(
+    lines.map((l) =>
+      checkLine(l.id, "webhook check and catch-up", async () => {
+        await syncWebhooks(l);
+        await catchUpLine(l.id);
+      }),
+    ),
+  );
 }
 
 const monitor = processSingleton<{ timer: NodeJS.Timeout | null; busy: boolean; off: (() => void) | null; swept: number }>("line-monitor", () => ({
@@ -145,7 +250,8 @@ export function startLineMonitor(): void {
   const tick = () => {
     if (monitor.busy) return;
     monitor.busy = true;
-    probeDueLines()
+    // The tick returns once the due lines' checks are under way: a slow line never delays the next tick.
+    probeDueLines(new Date(), { wait: false })
       .then(() => (Date.now() - monitor.swept > 3_600_000 ? sweepProviderEvents().then(() => (monitor.swept = Date.now())) : undefined))
       .catch((err: unknown) => log().error({ err }, "probe loop error"))
       .finally(() => (monitor.busy = false));

@@ -133,6 +133,10 @@ export async function createLine(input: CreateLineInput): Promise<Line> {
   if (handle === normalizeHandle(config().SANDBOX_LINE_HANDLE)) {
     throw new ApiError("invalid_parameter_value", `${handle} is the sandbox line's handle.`, { param: "handle" });
   }
+  const max = config().MAX_LINES_PER_ACCOUNT;
+  if ((await db.line.count({ where: { accountId: input.accountId } })) >= max) {
+    throw new ApiError("line_limit_reached", `This account already has ${max} lines, the most one account may have (MAX_LINES_PER_ACCOUNT).`);
+  }
   const taken = await db.line.findUnique({ where: { handle }, select: { id: true } });
   if (taken) throw new ApiError("invalid_parameter_value", `A line with handle ${handle} already exists.`, { param: "handle" });
   const line = await db.line.create({
@@ -155,9 +159,18 @@ export const CreateSimulatedLineBody = z.object({
   label: z.string().trim().max(100).nullable().optional(),
   service: z.enum(["imessage", "sms", "auto"]).default("imessage"),
   advanced_features: z.boolean().default(false),
-  /** A specific handle; a free simulated number when absent. */
+  /**
+   * A specific simulated number (+1 555 01xx xxxx, a range no real phone has); a free one when
+   * absent. A real number or Apple ID becomes a line's handle only by the operator (CLI), so no
+   * account can claim one it does not hold and lock its owner out.
+   */
   handle: z.string().trim().min(4).max(320).optional(),
 });
+
+/** The fictional range simulated lines are numbered in: +1 555 01xx xxxx. */
+export function isSimulatedNumber(handle: string): boolean {
+  return /^\+155501\d{5}$/.test(normalizeHandle(handle));
+}
 
 export const UpdateLineBody = z.object({
   id: z.string().trim().min(1).max(100),
@@ -175,6 +188,13 @@ async function freeSimulatedHandle(): Promise<string> {
 }
 
 export async function createSimulatedLine(actor: Actor, input: z.output<typeof CreateSimulatedLineBody>) {
+  if (input.handle !== undefined && !isSimulatedNumber(input.handle)) {
+    throw new ApiError(
+      "invalid_parameter_value",
+      "A line created here gets a simulated number (+1 555 01xx xxxx). A real number or Apple ID becomes a line's handle only through the operator (admin line create), so nobody can claim one they do not hold.",
+      { param: "handle" },
+    );
+  }
   const line = await createLine({
     accountId: actor.accountId,
     handle: input.handle ?? (await freeSimulatedHandle()),

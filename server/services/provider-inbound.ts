@@ -259,7 +259,9 @@ export async function receiveProviderWebhook(lineId: string, request: InboundReq
   const provider = line ? findProvider(line.provider) : null;
   if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
   const inbound = provider.inbound;
-  if (inbound.auth === "token" && !inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
+  // Every provider's URL carries the line's token (README "Inbound"), signed providers' too: a
+  // request signed correctly but sent without it, or with another line's, is refused.
+  if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
   const pl = providerLine(line);
   if (inbound.auth === "signature") {
     const refusal = inbound.verify ? inbound.verify(request, pl) : { code: "invalid_signature" as const, message: "This provider's webhooks cannot be verified." };
@@ -273,7 +275,7 @@ export async function receiveProviderWebhook(lineId: string, request: InboundReq
     if (err instanceof ApiError) throw err;
     throw new ApiError("invalid_json", `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}`);
   }
-  await noteProviderUp(line.id);
+  await noteProviderUp(line.id, "webhook");
   const counts: Record<InboundOutcome, number> = { stored: 0, duplicate: 0, adopted: 0, ignored: 0 };
   for (const event of events) counts[await ingestProviderEvent(line, pl, event)]++;
   return { counts, ...(inbound.reply ? { reply: inbound.reply } : {}) };

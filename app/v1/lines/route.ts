@@ -4,5 +4,7 @@ import { ListLinesQuery } from "@/server/schemas/v1";
 import { listLines } from "@/server/services/lines";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
-  GET: apiRoute({ scope: "lines:read", query: ListLinesQuery, cache: true }, ({ actor, query }) => listLines(actor, query)),
+  // Never from the read cache: a line created or changed by another process (the operator CLI,
+  // another instance) must show at once, and the cache only hears of this process's writes.
+  GET: apiRoute({ scope: "lines:read", query: ListLinesQuery }, ({ actor, query }) => listLines(actor, query)),
 });

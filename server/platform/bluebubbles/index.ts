@@ -10,6 +10,15 @@ import { blueBubblesPlatform } from "./platform";
 
 export const DEFAULT_SEND_TIMEOUT_SECONDS = 150;
 
+/** Whether a registered webhook URL is this line's inbound URL, at any address and with any token. */
+function isLinesHook(url: string, lineId: string): boolean {
+  try {
+    return new URL(url).pathname.endsWith(`/api/inbound/${lineId}`);
+  } catch {
+    return false;
+  }
+}
+
 /** Events the line needs: names from the server's webhookEventOptions, checked at compile time (a wrong name is a 400 and silently lost inbound). */
 export const WEBHOOK_EVENTS: readonly BBWebhookEventName[] = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
 
@@ -80,6 +89,7 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
           imessage_availability: advanced,
         },
         advancedFeatures: advanced,
+        handle: info.detected_imessage || null,
       };
     } catch (err) {
       return { ok: false, reason: describeBlueBubblesError(err), capabilities: {}, advancedFeatures: false };
@@ -89,13 +99,19 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
   async registerWebhooks(line) {
     const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password }, { timeoutMs: 15_000 });
     // BlueBubbles keeps the first registration of a URL unchanged: remove every one of ours for
-    // this line (any token), then register the current URL with the events we need.
-    const ours = line.inboundUrl.slice(0, line.inboundUrl.indexOf("?"));
+    // this line (any token, any address this service had before), then register the current
+    // URL with the events we need.
     for (const hook of await client.listWebhooks()) {
-      if (hook.url === line.inboundUrl || hook.url.split("?")[0] === ours) await client.deleteWebhook(hook.id);
+      if (isLinesHook(hook.url, line.id)) await client.deleteWebhook(hook.id);
     }
     await client.addWebhook(line.inboundUrl, [...WEBHOOK_EVENTS]);
     return [];
+  },
+
+  async webhooksRegistered(line) {
+    const client = createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password }, { timeoutMs: 15_000 });
+    const ours = (await client.listWebhooks()).filter((h) => isLinesHook(h.url, line.id));
+    return ours.length === 1 && ours[0]!.url === line.inboundUrl && WEBHOOK_EVENTS.every((e) => ours[0]!.events.includes(e));
   },
 
   inbound: {

@@ -144,6 +144,14 @@ export const smsGatewayProvider = defineProvider<z.output<typeof Config>, Settin
     return warning ? [warning] : [];
   },
 
+  // Registering again under the fixed IDs replaces the URL, so a registration under an old address never lingers.
+  async webhooksRegistered(line) {
+    const hooks = await clientFor(line, 15_000).listWebhooks();
+    return (Object.keys(WEBHOOK_EVENTS) as (keyof typeof WEBHOOK_EVENTS)[]).every((e) =>
+      hooks.some((h) => h.id === webhookId(line.id, e) && h.event === e && h.url === line.inboundUrl),
+    );
+  },
+
   inbound: {
     auth: "signature",
     verify: (request, line) => verifyWebhookSignature(line.secrets.signingKey, request),
