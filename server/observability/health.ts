@@ -1,6 +1,6 @@
 import { config } from "../config";
 import { database, sql } from "../db";
-import { databaseFailedTooLong, databaseFailing, shortCause } from "../db/errors";
+import { databaseFailedTooLong, databaseFailing, noteDatabaseFailure, shortCause } from "../db/errors";
 import { withTimeout } from "../timeout";
 import { lineStatusCounts } from "./line-counts";
 import { readMigrations } from "../db/migrations";
@@ -54,6 +54,7 @@ async function checkDatabase(): Promise<Check> {
     ({ kind } = await withTimeout(database(), CHECK_TIMEOUT_MS, DB_SLOW));
     await probeDatabase(CHECK_TIMEOUT_MS);
   } catch (err) {
+    noteDatabaseFailure(err); // a database that hangs fails too
     const failing = databaseFailing();
     return {
       ok: false,
@@ -152,7 +153,8 @@ export async function liveness(): Promise<Liveness> {
   try {
     await probeDatabase(2_000);
     return { ok: true };
-  } catch {
+  } catch (err) {
+    noteDatabaseFailure(err);
     const failing = databaseFailing();
     if (!failing) return { ok: true };
     return { ok: false, database: { failing_for_seconds: Math.round((Date.now() - failing.since) / 1000), error: failing.error } };
