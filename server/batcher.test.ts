@@ -44,4 +44,18 @@ describe("batcher", () => {
     const results = await Promise.allSettled([run(1), run(13), run(2)]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
   });
+
+  it("splits a failing batch in halves, so a batch too large for one statement still gets through together", async () => {
+    const sizes: number[] = [];
+    const run = batcher<number, number>(async (xs) => {
+      sizes.push(xs.length);
+      if (xs.length > 3) throw new Error("too many parameters");
+      return xs;
+    });
+    const inputs = Array.from({ length: 12 }, (_, i) => i);
+    expect(await Promise.all(inputs.map(run))).toEqual(inputs);
+    // 12 fails, 6 fails, then halves of 3 succeed: 4 statements for the rows, not 12.
+    expect(sizes.filter((n) => n <= 3)).toEqual([3, 3, 3, 3]);
+  });
 });
+

@@ -1,7 +1,8 @@
 // Coalesces calls made in the same turn of the event loop into one call on the whole batch
 // (one INSERT for many concurrent writes, like a producer's linger). Each caller gets its own
-// result or error; a batch that fails as a whole is retried one by one, so one bad input
-// fails only its own caller.
+// result or error; a batch that fails as a whole is split in halves and each half retried,
+// down to single inputs, so one bad input fails only its own caller (and the rest still go
+// together: a batch too large for one statement gets through in smaller ones).
 
 interface Pending<I, O> {
   input: I;
@@ -35,7 +36,12 @@ export function batcher<I, O>(run: (inputs: I[]) => Promise<O[]>, options: Batch
       batch.forEach((p, i) => p.resolve(outputs[i]!));
     } catch (err) {
       if (batch.length === 1) batch[0]!.reject(err);
-      else await Promise.all(batch.map((p) => settle([p])));
+      else {
+        // One half after the other: on a database with one connection they would only queue.
+        const half = Math.ceil(batch.length / 2);
+        await settle(batch.slice(0, half));
+        await settle(batch.slice(half));
+      }
     }
   }
 

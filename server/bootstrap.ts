@@ -41,7 +41,7 @@ export async function bootstrap(): Promise<void> {
     }
     const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port }, publicUrl: c.PUBLIC_URL };
     const file = path.join(/*turbopackIgnore: true*/ c.dataDir, SERVER_INFO_FILE);
-    await writeFile(file, JSON.stringify(info));
+    await writeFile(file, JSON.stringify(info), { mode: 0o600 });
     const cleanup = () => {
       rmSync(file, { force: true });
     };

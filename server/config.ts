@@ -67,6 +67,11 @@ const EnvSchema = z.object({
     .regex(/^[a-z_][a-z0-9_]{0,62}$/, "must be a lowercase SQL identifier")
     .default("public"),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /**
+   * Seconds of nothing but failing database queries after which GET /healthz answers 503, so an
+   * orchestrator restarts the process (0: never).
+   */
+  DATABASE_FAILURE_EXIT_SECONDS: z.coerce.number().int().min(0).max(86_400).default(60),
   /** Embedded database and file storage; ":memory:" keeps everything in memory (tests). */
   DATA_DIR: z.string().default("./data"),
   /**

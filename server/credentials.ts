@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
+import { secureDataDir } from "./db/data-dir";
 import path from "node:path";
 import { config } from "./config";
 import { processSingleton } from "./singleton";
@@ -36,7 +37,7 @@ function loadKey(): KeyState {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
   }
-  mkdirSync(c.dataDir, { recursive: true });
+  secureDataDir(c.dataDir);
   const material = randomBytes(32).toString("base64url");
   try {
     // "wx": two processes starting at once never overwrite each other's key.

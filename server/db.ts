@@ -1,11 +1,12 @@
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { config } from "./config";
+import { secureDataDir } from "./db/data-dir";
 import { lockDataDir } from "./db/dir-lock";
+import { databaseFailure, noteDatabaseFailure, noteDatabaseSuccess } from "./db/errors";
 import { applyMigrations } from "./db/migrations";
 import { type EmbeddedPg, PGliteThread } from "./db/pglite-thread";
 import { pgliteRunner, pgRunner } from "./db/runners";
@@ -38,8 +39,15 @@ export interface OpenOptions {
   poolSize?: number;
 }
 
+/**
+ * A request waits at most this long for a pooled connection: past it the pool is overloaded and
+ * the request answers 503 service_unavailable with Retry-After (server/db/errors.ts) instead
+ * of hanging.
+ */
+const CONNECTION_WAIT_MS = 10_000;
+
 function pgPool(url: string, schema: string, max: number): pg.Pool {
-  return new pg.Pool({ connectionString: url, max, options: `-c search_path="${schema}"` });
+  return new pg.Pool({ connectionString: url, max, options: `-c search_path="${schema}"`, connectionTimeoutMillis: CONNECTION_WAIT_MS });
 }
 
 export async function openDatabase(options: OpenOptions = {}): Promise<Database> {
@@ -71,7 +79,8 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   let unlock = () => {};
   const open = (dir?: string) => (c.PGLITE_THREAD ? PGliteThread.create(dir) : PGlite.create(dir));
   if (c.dataDir) {
-    await mkdir(c.dataDir, { recursive: true });
+    const fixed = secureDataDir(c.dataDir);
+    if (fixed) console.warn(`[data] made DATA_DIR private: ${fixed} file and directory mode(s) set to 0600/0700 in ${c.dataDir}`);
     unlock = lockDataDir(c.dataDir);
     try {
       pglite = await open(path.join(/*turbopackIgnore: true*/ c.dataDir, "pglite"));
@@ -127,14 +136,60 @@ export async function closeDatabase(): Promise<void> {
  * $2, ...; rows come back with the driver's type parsing (timestamptz as Date, jsonb parsed).
  */
 export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
-  const db = await database();
-  if (db.pool) return (await db.pool.query(text, params)).rows as T[];
-  if (db.pglite) return (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows;
-  return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
+  checkParamCount(params);
+  return observed(async () => {
+    const db = await database();
+    if (db.pool) return (await db.pool.query(text, params)).rows as T[];
+    if (db.pglite) return (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows;
+    return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
+  });
 }
 
-/** `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list. */
+/** Runs `fn`, noting whether the database answered (GET /readyz and /healthz read it). */
+async function observed<R>(fn: () => Promise<R>): Promise<R> {
+  try {
+    const result = await fn();
+    noteDatabaseSuccess();
+    return result;
+  } catch (err) {
+    if (databaseFailure(err)) noteDatabaseFailure(err);
+    throw err;
+  }
+}
+
+/**
+ * Most bind parameters one batched statement may carry. The wire protocol counts them in 16
+ * bits (65,535 at most); past that, PostgreSQL refuses the statement and embedded PGlite's
+ * protocol parser breaks for good (every later query fails). Builders of multi-row statements
+ * chunk their rows to stay under this, with room for a few extra parameters.
+ */
+export const MAX_STATEMENT_PARAMS = 30_000;
+/** The protocol's own limit: a statement with more parameters is never sent. */
+export const PROTOCOL_MAX_PARAMS = 65_535;
+
+/** Throws (before anything is sent) when a statement carries more parameters than the protocol allows. */
+export function checkParamCount(params: readonly unknown[]): void {
+  if (params.length > PROTOCOL_MAX_PARAMS) {
+    throw new Error(`a statement with ${params.length} bind parameters was not sent (the protocol allows ${PROTOCOL_MAX_PARAMS}); its builder must chunk its rows`);
+  }
+}
+
+/** Splits rows into chunks whose parameters (each row's width, plus `extra` per statement) stay within MAX_STATEMENT_PARAMS. */
+export function chunkRows<R extends unknown[]>(rows: R[], extra = 0): R[][] {
+  const width = Math.max(1, ...rows.map((r) => r.length));
+  const perChunk = Math.max(1, Math.floor((MAX_STATEMENT_PARAMS - extra) / width));
+  const chunks: R[][] = [];
+  for (let i = 0; i < rows.length; i += perChunk) chunks.push(rows.slice(i, i + perChunk));
+  return chunks;
+}
+
+/**
+ * `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list.
+ * Throws past MAX_STATEMENT_PARAMS: a caller with unbounded rows chunks them (chunkRows).
+ */
 export function valuesList(rows: unknown[][], casts: readonly string[] = []): { text: string; params: unknown[] } {
+  const count = rows.reduce((n, r) => n + r.length, 0);
+  if (count > MAX_STATEMENT_PARAMS) throw new Error(`a VALUES list of ${count} parameters (at most ${MAX_STATEMENT_PARAMS}): chunk its rows`);
   const params: unknown[] = [];
   const tuples = rows.map((row) => `(${row.map((value, i) => `$${params.push(value)}${casts[i] ?? ""}`).join(", ")})`);
   return { text: tuples.join(", "), params };
@@ -145,17 +200,21 @@ export type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
 
 /** A Query over a Prisma transaction, for code shared with driver-level transactions. */
 export function prismaQuery(tx: Prisma.TransactionClient): Query {
-  return <T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params);
+  return <T>(text: string, params: unknown[] = []) => (checkParamCount(params), tx.$queryRawUnsafe<T[]>(text, ...params));
 }
 
 /** A transaction straight through the driver (see `sql`); rolled back if `fn` throws. */
-export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
+export function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
+  return observed(() => transaction(fn));
+}
+
+async function transaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
   const db = await database();
   if (db.pool) {
     const client = await db.pool.connect();
     try {
       await client.query("BEGIN");
-      const result = await fn(async <T>(text: string, params: unknown[] = []) => (await client.query(text, params)).rows as T[]);
+      const result = await fn(async <T>(text: string, params: unknown[] = []) => (checkParamCount(params), (await client.query(text, params)).rows as T[]));
       await client.query("COMMIT");
       return result;
     } catch (err) {
@@ -166,7 +225,7 @@ export async function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promi
     }
   }
   if (db.pglite) {
-    return (db.pglite as EmbeddedPg).transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (await tx.query<T>(text, params)).rows));
+    return (db.pglite as EmbeddedPg).transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (checkParamCount(params), (await tx.query<T>(text, params)).rows)));
   }
-  return db.prisma.$transaction((tx) => fn(<T>(text: string, params: unknown[] = []) => tx.$queryRawUnsafe<T[]>(text, ...params)));
+  return db.prisma.$transaction((tx) => fn(prismaQuery(tx)));
 }

@@ -71,6 +71,8 @@ export const ERROR_CODES = {
   audio_conversion_busy: { type: "api_error", status: 503 },
   /** Extension: GET /v1/listen on a server that is stopping (open streams just end); reconnect. */
   server_shutting_down: { type: "api_error", status: 503 },
+  /** Extension: the database is unreachable or too busy to take the request (never an authentication error); with Retry-After, retry later. */
+  service_unavailable: { type: "api_error", status: 503 },
   /** Extension: file storage (STORAGE_URL's bucket) could not be reached or refused the service's credentials; retry later. */
   storage_unavailable: { type: "api_error", status: 503 },
 } as const satisfies Record<string, { type: string; status: number }>;

@@ -64,6 +64,14 @@ async function open(f: Fixture, query = "") {
   return { res, events, next, close: () => abort.abort(), ended: () => ended };
 }
 
+async function waitFor(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe("GET /v1/listen", () => {
   it("streams the account's events as a webhook receives them, and nothing of other accounts", async () => {
     const f = await makeAccount();
@@ -96,18 +104,25 @@ describe("GET /v1/listen", () => {
     stream.close();
   });
 
-  it("resumes a session with what happened while disconnected; stale sessions end", async () => {
+  it("a closed session stops hearing events at once; a resumed one hears them again; stale sessions end", async () => {
     const f = await makeAccount();
     const first = await open(f, `?events=message.received`);
     const { session } = JSON.parse((await first.next("session")).data);
+    const prisma = await db();
+    const hooks = await prisma.webhook.findMany({ where: { url: `stream:${session}` }, select: { id: true } });
+    // Something arrives while connected but is not streamed yet when the client goes.
     first.close();
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor(async () => (await prisma.webhook.count({ where: { url: `stream:${session}`, isActive: true } })) === 0);
     const alice = phone();
     await inbound(f, alice, "while away");
+    // Nothing is written for a session nobody listens to.
+    expect(await prisma.webhookDelivery.count({ where: { webhookId: { in: hooks.map((h) => h.id) } } })).toBe(0);
 
     const again = await open(f, `?session=${session}`);
     expect(JSON.parse((await again.next("session")).data)).toMatchObject({ session, events: ["message.received"] });
-    expect(JSON.parse((await again.next("message.received")).data).data.text).toBe("while away");
+    await inbound(f, alice, "back again");
+    expect(JSON.parse((await again.next("message.received")).data).data.text).toBe("back again");
+    expect(again.events.filter((e) => e.data.includes("while away"))).toEqual([]);
     again.close();
     await new Promise((r) => setTimeout(r, 100));
 
@@ -115,6 +130,35 @@ describe("GET /v1/listen", () => {
     const gone = await open(f, `?session=${session}`);
     expect(gone.res.status).toBe(400);
     expect((await gone.res.json()).error).toMatchObject({ code: "invalid_parameter_value", param: "session" });
+  });
+
+  it("a client that is back before its old stream ended keeps hearing events", async () => {
+    const f = await makeAccount();
+    const first = await open(f, `?events=message.received`);
+    const { session } = JSON.parse((await first.next("session")).data);
+    const again = await open(f, `?session=${session}`); // reconnected while the first stream is still open
+    await again.next("session");
+    first.close();
+    await vi.waitFor(() => expect(first.ended()).toBe(true));
+    await new Promise((r) => setTimeout(r, 200)); // the first stream's end is recorded
+    await inbound(f, phone(), "still listening");
+    expect(JSON.parse((await again.next("message.received")).data).data.text).toBe("still listening");
+    again.close();
+  });
+
+  it("drops what a closed session had not streamed, so closed sessions leave no pending deliveries", async () => {
+    const f = await makeAccount();
+    const prisma = await db();
+    // Many short sessions, as a client that reconnects in a loop opens (each closed after a moment).
+    const sessions: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const s = await open(f, `?events=message.received`);
+      sessions.push(JSON.parse((await s.next("session")).data).session);
+      s.close();
+    }
+    await waitFor(async () => (await prisma.webhook.count({ where: { accountId: f.accountId, kind: "stream", isActive: true } })) === 0);
+    await inbound(f, phone(), "nobody listens");
+    expect(await prisma.webhookDelivery.count({ where: { webhook: { accountId: f.accountId, kind: "stream" } } })).toBe(0);
   });
 
   it("refuses unknown events and keys without webhooks:read", async () => {
@@ -143,10 +187,11 @@ describe("GET /v1/listen", () => {
       request_id: stream.res.headers.get("request-id"),
     });
     await vi.waitFor(() => expect(stream.ended()).toBe(true));
-    // What happens next stays pending for a client with a valid key: nothing was claimed for this one.
+    // What happens next never reaches the revoked key: its session no longer hears events.
     const m = await inbound({ ...f, key: await makeKey(f.accountId) }, phone(), "after revocation");
     await new Promise((r) => setTimeout(r, 600));
-    expect(await prisma.webhookDelivery.findFirst({ where: { webhook: { accountId: f.accountId, kind: "stream" }, payload: { path: ["id"], equals: m.id } }, select: { status: true } })).toEqual({ status: "pending" });
+    expect(await prisma.webhookDelivery.count({ where: { webhook: { accountId: f.accountId, kind: "stream" }, payload: { path: ["id"], equals: m.id } } })).toBe(0);
+    expect(stream.events.filter((e) => e.data.includes("after revocation"))).toEqual([]);
     stream.close();
   });
 
@@ -166,7 +211,6 @@ describe("GET /v1/listen", () => {
     const { session } = JSON.parse((await first.next("session")).data);
     first.close();
     await new Promise((r) => setTimeout(r, 100));
-    await inbound(f, phone(), "for the owner of the session");
 
     const noLines = await makeKey(f.accountId, { lineIds: [] });
     const thief = await open({ ...f, key: noLines }, `?session=${session}`);
@@ -176,6 +220,8 @@ describe("GET /v1/listen", () => {
     expect(sibling.res.status).toBe(400);
 
     const again = await open(f, `?session=${session}`);
+    await again.next("session");
+    await inbound(f, phone(), "for the owner of the session");
     expect(JSON.parse((await again.next("message.received")).data).data.text).toBe("for the owner of the session");
     again.close();
   });

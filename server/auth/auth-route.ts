@@ -1,6 +1,7 @@
 import NextAuth from "next-auth";
 import { NextRequest } from "next/server";
 import { config } from "../config";
+import { databaseUnavailableError } from "../db/errors";
 import { ApiError } from "../errors";
 import { boundedRequest, jsonBodyLimit } from "../http/body";
 import { clientIp } from "../http/client-ip";
@@ -18,6 +19,19 @@ type Handler = (req: Request, context: AuthRouteContext) => Promise<Response>;
 const nextAuth: Handler = async (req, context) => NextAuth(req as never, context as never, await authOptions());
 
 export async function handleAuth(original: Request, context: AuthRouteContext, inner: Handler = nextAuth): Promise<Response> {
+  try {
+    return await authenticated(original, context, inner);
+  } catch (err) {
+    // The database is down or overloaded (next-auth's secret and the users live there): 503
+    // with the envelope, never a sign-in failure or a bare 500.
+    const requestId = requestIdOf(original.headers);
+    const unavailable = databaseUnavailableError(err, requestId);
+    if (unavailable) return errorResponse(unavailable, requestId);
+    throw err;
+  }
+}
+
+async function authenticated(original: Request, context: AuthRouteContext, inner: Handler): Promise<Response> {
   let req: Request;
   try {
     // next-auth would buffer a body of any size before looking at it.

@@ -20,7 +20,7 @@ export function lockDataDir(dataDir: string): () => void {
   const file = path.join(/*turbopackIgnore: true*/ dataDir, "pglite.lock");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const fd = openSync(file, "wx");
+      const fd = openSync(file, "wx", 0o600);
       writeSync(fd, String(process.pid));
       closeSync(fd);
       let released = false;

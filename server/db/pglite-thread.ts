@@ -238,6 +238,9 @@ export class PGliteThread implements EmbeddedPg {
 
   /** `begin`: open a transaction first, in the same round trip. */
   async #query<T>(text: string, params: unknown[] = [], options?: QueryOptions, begin = false): Promise<Results<T>> {
+    // PGlite reads a statement's parameter count as 16 bits: past that its protocol parser
+    // breaks (RangeError: Invalid array length) and every later query fails. Never send one.
+    if (params.length > 65_535) throw new Error(`a statement with ${params.length} bind parameters was not sent (the protocol allows 65535)`);
     const raw = (await this.#queryMutex.runExclusive(() => this.#call({ op: "query", text, params, begin }))) as RawResult;
     return this.#parse<T>(raw, options);
   }

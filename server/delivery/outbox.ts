@@ -3,7 +3,8 @@ import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
 import { config } from "../config";
 import { log } from "../observability/log";
 import { metrics } from "../observability/metrics";
-import { getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
+import { chunkRows, getDb, prismaQuery, type Query, sql, sqlTransaction, valuesList } from "../db";
+import { databaseFailure, shortCause } from "../db/errors";
 import type { Attachment, Chat, File, Line, Message, OutboxItem } from "../generated/prisma/client";
 import { serializeMessage } from "../serializers";
 import { type FileUrlSigner, fileUrlSigner } from "../storage/signed-urls";
@@ -426,8 +427,8 @@ async function recordMessages(query: Query, sent: Sent[], url: FileUrlSigner): P
   const attachments = [...attachmentsOf].flatMap(([messageId, list]) =>
     written.has(messageId) ? list.map((a) => [a.id, a.messageId, a.fileId, a.position, a.filename, a.mimeType, a.size]) : [],
   );
-  if (attachments.length) {
-    const values = valuesList(attachments);
+  for (const chunk of chunkRows(attachments)) {
+    const values = valuesList(chunk);
     await query(`INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size) VALUES ${values.text}`, values.params);
   }
   const deliveries = await fanOut(
@@ -545,7 +546,33 @@ async function recordOutcomes(outcomes: { x: Prepared; result: SendResult }[]): 
     }
     else await retryLater(x.item, result.reason, { unknown: result.unknown, waitForProvider: result.unreachable || result.unknown, retryAfterMs: result.retryAfterMs });
   }
-  if (!sent.length) return;
+  if (sent.length) await recordSentIsolated(sent);
+}
+
+/**
+ * Records sent items together; when the database refuses the batch, each half is tried on its
+ * own, down to the one item it refuses, which is quarantined: failed, with the database's
+ * reason, so it never holds back the others or comes round again. A database that is down
+ * refuses everything alike: that is thrown, and the claims' leases bring the items back.
+ */
+async function recordSentIsolated(sent: Sent[]): Promise<void> {
+  try {
+    await recordSent(sent);
+  } catch (err) {
+    if (databaseFailure(err)) throw err;
+    if (sent.length > 1) {
+      const half = Math.ceil(sent.length / 2);
+      await recordSentIsolated(sent.slice(0, half));
+      await recordSentIsolated(sent.slice(half));
+      return;
+    }
+    const { x } = sent[0]!;
+    log().error({ err, outbox_id: x.item.id }, "a sent item could not be recorded; it is quarantined");
+    await fail(x.item, `the provider accepted it, but it could not be recorded: ${shortCause(err)}`);
+  }
+}
+
+async function recordSent(sent: Sent[]): Promise<void> {
   const accounts = sent.map((s) => s.x.item.accountId);
   const events = sent.map(({ x }) => outboxEvent(x.item, x.p.chat_id, "sent"));
   const url = await fileUrlSigner(); // before the transaction: PGlite has one connection

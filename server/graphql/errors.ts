@@ -1,5 +1,6 @@
 import { PothosValidationError } from "@pothos/core";
 import { type ExecutionResult, GraphQLError } from "graphql";
+import { databaseUnavailableError } from "../db/errors";
 import { ApiError } from "../errors";
 import { log } from "../observability/log";
 import { metrics } from "../observability/metrics";
@@ -37,7 +38,7 @@ const located = (error: unknown) =>
 export function maskError(error: unknown): GraphQLError {
   const cause = error instanceof GraphQLError ? error.originalError : error;
   // Pothos refuses bad connection arguments (a negative first, a cursor it did not issue).
-  const original = cause instanceof PothosValidationError ? new ApiError("invalid_parameter_value", cause.message) : cause;
+  const original = cause instanceof PothosValidationError ? new ApiError("invalid_parameter_value", cause.message) : (databaseUnavailableError(cause) ?? cause);
   if (error instanceof GraphQLError && (!original || original instanceof GraphQLError)) return error; // GraphQL's own
   if (typeof error === "object" && error !== null) handled.add(error);
   const where = located(error);

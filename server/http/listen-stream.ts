@@ -1,6 +1,6 @@
 import { ApiError } from "../errors";
 import { subscribeLive } from "../events/live";
-import { claimSessionDeliveries, type ListenSession, markStreamed, touchListenSession } from "../services/listen";
+import { claimSessionDeliveries, closeListenSession, type ListenSession, markStreamed, touchListenSession } from "../services/listen";
 import { shutdownSignal, untilShutdown } from "../shutdown";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { renderBody } from "../webhooks/delivery";
@@ -99,7 +99,10 @@ export function listenStream(session: ListenSession, { accountId, requestId, req
         signal.removeEventListener("abort", onAbort);
         release();
         onEnd();
-        await touchListenSession(session).catch(() => undefined); // the resume window starts now
+        // The resume window starts now. A client that left stops hearing events at once; a
+        // stream the server ended (shutdown) keeps them for the client's resume.
+        const serverEnded = shutdownSignal().aborted;
+        await (serverEnded ? touchListenSession(session) : closeListenSession(session)).catch((err: unknown) => log().warn({ err }, "could not close a listen session"));
         try {
           // The instance is stopping: reconnect soon (to another instance) and resume the session.
           if (!cancelled && shutdownSignal().aborted) send(`retry: ${SHUTDOWN_RETRY_MS}\n: server shutting down; reconnect to resume\n\n`);

@@ -1,4 +1,5 @@
 import { ApiError } from "../errors";
+import { databaseUnavailableError } from "../db/errors";
 import { requestIdOf } from "../observability/context";
 import { log } from "../observability/log";
 import { metrics } from "../observability/metrics";
@@ -48,6 +49,8 @@ export interface ErrorAnswer {
 
 /** What any transport answers for `err`: an ApiError as itself, anything else as a logged 500 quoting the request ID. */
 export function errorAnswer(err: unknown, requestId: string, headers: Record<string, string> = {}): ErrorAnswer {
+  const unavailable = databaseUnavailableError(err, requestId);
+  if (unavailable) err = unavailable;
   if (err instanceof ApiError) {
     if (err.type === "rate_limit_error") metrics().rateLimited.inc({ code: err.code });
     return { status: err.status, body: { error: errorEnvelope(err, requestId).error }, headers: { ...headers, ...err.headers } };

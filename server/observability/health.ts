@@ -1,5 +1,6 @@
 import { config } from "../config";
 import { database, sql } from "../db";
+import { databaseFailedTooLong, databaseFailing, noteDatabaseFailure, shortCause } from "../db/errors";
 import { withTimeout } from "../timeout";
 import { lineStatusCounts } from "./line-counts";
 import { readMigrations } from "../db/migrations";
@@ -36,14 +37,33 @@ export interface Readiness {
 }
 
 /** The first line of an error's message, short: enough to act on, nothing to leak. */
-const cause = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n", 1)[0]!.slice(0, 300);
+const cause = shortCause;
 
 let shipped: Promise<string[]> | null = null;
 
+/** Whether the database answers a trivial query correctly; throws with the cause when it does not. */
+async function probeDatabase(timeoutMs: number): Promise<void> {
+  const rows = await withTimeout(sql<{ ok: number }>(`SELECT 1 AS ok`), timeoutMs, `the database did not answer within ${timeoutMs / 1000} s`);
+  if (rows.length !== 1 || rows[0]!.ok !== 1) throw new Error("the database gave a wrong answer to SELECT 1");
+}
+
 async function checkDatabase(): Promise<Check> {
   const started = Date.now();
+  let kind: string | undefined;
   try {
-    const { kind } = await withTimeout(database(), CHECK_TIMEOUT_MS, DB_SLOW);
+    ({ kind } = await withTimeout(database(), CHECK_TIMEOUT_MS, DB_SLOW));
+    await probeDatabase(CHECK_TIMEOUT_MS);
+  } catch (err) {
+    noteDatabaseFailure(err); // a database that hangs fails too
+    const failing = databaseFailing();
+    return {
+      ok: false,
+      ...(kind ? { kind } : {}),
+      error: `database unreachable: ${cause(err)}`,
+      ...(failing ? { failing_for_seconds: Math.round((Date.now() - failing.since) / 1000) } : {}),
+    };
+  }
+  try {
     const [applied, names] = await withTimeout(
       Promise.all([
         sql<{ migration_name: string }>(`SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`),
@@ -62,7 +82,7 @@ async function checkDatabase(): Promise<Check> {
       ...(pending.length ? { error: `${pending.length} migration(s) not applied` } : {}),
     };
   } catch (err) {
-    return { ok: false, error: cause(err) };
+    return { ok: false, kind, error: `could not read the applied migrations: ${cause(err)}` };
   }
 }
 
@@ -114,4 +134,29 @@ export function readiness(): Promise<Readiness> {
   if (isShuttingDown()) return Promise.resolve({ status: "shutting_down" });
   if (!last || Date.now() - last.at > REUSE_MS) last = { at: Date.now(), value: evaluate() };
   return last.value;
+}
+
+export interface Liveness {
+  ok: boolean;
+  /** Set while database queries fail: since how long, and the last cause. */
+  database?: { failing_for_seconds: number; error: string };
+}
+
+/**
+ * GET /healthz: the process is alive unless its database queries have failed for longer than
+ * DATABASE_FAILURE_EXIT_SECONDS (confirmed by one more query, so a single old failure never
+ * restarts a healthy process). Then an orchestrator should restart it: a broken embedded
+ * database or a connection pool that never recovers is fixed by a new process.
+ */
+export async function liveness(): Promise<Liveness> {
+  if (!databaseFailedTooLong()) return { ok: true };
+  try {
+    await probeDatabase(2_000);
+    return { ok: true };
+  } catch (err) {
+    noteDatabaseFailure(err);
+    const failing = databaseFailing();
+    if (!failing) return { ok: true };
+    return { ok: false, database: { failing_for_seconds: Math.round((Date.now() - failing.since) / 1000), error: failing.error } };
+  }
 }

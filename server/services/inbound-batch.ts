@@ -1,7 +1,7 @@
 import { batcher } from "../batcher";
 import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
 import { config } from "../config";
-import { type Query, sqlTransaction } from "../db";
+import { MAX_STATEMENT_PARAMS, type Query, sqlTransaction } from "../db";
 import { type LiveEvent, notifyLiveAtCommit, publishLocal } from "../events/live";
 import type { Line, Message } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
@@ -46,8 +46,13 @@ interface ChatRow {
   lastMessageAt: Date;
 }
 
-/** $n placeholders for rows of `width` values, with per-column SQL around each ("$" is the placeholder). */
+/**
+ * $n placeholders for rows of `width` values, with per-column SQL around each ("$" is the
+ * placeholder). A batch (at most the batcher's 500 inputs, 11 values each) stays far under
+ * MAX_STATEMENT_PARAMS; past it this throws, and the batcher splits the batch.
+ */
 function values(rows: unknown[][], columns: string[]): { text: string; params: unknown[] } {
+  if (rows.length * columns.length > MAX_STATEMENT_PARAMS) throw new Error(`${rows.length} rows of ${columns.length} values: more than ${MAX_STATEMENT_PARAMS} parameters`);
   const params: unknown[] = [];
   const text = rows
     .map((row) => `(${row.map((v, i) => (params.push(v), columns[i]!.replace("$", () => `$${params.length}`))).join(", ")})`)

@@ -3,6 +3,10 @@ import { DELIVERY_REPORT_RETENTION_MS } from "./delivery-status";
 import { getDb, sql } from "../db";
 import type { Line } from "../generated/prisma/client";
 import { CredentialsError } from "../credentials";
+import { databaseFailure } from "../db/errors";
+import { ApiError } from "../errors";
+import type { ProviderLine } from "../platform/provider";
+import type { ProviderInbound } from "../platform/types";
 import { providerLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import { processSingleton } from "../singleton";
@@ -56,7 +60,7 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     for (let offset = 0; report.pages < MAX_PAGES; report.pages++) {
       const events = await provider.catchUp(pl, after, { offset, limit: PAGE });
       for (const event of events) {
-        const outcome = await ingestProviderEvent(line, pl, event);
+        const outcome = await ingestIsolated(line, pl, event);
         report.counts[outcome]++;
         if (outcome === "stored" && event.kind === "message" && !event.isFromMe && expectedSince !== null && event.sentAt > expectedSince && event.sentAt < graceEnd) missed++;
       }
@@ -68,7 +72,8 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     }
   } catch (err) {
     report.error = err instanceof CredentialsError ? err.message : `catch-up failed: ${(err as Error).message}`;
-    await noteProviderDown(line.id, report.error);
+    // Our database failing says nothing about the provider: the line's health stays as it is.
+    if (!databaseFailure(err)) await noteProviderDown(line.id, report.error);
   }
   if (missed && !report.error) {
     const origin = new URL(config().PUBLIC_URL).origin;
@@ -78,6 +83,21 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
     );
   }
   return report;
+}
+
+/**
+ * One caught-up event, isolated: an event we fail to take in (a bug of ours, or something the
+ * database refuses in it) is logged and skipped, so it never blocks the events after it or
+ * makes the line look down. The database itself failing still ends the catch-up.
+ */
+async function ingestIsolated(line: Line, pl: ProviderLine, event: ProviderInbound): Promise<InboundOutcome> {
+  try {
+    return await ingestProviderEvent(line, pl, event);
+  } catch (err) {
+    if (databaseFailure(err) || (err instanceof ApiError && err.status >= 500)) throw err;
+    log().error({ err, line_id: line.id, kind: event.kind }, "a caught-up event could not be taken in; skipped");
+    return "ignored";
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { Actor } from "../auth/actor";
-import { getDb, sql, valuesList } from "../db";
+import { getDb, sql, sqlTransaction } from "../db";
 import { ApiError, invalidParam } from "../errors";
 import type { WebhookDelivery } from "../generated/prisma/client";
 import { isId, newId } from "../ids";
@@ -13,8 +13,11 @@ import { linesForActor } from "./tenancy";
 // streamed to a developer's machine without exposing it. A session is a webhook of kind
 // "stream" per line, so events fan out to it exactly as to any webhook (same data, same
 // delivery IDs, written in the change's transaction); instead of the sender POSTing them, the
-// connected client's request claims and streams them. A client that reconnects with its
-// session ID within SESSION_TTL_MS gets what happened meanwhile.
+// connected client's request claims and streams them. A session hears events only while a
+// client is connected: when the client goes, its webhooks are switched off and what was not
+// streamed yet is dropped, so an idle session costs nothing per event. A client that
+// reconnects with its session ID within SESSION_TTL_MS hears events again from then on. Only
+// a stream the server ended (shutdown) keeps hearing them, so a restart loses nothing.
 
 export const SESSION_TTL_MS = 10 * 60_000;
 const LEASE_MS = 30_000;
@@ -37,6 +40,11 @@ export interface ListenSession {
   webhookIds: string[];
   lines: string[];
   events: WebhookEvent[];
+  /**
+   * The lastSeenAt this stream last wrote: a client that reconnected meanwhile (on this or
+   * another instance) has written a later one, and then this stream's end leaves the session on.
+   */
+  seenAt: Date;
 }
 
 function parseEvents(raw: string | undefined): WebhookEvent[] {
@@ -62,8 +70,9 @@ export async function openListenSession(actor: Actor, input: z.output<typeof Lis
           })
         : [];
     if (!rows.length) throw new ApiError("invalid_parameter_value", `No listen session '${input.session}' (sessions end ${SESSION_TTL_MS / 60_000} minutes after a disconnect).`, { param: "session" });
-    await db.webhook.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { lastSeenAt: new Date() } });
-    return { id: input.session, webhookIds: rows.map((r) => r.id), lines: rows.map((r) => r.line.handle), events: rows[0]!.events as WebhookEvent[] };
+    const seenAt = new Date();
+    await db.webhook.updateMany({ where: { id: { in: rows.map((r) => r.id) } }, data: { lastSeenAt: seenAt, isActive: true } });
+    return { id: input.session, webhookIds: rows.map((r) => r.id), lines: rows.map((r) => r.line.handle), events: rows[0]!.events as WebhookEvent[], seenAt };
   }
   const events = parseEvents(input.events);
   const lines = input.from
@@ -93,37 +102,52 @@ export async function openListenSession(actor: Actor, input: z.output<typeof Lis
     apiKeyId: actor.keyId,
   }));
   await db.webhook.createMany({ data: rows });
-  return { id, webhookIds: rows.map((r) => r.id), lines: usable.map((l) => l.handle), events };
+  return { id, webhookIds: rows.map((r) => r.id), lines: usable.map((l) => l.handle), events, seenAt: now };
 }
 
 /** Claims the session's pending deliveries, oldest first, for streaming. */
 export async function claimSessionDeliveries(session: ListenSession, limit = 100): Promise<WebhookDelivery[]> {
-  const ids = valuesList([session.webhookIds]);
-  const n = ids.params.length;
   return sql<WebhookDelivery>(
-    `UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $${n + 1}, attempts = attempts + 1
+    `UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $2, attempts = attempts + 1
      WHERE id IN (
-       SELECT id FROM "WebhookDelivery" WHERE "webhookId" IN ${ids.text} AND status = 'pending'
-       ORDER BY "createdAt", id LIMIT $${n + 2} FOR UPDATE SKIP LOCKED)
+       SELECT id FROM "WebhookDelivery" WHERE "webhookId" = ANY($1::text[]) AND status = 'pending'
+       ORDER BY "createdAt", id LIMIT $3 FOR UPDATE SKIP LOCKED)
      RETURNING *`,
-    [...ids.params, new Date(Date.now() + LEASE_MS), limit],
+    [session.webhookIds, new Date(Date.now() + LEASE_MS), limit],
   ).then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)));
 }
 
 /** Marks streamed deliveries done (written to the client's connection). */
 export async function markStreamed(deliveryIds: string[]): Promise<void> {
   if (!deliveryIds.length) return;
-  const ids = valuesList([deliveryIds]);
   await sql(
-    `UPDATE "WebhookDelivery" SET status = 'succeeded', "completedAt" = now(), "leaseExpiresAt" = NULL, "lastStatusCode" = NULL, "lastError" = NULL WHERE id IN ${ids.text}`,
-    ids.params,
+    `UPDATE "WebhookDelivery" SET status = 'succeeded', "completedAt" = now(), "leaseExpiresAt" = NULL, "lastStatusCode" = NULL, "lastError" = NULL WHERE id = ANY($1::text[])`,
+    [deliveryIds],
   );
 }
 
 /** Keeps the session alive (while connected, and at the disconnect for the resume window). */
 export async function touchListenSession(session: ListenSession): Promise<void> {
   const db = await getDb();
-  await db.webhook.updateMany({ where: { id: { in: session.webhookIds } }, data: { lastSeenAt: new Date() } });
+  const seenAt = new Date();
+  await db.webhook.updateMany({ where: { id: { in: session.webhookIds } }, data: { lastSeenAt: seenAt } });
+  session.seenAt = seenAt;
+}
+
+/**
+ * The client went away: the session stops hearing events at once (no delivery is written for
+ * it) and what it had not streamed is dropped. Its resume window starts now.
+ */
+export async function closeListenSession(session: ListenSession): Promise<void> {
+  await sqlTransaction(async (query) => {
+    // Unless the client is back already (it resumed, and wrote a later lastSeenAt).
+    const closed = await query<{ id: string }>(
+      `UPDATE "Webhook" SET "isActive" = false, "lastSeenAt" = $3 WHERE id = ANY($1::text[]) AND kind = 'stream' AND "lastSeenAt" = $2 RETURNING id`,
+      [session.webhookIds, session.seenAt, new Date(Math.max(Date.now(), session.seenAt.getTime() + 1))],
+    );
+    if (!closed.length) return;
+    await query(`DELETE FROM "WebhookDelivery" WHERE "webhookId" = ANY($1::text[]) AND status IN ('pending', 'delivering')`, [closed.map((c) => c.id)]);
+  });
 }
 
 /** Deletes sessions not connected for SESSION_TTL_MS (their deliveries go with them). */

@@ -1,3 +1,4 @@
+import { storableDeep } from "../db/storable";
 import { getDb, prismaQuery, sql } from "../db";
 import { adoptSent, inFlightMessages } from "../delivery/outbox";
 import { ApiError } from "../errors";
@@ -151,7 +152,8 @@ async function recordOptOut(lineId: string, sender: string, change: "stop" | "st
 
 /** Takes in one mapped provider event. Events that cannot be placed are logged, never thrown. */
 export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: ProviderInbound): Promise<InboundOutcome> {
-  let event = mapped;
+  // NUL characters and lone surrogates, which neither database stores, become U+FFFD.
+  let event = storableDeep(mapped);
   try {
     switch (event.kind) {
       case "message": {

@@ -35,12 +35,12 @@ export function localStorage(root: string): Storage {
   return {
     async put(key, source) {
       const target = file(key);
-      await mkdir(path.dirname(target), { recursive: true });
+      await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
       // Written beside the target and renamed into place, so a reader never sees half a file
       // and a failed upload leaves nothing under the key.
       const partial = `${target}.${randomBytes(6).toString("hex")}.part`;
       try {
-        await writeFile(partial, source);
+        await writeFile(partial, source, { mode: 0o600 });
         await rename(partial, target);
       } catch (err) {
         await rm(partial, { force: true });

@@ -3,6 +3,7 @@ import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
 import { MAX_TRPC_BATCH } from "../../lib/trpc-batch";
 import type { Actor } from "../auth/actor";
+import { databaseUnavailableError } from "../db/errors";
 import { ApiError, type ErrorCode } from "../errors";
 import { rejectUnsafeStrings } from "../http/validation";
 
@@ -66,8 +67,8 @@ const t = initTRPC.context<TrpcContext>().create({
 /** ApiErrors become TRPCErrors with the matching status, the ApiError kept as the cause. */
 const translateErrors = t.middleware(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof ApiError) {
-    const cause = result.error.cause;
+  const cause = result.ok ? null : result.error.cause instanceof ApiError ? result.error.cause : databaseUnavailableError(result.error.cause, null);
+  if (cause) {
     throw new TRPCError({ code: STATUS_TO_TRPC[cause.status] ?? "INTERNAL_SERVER_ERROR", message: cause.message, cause });
   }
   return result;

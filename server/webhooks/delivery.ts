@@ -3,6 +3,10 @@ import { batcher } from "../batcher";
 import { sql, sqlTransaction, valuesList } from "../db";
 import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
 import { newId } from "../ids";
+import { storableText } from "../db/storable";
+
+/** Text PostgreSQL can store (a receiver's reply or an error message may hold NUL characters): see db/storable.ts. */
+export { storableText };
 import { fileUrlSigner } from "../storage/signed-urls";
 import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
 import { signWebhook } from "./signing";
@@ -107,16 +111,6 @@ export function renderBody(delivery: WebhookDelivery, url: (fileId: string) => s
 function secretsOf(webhook: Webhook, now: number): string[] {
   const previousValid = webhook.previousSecret && webhook.previousSecretExpiresAt && webhook.previousSecretExpiresAt.getTime() > now;
   return previousValid ? [webhook.previousSecret!] : [];
-}
-
-/**
- * Text PostgreSQL can store: a receiver's reply or an error message may hold NUL characters
- * (which `text` refuses, failing the whole recording) or lone surrogates; both become U+FFFD.
- */
-export function storableText(value: string | null): string | null {
-  if (value === null) return null;
-  // eslint-disable-next-line no-control-regex -- NUL is exactly what must go
-  return value.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD");
 }
 
 /** One finished attempt, as recorded. */

@@ -1,10 +1,12 @@
-import { type Query, valuesList } from "../db";
+import { chunkRows, type Query, valuesList } from "../db";
 import { newId } from "../ids";
 import type { WebhookEvent } from "../services/webhooks";
 
 // Events become delivery rows (dlv_…), one per subscribed active webhook of the line, written
 // by the caller inside the transaction of the change that caused them: a committed change
-// always has its deliveries, and a rolled-back one never does.
+// always has its deliveries, and a rolled-back one never does. Rows are events × subscribers
+// (an account may have thousands of webhooks and listen sessions), so they are inserted in
+// chunks that keep each statement under the protocol's parameter limit.
 
 export interface WebhookEventData {
   /** The account whose webhooks hear it: lines like the sandbox are shared between accounts. */
@@ -18,19 +20,19 @@ export interface WebhookEventData {
 export async function fanOut(query: Query, events: WebhookEventData[]): Promise<number> {
   if (!events.length) return 0;
   const lineIds = [...new Set(events.map((e) => e.lineId))];
-  const lines = valuesList([lineIds]);
   const hooks = await query<{ id: string; accountId: string; lineId: string; events: string[] }>(
-    `SELECT id, "accountId", "lineId", events FROM "Webhook" WHERE "isActive" AND "lineId" IN ${lines.text}`,
-    lines.params,
+    `SELECT id, "accountId", "lineId", events FROM "Webhook" WHERE "isActive" AND "lineId" = ANY($1::text[])`,
+    [lineIds],
   );
   if (!hooks.length) return 0;
-  const rows = events.flatMap((e) =>
-    hooks
-      .filter((h) => h.lineId === e.lineId && h.accountId === e.accountId && h.events.includes(e.event))
-      .map((h) => [newId("delivery"), h.id, e.event, JSON.stringify(e.data)]),
-  );
-  if (!rows.length) return 0;
-  const values = valuesList(rows, ["", "", "", "::jsonb"]);
-  await query(`INSERT INTO "WebhookDelivery" (id, "webhookId", event, payload) VALUES ${values.text}`, values.params);
+  const rows = events.flatMap((e) => {
+    const subscribed = hooks.filter((h) => h.lineId === e.lineId && h.accountId === e.accountId && h.events.includes(e.event));
+    const payload = subscribed.length ? JSON.stringify(e.data) : "";
+    return subscribed.map((h) => [newId("delivery"), h.id, e.event, payload]);
+  });
+  for (const chunk of chunkRows(rows)) {
+    const values = valuesList(chunk, ["", "", "", "::jsonb"]);
+    await query(`INSERT INTO "WebhookDelivery" (id, "webhookId", event, payload) VALUES ${values.text}`, values.params);
+  }
   return rows.length;
 }

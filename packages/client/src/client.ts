@@ -355,7 +355,8 @@ export class Relay {
    * like any call (maxRetries); if it still fails, the error is thrown. Once open, a dropped
    * connection (network error, no data for idleTimeoutMs, server restart, 5xx, 429) is reopened
    * with the session, backing off from retryDelayMs to 10 s (longer when the server sends
-   * Retry-After), so what happened meanwhile still arrives. A session lasts 10 minutes after a
+   * Retry-After). Events that happen while the client is away are not kept for it, except
+   * across a server restart (a stream the server ended). A session lasts 10 minutes after a
    * disconnect; past that a new one is opened. An `error` event (the key was revoked or
    * expired) is thrown as its RelayError, never reconnected. `reconnect: false` ends the iteration at the
    * first disconnect instead. Deliveries may repeat around a reconnect: deduplicate on
