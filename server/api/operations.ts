@@ -37,7 +37,15 @@ export interface Operation {
   example?: Record<string, unknown>;
 }
 
-export const COMMON_ERRORS: ErrorCode[] = ["missing_api_key", "invalid_api_key", "insufficient_scope", "rate_limit_exceeded", "internal_error"];
+export const COMMON_ERRORS: ErrorCode[] = [
+  "missing_api_key",
+  "invalid_api_key",
+  "insufficient_scope",
+  "rate_limit_exceeded",
+  "internal_error",
+  // The database is unreachable or overloaded: retry after Retry-After.
+  "service_unavailable",
+];
 const LINE_ERRORS: ErrorCode[] = ["line_not_found", "line_not_accessible", "sandbox_not_activated", "sandbox_requires_owner", "invalid_parameter_value", "missing_required_parameter"];
 const WRITE_ERRORS: ErrorCode[] = [
   ...LINE_ERRORS,
