@@ -3,6 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { resetConfig } from "@/server/config";
 import { newId } from "@/server/ids";
+import { newInboundToken, sealConnection } from "@/server/platform/connection";
+import { providerFor } from "@/server/platform/registry";
 import { createConnectedLine } from "@/server/services/line-connections";
 import { probeDueLines } from "@/server/services/line-monitor";
 import { sessionActorFor } from "@/server/auth/session";
@@ -48,13 +50,17 @@ async function smsLine(gw: FakeSmsGateway) {
     provider: "sms-gateway",
     providerConfig: { url: gw.url, username: gw.username, password: gw.password, signingKey: gw.signingKey, timeoutSeconds: 20 },
   });
-  return { key: f.key, accountId: f.accountId, line: { id: report.line.id, handle: report.line.handle } };
+  const config = { url: gw.url, username: gw.username, password: gw.password, signingKey: gw.signingKey, timeoutSeconds: 20 };
+  return { key: f.key, accountId: f.accountId, config, line: { id: report.line.id, handle: report.line.handle } };
 }
 
-/** Points a connected line at a provider that hangs, as a Mac or phone that stopped answering. */
-async function hangs(lineId: string, url: string) {
-  const row = await (await db()).line.findUniqueOrThrow({ where: { id: lineId } });
-  await (await db()).line.update({ where: { id: lineId }, data: { providerSettings: { ...(row.providerSettings as object), url } } });
+/**
+ * Points a connected line at a provider that hangs, as a Mac or phone that stopped answering:
+ * the connection sealed again for the new URL (its secrets are bound to where they are sent).
+ */
+async function hangs(line: Awaited<ReturnType<typeof smsLine>>, url: string) {
+  const sealed = sealConnection(providerFor("sms-gateway"), { ...line.config, url }, newInboundToken(), line.line.id);
+  await (await db()).line.update({ where: { id: line.line.id }, data: sealed });
 }
 
 describe("GET /v1/lines", () => {
@@ -157,7 +163,7 @@ describe("the line monitor", () => {
       const slow = await smsLine(await fake());
       const gw = await fake();
       const fine = await smsLine(gw);
-      await hangs(slow.line.id, hang.url);
+      await hangs(slow, hang.url);
       // A message the webhook never brought: only catch-up finds it.
       gw.faults.webhooksOff = true;
       const alice = phone();
@@ -190,7 +196,7 @@ describe("the line monitor", () => {
       servers.push(hang.server);
       const lines = [];
       for (let i = 0; i < 4; i++) lines.push(await smsLine(await fake()));
-      for (const l of lines) await hangs(l.line.id, hang.url);
+      for (const l of lines) await hangs(l, hang.url);
       await (await db()).line.updateMany({ where: { id: { in: lines.map((l) => l.line.id) } }, data: { lastProbeAt: null } });
       const tick = probeDueLines();
       await vi.waitFor(() => expect(hang.seen.length).toBeGreaterThanOrEqual(2), { timeout: 2_500, interval: 20 });
