@@ -71,4 +71,5 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
 # lets sends and requests under way finish within SHUTDOWN_GRACE_SECONDS (25 by default; give
 # the container longer, e.g. stop_grace_period: 30s), returns the rest to the queue and exits 0.
 STOPSIGNAL SIGTERM
-CMD ["node", "server.js"]
+# A 64 MB young generation, as `npm start` (package.json): fewer scavenges per request.
+CMD ["node", "--max-semi-space-size=64", "server.js"]

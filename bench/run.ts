@@ -63,6 +63,10 @@ const NEXT = path.resolve("node_modules/.bin/next");
 const TSX = path.resolve("node_modules/.bin/tsx");
 /** The production server, as `npm start` runs it. */
 const START = path.resolve("scripts/start.mjs");
+/** The node flags `npm start` gives it (package.json's start script: `node <flags> scripts/start.mjs`). */
+const START_NODE_FLAGS: string[] = (JSON.parse(readFileSync("package.json", "utf8")).scripts.start as string)
+  .split(" ")
+  .filter((word) => word.startsWith("--"));
 
 interface Row extends Measured {
   database: string;
@@ -207,7 +211,7 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
   try {
     // BENCH_NODE_ARGS: extra node flags for the server, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? "").split(" ").filter(Boolean);
-    server = spawn(process.execPath, [...nodeArgs, START, "-p", String(port), "-H", "127.0.0.1"], {
+    server = spawn(process.execPath, [...START_NODE_FLAGS, ...nodeArgs, START, "-p", String(port), "-H", "127.0.0.1"], {
       env,
       stdio: ["ignore", "ignore", "inherit"],
     });

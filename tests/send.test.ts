@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { claimDue, deliver, deliverBatch, releaseExpiredLeases } from "@/server/delivery/outbox";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { serialRounds, startRunner, stopRunner } from "@/server/delivery/runner";
 import { hit } from "@/server/http/rate-limit";
 import { newId } from "@/server/ids";
 import { DAY_MS, sandboxQuotaBucket } from "@/server/services/sandbox";
@@ -164,6 +164,21 @@ describe("POST /v1/messages", () => {
 });
 
 describe("outbox delivery", () => {
+  it("sends on a simulated line are delivered without waking the provider-line loop for each one", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    const started = Date.now();
+    const before = serialRounds();
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: `m${i}` })).body.id);
+    // The provider-line loop polls on its own (every 200 ms at most); a write on a simulated
+    // line used to wake it as well, so it went round about once per send.
+    const polls = Math.ceil((Date.now() - started) / 200) + 2;
+    expect(serialRounds() - before).toBeLessThanOrEqual(Math.min(polls, 10));
+    for (const id of ids) expect((await waitFinal(f, id)).status).toBe("sent");
+  });
+
   it("a claim whose worker died returns to pending and is sent once", async () => {
     await stopRunner();
     try {

@@ -12,6 +12,8 @@ import { log } from "../observability/log";
 export interface StoredItem {
   id: string;
   lineId: string;
+  /** On a provider line that sends one item at a time (server/delivery/serial.ts). */
+  serial: boolean;
 }
 
 const sendEvents = processSingleton("inngest-events", () =>
@@ -29,7 +31,7 @@ const sendEvents = processSingleton("inngest-events", () =>
 /** Called after an outbox item is committed. Never throws and never waits for Inngest. */
 export function announce(item: StoredItem): void {
   if (config().deliveryEngine === "inngest") void sendEvents(item);
-  else wakeRunner();
+  else wakeRunner(item.serial);
 }
 
 const sendWebhooksDue = processSingleton("inngest-webhooks-due", () =>

@@ -14,6 +14,9 @@ import { claimOne, failClaimed, LEASE_MS } from "./outbox";
 
 const SERIAL = serialProviderNames(PROVIDER_NAMES);
 
+/** Whether lines of this provider send one item at a time, in order (the provider-line loop's). */
+export const sendsSerially = (provider: string): boolean => SERIAL.includes(provider);
+
 /** Margin of a claim's lease over the provider's own send timeout. */
 const LEASE_MARGIN_MS = 60_000;
 
