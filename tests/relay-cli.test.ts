@@ -31,6 +31,27 @@ async function relay(args: string[], env: Record<string, string> = {}, signal?: 
   return { code, stdout, stderr };
 }
 
+/** `relay listen ARGS` running in the background until stop(); ready() waits for its ready line. */
+function listenInBackground(args: string[], env: Record<string, string> = {}) {
+  const abort = new AbortController();
+  const out = { stdout: "", stderr: "" };
+  const running = runCli(["listen", ...args], {
+    stdout: (t) => (out.stdout += t),
+    stderr: (t) => (out.stderr += t),
+    env: { RELAY_CONFIG_DIR: configDir, RELAY_BASE_URL: "http://localhost:3000", ...env },
+    fetch: apiFetch,
+    signal: abort.signal,
+  });
+  return {
+    out,
+    ready: () => vi.waitFor(() => expect(out.stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 }),
+    stop: () => {
+      abort.abort();
+      return running.catch(() => EXIT.ok);
+    },
+  };
+}
+
 describe("relay CLI", () => {
   let f: Fixture;
   let alice = "";
@@ -251,28 +272,19 @@ describe("relay CLI", () => {
     // The secret of this login and server, kept in the config file: the same one every run.
     const printed = JSON.parse((await relay(["listen", "--print-secret", "--json"])).stdout).secret as string;
     expect(printed).toMatch(/^whsec_/);
-    const abort = new AbortController();
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    let stdout = "";
-    const running = runCli(["listen", "--forward-to", url, "--events", "message.received", "--json"], {
-      stdout: (t) => (stdout += t),
-      stderr: () => undefined,
-      env: { RELAY_CONFIG_DIR: configDir, RELAY_BASE_URL: "http://localhost:3000" },
-      fetch: apiFetch,
-      signal: abort.signal,
-    });
+    const listen = listenInBackground(["--forward-to", url, "--events", "message.received", "--json"]);
     try {
-      await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
-      const { secret } = JSON.parse(stdout.split("\n")[0]!);
+      await listen.ready();
+      const { secret } = JSON.parse(listen.out.stdout.split("\n")[0]!);
       expect(secret).toBe(printed);
       const m = await inbound(f, phone(), "forward me");
       await vi.waitFor(() => expect(received).toHaveLength(1), { timeout: 10_000, interval: 20 });
       const event = await verifyWebhook(received[0]!.body, received[0]!.headers as Record<string, string>, secret);
       expect(event).toMatchObject({ event: "message.received", data: { id: m.id, text: "forward me" } });
-      await vi.waitFor(() => expect(stdout).toContain('"type":"forwarded"'));
+      await vi.waitFor(() => expect(listen.out.stdout).toContain('"type":"forwarded"'));
     } finally {
-      abort.abort();
-      expect(await running.catch(() => EXIT.ok)).toBe(EXIT.ok);
+      expect(await listen.stop()).toBe(EXIT.ok);
       receiver.closeAllConnections();
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
     }
@@ -311,22 +323,13 @@ describe("relay CLI", () => {
 
   it("listen --forward-to --rotate-secret signs with a new secret and announces it", async () => {
     const before = (await relay(["listen", "--print-secret"])).stdout.trim();
-    const abort = new AbortController();
-    let stdout = "";
-    const running = runCli(["listen", "--forward-to", "http://127.0.0.1:9/hook", "--rotate-secret", "--json"], {
-      stdout: (t) => (stdout += t),
-      stderr: () => undefined,
-      env: { RELAY_CONFIG_DIR: configDir, RELAY_BASE_URL: "http://localhost:3000" },
-      fetch: apiFetch,
-      signal: abort.signal,
-    });
+    const listen = listenInBackground(["--forward-to", "http://127.0.0.1:9/hook", "--rotate-secret", "--json"]);
     try {
-      await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
+      await listen.ready();
     } finally {
-      abort.abort();
-      await running.catch(() => EXIT.ok);
+      await listen.stop();
     }
-    const [rotated, ready] = stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const [rotated, ready] = listen.out.stdout.trim().split("\n").map((l) => JSON.parse(l));
     expect(rotated).toMatchObject({ type: "rotated" });
     expect(rotated.secret).not.toBe(before);
     expect(ready).toMatchObject({ type: "ready", secret: rotated.secret });
@@ -336,24 +339,14 @@ describe("relay CLI", () => {
   it("listen still forwards when the config folder cannot be written, with a secret of its own", async () => {
     const blocked = path.join(configDir, "not-a-folder");
     writeFileSync(blocked, "a file where the config folder should be");
-    const abort = new AbortController();
-    let stdout = "";
-    let stderr = "";
-    const running = runCli(["listen", "--forward-to", "http://127.0.0.1:9/hook", "--json"], {
-      stdout: (t) => (stdout += t),
-      stderr: (t) => (stderr += t),
-      env: { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key, RELAY_BASE_URL: "http://localhost:3000" },
-      fetch: apiFetch,
-      signal: abort.signal,
-    });
+    const listen = listenInBackground(["--forward-to", "http://127.0.0.1:9/hook", "--json"], { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key });
     try {
-      await vi.waitFor(() => expect(stdout).toContain('"type":"ready"'), { timeout: 10_000, interval: 20 });
+      await listen.ready();
     } finally {
-      abort.abort();
-      await running.catch(() => EXIT.ok);
+      await listen.stop();
     }
-    expect(JSON.parse(stdout.trim().split("\n")[0]!).secret).toMatch(/^whsec_/);
-    expect(stderr).toContain("Could not save the signing secret");
+    expect(JSON.parse(listen.out.stdout.trim().split("\n")[0]!).secret).toMatch(/^whsec_/);
+    expect(listen.out.stderr).toContain("Could not save the signing secret");
     const printed = await relay(["listen", "--print-secret"], { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key });
     expect(printed.code).toBe(EXIT.apiError);
     expect(printed.stderr).toContain("could not keep the signing secret");
