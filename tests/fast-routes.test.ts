@@ -3,11 +3,9 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { config } from "@/server/config";
 import { registerFastRoutes } from "@/server/http/fast-routes";
-import { providerLine } from "@/server/platform/connection";
-import { createConnectedLine } from "@/server/services/line-connections";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
-import { blueBubblesLine, db, dispatch, makeAccount, phone } from "./helpers";
+import { blueBubblesLine, db, dispatch, fakeTwilioLine, phone } from "./helpers";
 
 // The routes the production server (scripts/start.mjs) answers on Node's own request and
 // response, before Next: provider webhooks. Served here by a real node:http listener on a
@@ -169,39 +167,31 @@ describe("signed form webhooks on the fast route (Twilio)", () => {
   afterAll(() => tw.close());
 
   it("answers an inbound SMS with empty TwiML as the route file does, stores it once, and refuses bad signatures and content types", async () => {
-    const f = await makeAccount();
-    const report = await createConnectedLine({
-      accountId: f.accountId,
-      handle: tw.numbers[0]!,
-      provider: "twilio",
-      providerConfig: { accountSid: tw.accountSid, authToken: tw.authToken, baseUrl: tw.url },
-    });
-    const lineId = report.line.id;
-    tw.incomingUrl = providerLine(await (await db()).line.findUniqueOrThrow({ where: { id: lineId } })).inboundUrl;
+    const { line: { id: lineId }, inboundUrl } = await fakeTwilioLine(tw);
     const { message, params, answer } = await tw.receive({ from: phone(), body: "over the fast route" });
     expect(answer).toMatchObject({ status: 200, contentType: "text/xml" });
     expect(answer!.body).toBe('<?xml version="1.0" encoding="UTF-8"?><Response/>');
     // The same request again through the route file: the same answer, nothing stored twice.
-    const signed = { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": tw.sign(tw.incomingUrl, params) };
-    const again = await dispatch(new Request(tw.incomingUrl, { method: "POST", headers: signed, body: new URLSearchParams(params).toString() }));
+    const signed = { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": tw.sign(inboundUrl, params) };
+    const again = await dispatch(new Request(inboundUrl, { method: "POST", headers: signed, body: new URLSearchParams(params).toString() }));
     expect(again.status).toBe(200);
     expect(again.headers.get("content-type")).toBe("text/xml");
     expect(await again.text()).toBe(answer!.body);
     expect((await storedGuids(lineId)).filter((g) => g === message.sid)).toHaveLength(1);
 
-    const path = new URL(tw.incomingUrl).pathname + new URL(tw.incomingUrl).search;
+    const path = new URL(inboundUrl).pathname + new URL(inboundUrl).search;
     const forged = [...params.filter(([k]) => k !== "Body" && k !== "MessageSid"), ["Body", "forged"], ["MessageSid", "SMforged"]] as [string, string][];
-    const badSig = await raw({ path, headers: { ...signed, "x-twilio-signature": tw.sign(tw.incomingUrl, params) } }, new URLSearchParams(forged).toString());
+    const badSig = await raw({ path, headers: { ...signed, "x-twilio-signature": tw.sign(inboundUrl, params) } }, new URLSearchParams(forged).toString());
     expect(badSig.status).toBe(403);
     expect((badSig.json.error as { code: string }).code).toBe("invalid_signature");
-    const json = await raw({ path, headers: { "content-type": "application/json", "x-twilio-signature": tw.sign(tw.incomingUrl, []) } }, "{}");
+    const json = await raw({ path, headers: { "content-type": "application/json", "x-twilio-signature": tw.sign(inboundUrl, []) } }, "{}");
     expect(json.status).toBe(415);
     expect((json.json.error as { code: string }).code).toBe("unsupported_media_type");
     expect(await storedGuids(lineId)).not.toContain("SMforged");
 
     // Signed exactly over a URL without the line's token: 401 invalid_inbound_token, nothing stored.
     const { params: noToken } = await tw.receive({ from: phone(), body: "no token", deliver: false });
-    const bareUrl = tw.incomingUrl.replace(/\?.*$/, "");
+    const bareUrl = inboundUrl.replace(/\?.*$/, "");
     const bare = await raw(
       { path: new URL(bareUrl).pathname, headers: { "content-type": "application/x-www-form-urlencoded", "x-twilio-signature": tw.sign(bareUrl, noToken) } },
       new URLSearchParams(noToken).toString(),

@@ -8,8 +8,10 @@ import { database, getDb } from "@/server/db";
 import { createAccount } from "@/server/services/accounts";
 import { createLine } from "@/server/services/lines";
 import { createConnectedLine } from "@/server/services/line-connections";
+import { providerLine } from "@/server/platform/connection";
 import { startRunner, stopRunner } from "@/server/delivery/runner";
 import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
+import type { FakeTwilio } from "./fakes/twilio";
 
 /** Runs the outbox runner and the webhook sender while this file's tests run. */
 export function runDelivery(): void {
@@ -312,4 +314,18 @@ export async function blueBubblesLine(
     sendRatePerSecond: options.rate ?? 50,
   });
   return { ...f, line: { id: report.line.id, handle: report.line.handle } };
+}
+
+/** A new account with a line on a fake Twilio's first number, the number's incoming webhook pointed at the line. */
+export async function fakeTwilioLine(tw: FakeTwilio): Promise<Fixture & { line: { id: string; handle: string }; inboundUrl: string }> {
+  const f = await makeAccount();
+  const report = await createConnectedLine({
+    accountId: f.accountId,
+    handle: tw.numbers[0]!,
+    provider: "twilio",
+    providerConfig: { accountSid: tw.accountSid, authToken: tw.authToken, baseUrl: tw.url },
+  });
+  const inboundUrl = providerLine(await (await db()).line.findUniqueOrThrow({ where: { id: report.line.id } })).inboundUrl;
+  tw.incomingUrl = inboundUrl;
+  return { ...f, line: { id: report.line.id, handle: report.line.handle }, inboundUrl };
 }

@@ -8,7 +8,7 @@ import { createConnectedLine, testLine } from "@/server/services/line-connection
 import { handleTrpc } from "@/server/trpc/http";
 import { listenLoopback } from "./fakes/http";
 import { type DeliveredAnswer, type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
-import { db, dispatch, gql, makeAccount, phone, type Fixture } from "./helpers";
+import { db, dispatch, fakeTwilioLine, gql, makeAccount, phone, type Fixture } from "./helpers";
 import { messagesOf } from "./line-flows";
 
 // Provider URLs and the address guard, as an account owner meets them (issue 23, security 1
@@ -136,22 +136,14 @@ describe("connecting a line to a local address (PROVIDER_ALLOW_PRIVATE off)", ()
     allowPrivate(true);
     const tw = await startFakeTwilio({ deliver, numbers: [phone(), phone()] });
     fakes.push(tw);
-    const f = await makeAccount();
-    const report = await createConnectedLine({
-      accountId: f.accountId,
-      handle: tw.numbers[0]!,
-      provider: "twilio",
-      providerConfig: { accountSid: tw.accountSid, authToken: tw.authToken, baseUrl: tw.url },
-    });
-    tw.incomingUrl = providerLine(await (await db()).line.findUniqueOrThrow({ where: { id: report.line.id } })).inboundUrl;
-    const key = f.key;
+    const t = await fakeTwilioLine(tw);
     allowPrivate(false);
     const alice = phone();
     const before = tw.requests.length;
     const r = await tw.receive({ from: alice, body: "", media: [{ contentType: "image/png", bytes: new Uint8Array([1, 2, 3]) }] });
     expect(r.answer?.status).toBe(200);
     expect(tw.requests.length).toBe(before);
-    const [m] = await messagesOf({ key, line: report.line } as never, alice);
+    const [m] = await messagesOf(t, alice);
     expect(m!.attachments).toEqual([]);
     expect(m!.text).toContain("could not be downloaded");
   });
