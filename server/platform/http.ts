@@ -341,65 +341,53 @@ export async function exchange(url: string, init: ExchangeInit, doFetch: FetchLi
       controller.abort();
       throw tooLarge();
     }
-    if (init.sink && res.status >= 200 && res.status < 300) {
-      const reader = res.body?.getReader();
-      let finished = !reader;
-      async function* capped(): AsyncGenerator<Uint8Array> {
-        if (!reader) return;
-        let total = 0;
-        for (;;) {
-          let step: ReadableStreamReadResult<Uint8Array>;
-          try {
-            step = await reader.read();
-          } catch (err) {
-            throw failure(err, res.status);
-          }
-          if (step.done) {
-            finished = true;
-            return;
-          }
-          total += step.value.byteLength;
-          if (total > cap) throw tooLarge();
-          yield step.value;
+    // The body as it arrives, capped: to the sink (a 2xx with one), else held whole.
+    const reader = res.body?.getReader();
+    let finished = !reader;
+    async function* capped(): AsyncGenerator<Uint8Array> {
+      if (!reader) return;
+      let total = 0;
+      for (;;) {
+        let step: ReadableStreamReadResult<Uint8Array>;
+        try {
+          step = await reader.read();
+        } catch (err) {
+          throw failure(err, res.status);
         }
+        if (step.done) {
+          finished = true;
+          return;
+        }
+        total += step.value.byteLength;
+        if (total > cap) throw tooLarge();
+        yield step.value;
       }
-      try {
+    }
+    try {
+      if (init.sink && res.status >= 200 && res.status < 300) {
         const sunk = await init.sink(capped(), { status: res.status, headers: res.headers });
         return { status: res.status, headers: res.headers, body: new Uint8Array(0), sunk };
-      } finally {
-        if (!finished) {
-          controller.abort();
-          reader?.cancel().catch(() => {});
-        }
+      }
+      const chunks: Uint8Array[] = [];
+      let total = 0;
+      for await (const chunk of capped()) {
+        chunks.push(chunk);
+        total += chunk.byteLength;
+      }
+      const body = new Uint8Array(total);
+      let offset = 0;
+      for (const c of chunks) {
+        body.set(c, offset);
+        offset += c.byteLength;
+      }
+      return { status: res.status, headers: res.headers, body };
+    } finally {
+      // A body not read to its end (over the cap, a failed read, a sink that stopped early): the rest is dropped.
+      if (!finished) {
+        controller.abort();
+        reader?.cancel().catch(() => {});
       }
     }
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    if (res.body) {
-      const reader = res.body.getReader();
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          total += value.byteLength;
-          if (total > cap) {
-            controller.abort();
-            reader.cancel().catch(() => {});
-            throw tooLarge();
-          }
-          chunks.push(value);
-        }
-      } catch (err) {
-        throw failure(err, res.status);
-      }
-    }
-    const body = new Uint8Array(total);
-    let offset = 0;
-    for (const c of chunks) {
-      body.set(c, offset);
-      offset += c.byteLength;
-    }
-    return { status: res.status, headers: res.headers, body };
   } finally {
     clearTimeout(timer);
   }
