@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { trimTrailingSlashes } from "../strings";
 
 // The route template of a request path ("/api/files/[id]", not "/api/files/file_3x…"), so that
 // metrics and logs group requests by route without one series per ID. The templates are the
@@ -51,18 +52,11 @@ function folded(pathname: string): string {
 /** Longer paths are no route's (none of ours is near it): "unmatched", before any regexp sees them. */
 export const MAX_ROUTE_PATH = 2048;
 
-/** The path without trailing slashes ("/" stays "/"): a loop, linear however many there are. */
-function trimSlashes(pathname: string): string {
-  let end = pathname.length;
-  while (end > 1 && pathname.charCodeAt(end - 1) === 0x2f) end--;
-  return end === pathname.length ? pathname : pathname.slice(0, end);
-}
-
 export function routeTemplate(pathname: string, tableOverride?: Table | null): string {
   if (pathname.length > MAX_ROUTE_PATH) return "unmatched";
   if (table === undefined) table = loadTable();
   const t = tableOverride !== undefined ? tableOverride : table;
-  const clean = trimSlashes(pathname);
+  const clean = trimTrailingSlashes(pathname, 1); // "/" stays "/"
   if (!t) return folded(clean);
   if (clean.startsWith("/_next/")) return "/_next/[...]";
   if (t.exact.has(clean)) return clean;

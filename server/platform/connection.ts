@@ -6,7 +6,8 @@ import { getDb } from "../db";
 import type { Line } from "../generated/prisma/client";
 import type { AnyProvider, ProviderLine } from "./provider";
 import { processSingleton } from "../singleton";
-import { providerHostProblem, trimTrailingSlashes } from "./http";
+import { trimTrailingSlashes } from "../strings";
+import { providerHostProblem } from "./http";
 import { providerFor } from "./registry";
 import type { Platform } from "./types";
 

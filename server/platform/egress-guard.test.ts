@@ -2,7 +2,8 @@ import dns, { type LookupAddress } from "node:dns";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { listenLoopback, type Loopback } from "../../tests/fakes/http";
 import { parseConfig, resetConfig } from "../config";
-import { exchange, providerUrlProblem, TransportError, trimTrailingSlashes } from "./http";
+import { trimTrailingSlashes } from "../strings";
+import { exchange, providerUrlProblem, TransportError } from "./http";
 
 // The provider address guard on the shared transport: with PROVIDER_ALLOW_PRIVATE off, no
 // request leaves for loopback, private, link-local (metadata) or own addresses, whether the URL

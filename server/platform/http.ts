@@ -119,13 +119,6 @@ const NOT_SENT_CODES = new Set([
 /** Why a provider URL was refused before anything was sent, for error messages and probes. */
 export const FORBIDDEN_PROVIDER_DESTINATION = `${FORBIDDEN_DESTINATION}; for a provider on this machine or the local network, the operator sets PROVIDER_ALLOW_PRIVATE=true`;
 
-/** s without its trailing slashes, in one pass (a regex such as /\/+$/ is quadratic on many slashes). */
-export function trimTrailingSlashes(s: string): string {
-  let end = s.length;
-  while (end > 0 && s.charCodeAt(end - 1) === 47) end--;
-  return end === s.length ? s : s.slice(0, end);
-}
-
 /** The service's own public host names (PUBLIC_URL, FILES_PUBLIC_URL): a provider URL may not point back at it. */
 function ownHosts(): string[] {
   const c = config();

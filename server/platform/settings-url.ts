@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { MAX_URL_LENGTH } from "../webhooks/url-guard";
-import { providerUrlProblem, trimTrailingSlashes } from "./http";
+import { trimTrailingSlashes } from "../strings";
+import { providerUrlProblem } from "./http";
 
 // The URL settings of provider lines (a BlueBubbles server, an SMS Gateway API, Twilio's base
 // URL), one schema for every way a line is connected (tRPC, GraphQL, the operator CLI): at
@@ -20,5 +21,5 @@ export function providerUrlSetting(notAUrl: string) {
       const problem = providerUrlProblem(url);
       if (problem) ctx.addIssue({ code: "custom", message: problem === "must be an absolute URL" ? notAUrl : problem });
     })
-    .transform(trimTrailingSlashes);
+    .transform((url) => trimTrailingSlashes(url));
 }

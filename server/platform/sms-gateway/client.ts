@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { type Exchange, exchange, excerpt, issueList, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, retryAfterMs, scrubber, TransportError, trimTrailingSlashes, truncate } from "../http";
+import { type Exchange, exchange, excerpt, issueList, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, retryAfterMs, scrubber, TransportError, truncate } from "../http";
+import { trimTrailingSlashes } from "../../strings";
 import {
   SGHealthSchema,
   SGIncomingMessageSchema,

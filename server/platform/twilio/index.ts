@@ -8,7 +8,8 @@ import { defineProvider, type InboundRequest, type ProviderLine } from "../provi
 import type { ProbeResult } from "../types";
 import { createTwilioClient, type TwilioClient } from "./client";
 import { describeTwilioError } from "./errors";
-import { mediaType, trimTrailingSlashes } from "../http";
+import { trimTrailingSlashes } from "../../strings";
+import { mediaType } from "../http";
 import { providerUrlSetting } from "../settings-url";
 import { mapWebhook } from "./inbound";
 import { inboundSince, listedEvent, twilioPlatform } from "./platform";

@@ -1,0 +1,9 @@
+/**
+ * s without its trailing slashes, keeping at least `keep` characters ("/" stays "/" with
+ * keep 1), in one pass: a regex such as /\/+$/ is quadratic on many slashes.
+ */
+export function trimTrailingSlashes(s: string, keep = 0): string {
+  let end = s.length;
+  while (end > keep && s.charCodeAt(end - 1) === 0x2f) end--;
+  return end === s.length ? s : s.slice(0, end);
+}
