@@ -36,9 +36,6 @@ export interface Readiness {
   lines?: { total: number; by_status: Record<string, number>; by_provider: Record<string, Record<string, number>> };
 }
 
-/** The first line of an error's message, short: enough to act on, nothing to leak. */
-const cause = shortCause;
-
 let shipped: Promise<string[]> | null = null;
 
 /** Whether the database answers a trivial query correctly; throws with the cause when it does not. */
@@ -59,7 +56,7 @@ async function checkDatabase(): Promise<Check> {
     return {
       ok: false,
       ...(kind ? { kind } : {}),
-      error: `database unreachable: ${cause(err)}`,
+      error: `database unreachable: ${shortCause(err)}`,
       ...(failing ? { failing_for_seconds: Math.round((Date.now() - failing.since) / 1000) } : {}),
     };
   }
@@ -82,7 +79,7 @@ async function checkDatabase(): Promise<Check> {
       ...(pending.length ? { error: `${pending.length} migration(s) not applied` } : {}),
     };
   } catch (err) {
-    return { ok: false, kind, error: `could not read the applied migrations: ${cause(err)}` };
+    return { ok: false, kind, error: `could not read the applied migrations: ${shortCause(err)}` };
   }
 }
 
@@ -92,7 +89,7 @@ async function checkFiles(): Promise<Check> {
     await checkStorage({ timeoutMs: CHECK_TIMEOUT_MS });
     return { ok: true, kind };
   } catch (err) {
-    return { ok: false, kind, error: cause(err) };
+    return { ok: false, kind, error: shortCause(err) };
   }
 }
 
