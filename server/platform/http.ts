@@ -18,7 +18,7 @@ import net from "node:net";
 import https from "node:https";
 import { Readable } from "node:stream";
 import { config } from "../config";
-import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup, isForbiddenAddress, isOwnAddress } from "../webhooks/url-guard";
+import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup, isForbiddenAddress, isOwnAddress, unbracketed } from "../webhooks/url-guard";
 
 /**
  * What a failed provider call proves, the kinds every provider client's error class reports
@@ -122,7 +122,7 @@ export const FORBIDDEN_PROVIDER_DESTINATION = `${FORBIDDEN_DESTINATION}; for a p
 /** The service's own public host names (PUBLIC_URL, FILES_PUBLIC_URL): a provider URL may not point back at it. */
 function ownHosts(): string[] {
   const c = config();
-  return [c.PUBLIC_URL, c.FILES_PUBLIC_URL].flatMap((u) => (u && URL.canParse(u) ? [new URL(u).hostname.replace(/^\[(.*)\]$/, "$1")] : []));
+  return [c.PUBLIC_URL, c.FILES_PUBLIC_URL].flatMap((u) => (u && URL.canParse(u) ? [unbracketed(new URL(u).hostname)] : []));
 }
 
 /** Checks a provider URL as the transport will (for settings schemas): a readable reason, or null when allowed. */
@@ -143,7 +143,7 @@ export function providerUrlProblem(url: string): string | null {
  */
 export async function providerHostProblem(url: string): Promise<string | null> {
   if (config().providerAllowPrivate || !URL.canParse(url)) return null;
-  const host = new URL(url).hostname.replace(/^\[(.*)\]$/, "$1");
+  const host = unbracketed(new URL(url).hostname);
   if (net.isIP(host)) return null; // a literal address is judged on the URL (providerUrlProblem)
   const addresses = await new Promise<dns.LookupAddress[]>((resolve) => dns.lookup(host, { all: true }, (err, found) => resolve(err ? [] : found)));
   return addresses.some((a) => isForbiddenAddress(a.address) || isOwnAddress(a.address)) ? FORBIDDEN_PROVIDER_DESTINATION : null;
@@ -185,7 +185,7 @@ export const providerFetch: FetchLike = async (url, init) => {
   return new Promise<Response>((resolve, reject) => {
     const req = (protocol === "https:" ? https : http).request({
       protocol,
-      hostname: target.hostname.replace(/^\[(.*)\]$/, "$1"),
+      hostname: unbracketed(target.hostname),
       port: target.port || undefined,
       path: target.pathname + target.search,
       method: init.method ?? "GET",

@@ -1,7 +1,7 @@
 import http from "node:http";
 import https from "node:https";
 import { performance } from "node:perf_hooks";
-import { checkWebhookUrl, guardedLookup } from "./url-guard";
+import { checkWebhookUrl, guardedLookup, unbracketed } from "./url-guard";
 
 /**
  * How many deliveries of one webhook may be in flight at once (also the keep-alive pool's
@@ -112,7 +112,7 @@ export async function postWebhook(
     const protocol = target.protocol as keyof typeof agents;
     const req = (protocol === "https:" ? https : http).request({
       protocol,
-      hostname: target.hostname.replace(/^\[(.*)\]$/, "$1"),
+      hostname: unbracketed(target.hostname),
       port: target.port || undefined,
       path: target.pathname + target.search,
       method: "POST",

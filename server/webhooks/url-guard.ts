@@ -77,11 +77,16 @@ function forbiddenV6(g: number[]): boolean {
   );
 }
 
+/** A URL host name as a socket or lookup takes it: an IPv6 literal without its brackets. */
+export function unbracketed(hostname: string): string {
+  return hostname.replace(/^\[(.*)\]$/, "$1");
+}
+
 /** Whether a literal IP address is one a webhook may not be delivered to; false for non-IPs. */
 export function isForbiddenAddress(ip: string): boolean {
-  const unbracketed = ip.replace(/^\[(.*)\]$/, "$1");
-  const zone = unbracketed.indexOf("%"); // an IPv6 zone id; not a regexp, which backtracks on many '%'
-  const address = zone < 0 ? unbracketed : unbracketed.slice(0, zone);
+  const host = unbracketed(ip);
+  const zone = host.indexOf("%"); // an IPv6 zone id; not a regexp, which backtracks on many '%'
+  const address = zone < 0 ? host : host.slice(0, zone);
   if (net.isIPv4(address)) return forbiddenV4(ipv4ToInt(address));
   if (net.isIPv6(address)) return forbiddenV6(ipv6Groups(address));
   return false;
@@ -122,7 +127,7 @@ export function checkWebhookUrl(url: string, { allowInsecure }: { allowInsecure:
   if (!allowInsecure) {
     // The URL parser has already normalised numeric forms (http://2130706433, 0x7f.1) to
     // dotted IPv4 and IPv6 to its compressed form.
-    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+    const host = unbracketed(parsed.hostname);
     if (isForbiddenAddress(host)) throw new Error(FORBIDDEN_DESTINATION);
     if (isLocalName(host)) throw new Error("destination not allowed (local host names such as localhost are not allowed)");
   }
@@ -191,7 +196,7 @@ export function checkProviderUrl(url: string, { allowPrivate, ownHosts = [] }: {
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw new Error("must be an http:// or https:// URL");
   if (parsed.username || parsed.password) throw new Error("must not contain credentials");
   if (!allowPrivate) {
-    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+    const host = unbracketed(parsed.hostname).toLowerCase();
     const own = ownHosts.some((h) => h.toLowerCase() === host);
     if (isForbiddenAddress(host) || isLocalName(host) || isOwnAddress(host) || own) throw new ForbiddenAddressError(host, host);
   }
