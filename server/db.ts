@@ -137,12 +137,25 @@ export async function closeDatabase(): Promise<void> {
  */
 export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
   checkParamCount(params);
-  return observed(async () => {
+  // observed() written out: this runs for every statement, and needs no closure of its own.
+  try {
     const db = await database();
-    if (db.pool) return (await db.pool.query(text, params)).rows as T[];
-    if (db.pglite) return (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows;
-    return db.prisma.$queryRawUnsafe<T[]>(text, ...params);
-  });
+    const rows = db.pool
+      ? ((await db.pool.query(text, params)).rows as T[])
+      : db.pglite
+        ? (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows
+        : await db.prisma.$queryRawUnsafe<T[]>(text, ...params);
+    noteDatabaseSuccess();
+    return rows;
+  } catch (err) {
+    noteIfDatabaseFailure(err);
+    throw err;
+  }
+}
+
+/** Notes a failure that is the database's (GET /readyz and /healthz read it). */
+function noteIfDatabaseFailure(err: unknown): void {
+  if (databaseFailure(err)) noteDatabaseFailure(err);
 }
 
 /** Runs `fn`, noting whether the database answered (GET /readyz and /healthz read it). */
@@ -152,7 +165,7 @@ async function observed<R>(fn: () => Promise<R>): Promise<R> {
     noteDatabaseSuccess();
     return result;
   } catch (err) {
-    if (databaseFailure(err)) noteDatabaseFailure(err);
+    noteIfDatabaseFailure(err);
     throw err;
   }
 }
