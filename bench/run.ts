@@ -51,7 +51,7 @@ const TWILIO = { postgres: Number(process.env.BENCH_TWILIO ?? 20_000), pglite: N
 /**
  * Provider webhooks in flight at once in the inbound part. Each is a separate POST, and a
  * service receives them from every connected Mac or phone at once; at 32 in flight the figure
- * is bound by each request's round trips, not by the server's CPU (see README).
+ * is bound by each request's round trips, not by the server's CPU (see docs/benchmarks.md).
  */
 const INBOUND_CONNECTIONS = Number(process.env.BENCH_INBOUND_CONNECTIONS ?? 64);
 const writeRows: { database: string; w: WriteResults }[] = [];

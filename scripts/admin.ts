@@ -34,7 +34,7 @@ const USAGE = `usage:
 
 class UsageError extends Error {}
 
-/** Provider webhooks are registered by the running server, at its own PUBLIC_URL (README "Operator CLI"), never from here. */
+/** Provider webhooks are registered by the running server, at its own PUBLIC_URL (docs/operator-cli.md), never from here. */
 const SERVER_REGISTERS = { registerWebhooks: false };
 
 /** Whether a server answers on the Unix socket `host`/.s.PGSQL.`port` (libpq's naming). */

@@ -7,7 +7,7 @@
 // bundle (published on globalThis at startup), so no second copy of the server code is loaded.
 // package.json runs it with --max-semi-space-size=64: a request through Next allocates a lot of
 // short-lived objects, and a 64 MB young generation (V8's default is 16 MB) means fewer
-// scavenges and less promoted to the old generation; see README, "Benchmarks".
+// scavenges and less promoted to the old generation; see docs/benchmarks.md.
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

@@ -2,7 +2,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 
-// Environment, parsed once with clear errors. Every variable is documented in README.md.
+// Environment, parsed once with clear errors. Every variable is documented in docs/configuration.md.
 
 const bool = z
   .enum(["true", "false", "1", "0", ""])

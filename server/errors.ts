@@ -52,9 +52,9 @@ export const ERROR_CODES = {
   /** Extension (dashboard): an unknown or foreign API key ID. */
   api_key_not_found: { type: "not_found_error", status: 404 },
   route_not_found: { type: "not_found_error", status: 404 },
-  /** Extension: a GraphQL operation over the depth, breadth or cost limit (README "GraphQL"). */
+  /** Extension: a GraphQL operation over the depth, breadth or cost limit (docs/graphql.md). */
   query_too_complex: { type: "invalid_request_error", status: 400 },
-  /** Extension (dashboard tRPC): a batched request with more calls than allowed (README "Dashboard security"). */
+  /** Extension (dashboard tRPC): a batched request with more calls than allowed (docs/dashboard.md, "Dashboard security"). */
   batch_too_large: { type: "invalid_request_error", status: 400 },
   /** Extension (GraphQL): a request authenticated by the session cookie without the CSRF header or a JSON body. */
   csrf_header_required: { type: "invalid_request_error", status: 403 },

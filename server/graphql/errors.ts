@@ -12,7 +12,7 @@ import { metrics } from "../observability/metrics";
 // request ID.
 
 /**
- * Codes of the errors GraphQL and yoga find themselves (README "GraphQL"), kept as they are;
+ * Codes of the errors GraphQL and yoga find themselves (docs/graphql.md), kept as they are;
  * every other code is one of the REST table's.
  */
 export const GRAPHQL_PROTOCOL_CODES = [

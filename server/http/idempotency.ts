@@ -11,7 +11,7 @@ import { newId } from "../ids";
 // key: another key of the same account (say one restricted to other lines) neither replays
 // nor collides with them. A secret in a response (a webhook's signing secret) is never stored:
 // the record keeps its SHA-256, and a replay re-reads the secret from where it lives, showing it
-// only while it is unchanged (README "Idempotency").
+// only while it is unchanged (docs/api.md, "Conventions").
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const WAIT_FOR_FIRST_MS = 10_000;

@@ -167,7 +167,7 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
 /**
  * An owner's line carries a simulated number until the provider itself names the handle it
  * sends as (a BlueBubbles Mac's Apple ID): the line takes it then, when no other line has it.
- * Real handles are never taken on an owner's word (README "Dashboard").
+ * Real handles are never taken on an owner's word (docs/dashboard.md).
  */
 async function adoptProvenHandle(line: Line, named: string): Promise<Line> {
   const handle = normalizeHandle(named);

@@ -274,7 +274,7 @@ export async function receiveProviderWebhook(lineId: string, request: InboundReq
   const provider = line ? findProvider(line.provider) : null;
   if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
   const inbound = provider.inbound;
-  // Every provider's URL carries the line's token (README "Inbound"), signed providers' too: a
+  // Every provider's URL carries the line's token (docs/providers.md, "Inbound"), signed providers' too: a
   // request signed correctly but sent without it, or with another line's, is refused.
   if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
   const pl = providerLine(line);

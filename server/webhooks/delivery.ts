@@ -17,7 +17,7 @@ import { metrics } from "../observability/metrics";
 // body, log every attempt, and retry on the published schedule until one attempt answers 2xx.
 // 410 Gone disables the webhook; so do 5 days of continuous failure.
 
-/** Waits after failed attempt n (1-based), before ±20% jitter: the schedule README publishes. */
+/** Waits after failed attempt n (1-based), before ±20% jitter: the schedule docs/api.md publishes. */
 export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
 /** Longer than the 15 s response deadline plus recording; a worker that dies mid-attempt delays a retry by at most this. */

@@ -7,7 +7,7 @@ import { mapMessage, mapWebhook } from "./inbound";
 import { blueBubblesPlatform } from "./platform";
 
 // BlueBubbles Server: a Mac's iMessage (and, through a paired iPhone, SMS) over REST and
-// webhooks. See PLATFORMS.md section 1 and README "Connecting BlueBubbles".
+// webhooks. See PLATFORMS.md section 1 and docs/providers.md "Connecting BlueBubbles".
 
 export const DEFAULT_SEND_TIMEOUT_SECONDS = 150;
 
