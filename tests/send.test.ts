@@ -216,10 +216,14 @@ describe("outbox delivery", () => {
       for (let i = 0; i < 30; i++) {
         const to = i % 2 ? alice : bob;
         const body = i % 10 === 0 ? { from: f.line.handle, to, attachments: [file.body.id] } : { from: f.line.handle, to, text: `n${i}` };
-        ids.push((await post("/v1/messages", f.key, body)).body.id);
+        const sent = await post("/v1/messages", f.key, body);
+        expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+        ids.push(sent.body.id);
       }
       const react = await post("/v1/reactions", f.key, { from: f.line.handle, to: alice, message_id: a.id, type: "like" });
       const doomed = await post("/v1/messages", f.key, { from: f.line.handle, to: "+15005550001", text: "never arrives" });
+      // Every write was accepted, so a short batch below means something else claimed an item.
+      expect([react.status, doomed.status], JSON.stringify([react.body, doomed.body])).toEqual([200, 200]);
       const batch = await claimDue(100);
       expect(batch).toHaveLength(32);
       await deliver(batch[0]!); // one item of the batch already delivered by "another worker"
