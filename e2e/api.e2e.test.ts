@@ -1,5 +1,6 @@
 import http from "node:http";
 import type net from "node:net";
+import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhook } from "../server/webhooks/signing";
 import { type TestServer, testServer } from "./harness";
@@ -70,7 +71,7 @@ describe("/v1 against npm start", () => {
     expect(hook.status).toBe(401);
     expect((await hook.json()).error.code).toBe("invalid_inbound_token");
     expect(hook.headers.get("request-id")).toMatch(/^req_/);
-    expect(hook.headers.get("vary")).toBeNull();
+    expect(hook.headers.get("vary")).toBe("Accept-Encoding"); // Next's compression's, not its router's
     const viaNext = await fetch(`${base}/api/inbound/ln_nosuchline?token=x`, { method: "PUT" });
     expect(viaNext.status).toBe(405);
     expect(viaNext.headers.get("vary")).toContain("rsc");
@@ -136,6 +137,36 @@ describe("/v1 against npm start", () => {
     const inngest = await fetch(`${base}/api/inngest`);
     expect(inngest.status).toBe(404);
     expect((await inngest.json()).error.code).toBe("route_not_found");
+  });
+
+  it("answers /v1 routes on the start script's own listener, compressed as Next compresses", async () => {
+    const auth = { authorization: `Bearer ${key}` };
+    // A page of messages is over compression's 1 KiB threshold: gzip for a client that accepts it, as Next does.
+    const page = `${base}/v1/messages?from=${encodeURIComponent(line)}`;
+    const plain = await fetch(page, { headers: { ...auth, "accept-encoding": "identity" } });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get("vary")).toBe("Accept-Encoding");
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    const plainText = await plain.text();
+    expect(plainText.length).toBeGreaterThan(1024);
+    const plainBody = JSON.parse(plainText);
+    expect(plainBody.request_id).toBe(plain.headers.get("request-id"));
+    const gzip = await new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      http.get(page, { headers: { ...auth, "accept-encoding": "gzip" } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c)).on("end", () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+      }).on("error", reject);
+    });
+    expect(gzip.headers["content-encoding"]).toBe("gzip");
+    const unzipped = JSON.parse(gunzipSync(gzip.body).toString("utf8"));
+    expect(unzipped.data).toEqual(plainBody.data);
+    // Next's own answers (a route left to it) carry its router's Vary; the start script's do not.
+    const viaNext = await fetch(`${base}/v1/openapi.json`);
+    expect(viaNext.headers.get("vary")).toContain("rsc");
+    expect(plain.headers.get("vary")).not.toContain("rsc");
+    // HEAD, which Next derives from GET, is still Next's.
+    const head = await fetch(`${base}/v1/lines`, { method: "HEAD", headers: auth });
+    expect(head.status).toBe(200);
   });
 
   it("loses nothing and sends nothing twice when the server is killed mid-delivery", async () => {

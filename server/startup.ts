@@ -13,7 +13,7 @@ import { installHttpHook, switchObservabilityOnSignal } from "./observability/ht
 import { credentialsKeySource } from "./credentials";
 import { sealUnboundSecrets } from "./platform/connection";
 import { catchUpAll, startLineMonitor } from "./services/line-monitor";
-import { registerFastRoutes } from "./http/fast-routes";
+import { type RouteModule, registerFastRoutes } from "./http/fast-routes";
 import { log } from "./observability/log";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
@@ -28,7 +28,12 @@ function refuseToStart(problems: string[]): never {
   process.exit(1);
 }
 
-export async function startServer(): Promise<void> {
+export interface StartOptions {
+  /** Route files the production server answers before Next, by path (app/v1/route-table.ts; see fast-routes.ts). */
+  fastRoutes?: Readonly<Record<string, RouteModule>>;
+}
+
+export async function startServer(options: StartOptions = {}): Promise<void> {
   let c: ReturnType<typeof config>;
   try {
     c = config();
@@ -45,7 +50,7 @@ export async function startServer(): Promise<void> {
   await bootstrap();
   // Provider secrets sealed before they were bound to their line (issue 23) are sealed again, bound.
   await sealUnboundSecrets().catch((err: unknown) => log().error({ err }, "sealing provider secrets to their lines failed"));
-  registerFastRoutes();
+  registerFastRoutes(options.fastRoutes);
   const { kind } = await database();
   if (kind === "pglite") {
     const released = await releaseAllClaims();

@@ -1,14 +1,17 @@
+import { readdirSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { config } from "@/server/config";
+import { V1_FAST_ROUTES } from "@/app/v1/route-table";
 import { registerFastRoutes } from "@/server/http/fast-routes";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
-import { blueBubblesLine, db, dispatch, fakeTwilioLine, phone } from "./helpers";
+import { blueBubblesLine, db, dispatch, fakeTwilioLine, inbound as textLine, makeAccount, phone } from "./helpers";
 
 // The routes the production server (scripts/start.mjs) answers on Node's own request and
-// response, before Next: provider webhooks. Served here by a real node:http listener on a
+// response, before Next: provider webhooks, and the /v1 route files of app/v1/route-table.ts. Served here by a real node:http listener on a
 // loopback port with the same table the start script uses, and compared with the route file
 // (which `next dev` and the other tests use): same status, same envelope, same codes.
 
@@ -18,7 +21,7 @@ let base = "";
 const sent: string[] = [];
 
 beforeAll(async () => {
-  const routes = registerFastRoutes();
+  const routes = registerFastRoutes(V1_FAST_ROUTES);
   server = http.createServer((req, res) => {
     const handler = routes.route(req);
     if (!handler) return void res.writeHead(418, { "content-type": "text/plain" }).end("for Next");
@@ -143,10 +146,119 @@ describe("provider webhooks on the production server's own listener", () => {
     const { path } = await connectedLine();
     const get = await fetch(`${base}${path}`);
     expect(get.status).toBe(418);
-    const other = await fetch(`${base}/v1/messages`, { method: "POST", body: "{}" });
-    expect(other.status).toBe(418);
     const nested = await fetch(`${base}/api/inbound/ln_x/more`, { method: "POST", body: "{}" });
     expect(nested.status).toBe(418);
+    // Paths not in the table (a stream, a download, unknown or not exactly a route's), and HEAD, which Next derives from GET.
+    for (const [method, p] of [
+      ["GET", "/v1/listen"],
+      ["GET", "/v1/files?id=file_x"],
+      ["GET", "/v1/openapi.json"],
+      ["GET", "/v1/nope"],
+      ["GET", "/v1/chats/"],
+      ["GET", "/v1//chats"],
+      ["GET", "/V1/chats"],
+      ["HEAD", "/v1/chats"],
+      ["PROPFIND", "/v1/chats"],
+    ] as const) {
+      const res = await fetch(`${base}${p}`, { method });
+      expect(res.status, `${method} ${p}`).toBe(418);
+    }
+    // A Host header that makes no URL: Next answers it.
+    const badHost = await new Promise<number>((resolve, reject) => {
+      http.get(`${base}/v1/chats`, { headers: { host: "bad host" } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      }).on("error", reject);
+    });
+    expect(badHost).toBe(418);
+  });
+});
+
+describe("/v1 route files on the production server's own listener", () => {
+  /** The same request through the listener and through the route file (as Next calls it), answers compared. */
+  async function both(method: string, p: string, headers: Record<string, string> = {}, body?: string) {
+    const fast = await fetch(`${base}${p}`, { method, headers, body });
+    const next = await dispatch(new Request(`http://localhost:3000${p}`, { method, headers, body }));
+    const read = async (r: Response) => {
+      const text = await r.text();
+      const json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+      return { status: r.status, json: json && { ...json, request_id: typeof json.request_id } };
+    };
+    const [f, n] = [await read(fast), await read(next)];
+    expect(f, `${method} ${p}`).toEqual(n);
+    return { fast, status: f.status, json: f.json };
+  }
+  const headerNames = (r: Response) => [...r.headers.keys()].filter((k) => !["date", "connection", "keep-alive", "content-length", "transfer-encoding"].includes(k)).sort();
+
+  it("answers reads, writes and every refusal as the route file does, with the same headers", async () => {
+    const f = await makeAccount();
+    const auth = { authorization: `Bearer ${f.key}` };
+    const from = phone();
+    await textLine(f, from, "hello fast path");
+    await both("GET", `/v1/chats?line=${encodeURIComponent(f.line.handle)}`, auth);
+    await both("GET", `/v1/messages?from=${encodeURIComponent(f.line.handle)}&limit=5`, auth);
+    await both("GET", "/v1/lines", auth);
+    await both("GET", "/v1/webhooks", auth);
+    await both("GET", "/v1/outbox?limit=2", auth);
+    // Refusals: no key, a bad key, a bad query, a missing parameter, a method the route lacks, preflight.
+    expect((await both("GET", "/v1/chats")).status).toBe(401);
+    expect((await both("GET", "/v1/chats?line=x", { authorization: "Bearer sk_live_nope" })).status).toBe(401);
+    expect((await both("GET", "/v1/chats?limit=abc", auth)).status).toBe(400);
+    expect((await both("GET", "/v1/messages", auth)).status).toBe(400);
+    expect((await both("PUT", "/v1/chats", auth)).status).toBe(404);
+    const preflight = await both("OPTIONS", "/v1/messages", { origin: "https://example.com", "access-control-request-method": "POST" });
+    expect(preflight.status).toBe(204);
+    // Headers: the same names as the route file's (Request-Id, CORS, rate limit), and the body's request_id is the header's.
+    const fast = await fetch(`${base}/v1/lines`, { headers: auth });
+    const next = await dispatch(new Request("http://localhost:3000/v1/lines", { headers: auth }));
+    expect(headerNames(fast)).toEqual(headerNames(next));
+    expect(((await fast.json()) as { request_id: string }).request_id).toBe(fast.headers.get("request-id"));
+    expect(fast.headers.get("content-length")).not.toBeNull();
+  });
+
+  it("sends a message once per Idempotency-Key, and refuses bad bodies as the route file does", async () => {
+    const f = await makeAccount();
+    const from = phone();
+    await textLine(f, from, "contact first");
+    const headers = { authorization: `Bearer ${f.key}`, "content-type": "application/json", "idempotency-key": `fast-${Date.now()}` };
+    const body = JSON.stringify({ from: f.line.handle, to: from, text: "over the fast path" });
+    const first = await fetch(`${base}/v1/messages`, { method: "POST", headers, body });
+    const firstJson = (await first.json()) as { id: string; status: string };
+    expect(first.status).toBe(200);
+    expect(firstJson.status).toBe("pending");
+    const again = await fetch(`${base}/v1/messages`, { method: "POST", headers, body });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(((await again.json()) as { id: string }).id).toBe(firstJson.id);
+    const items = await (await db()).outboxItem.count({ where: { lineId: f.line.id } });
+    expect(items).toBe(1);
+    const plain = { authorization: headers.authorization, "content-type": "application/json" };
+    expect((await both("POST", "/v1/messages", plain, "{not json")).status).toBe(400);
+    expect((await both("POST", "/v1/messages", plain, JSON.stringify({ from: f.line.handle }))).status).toBe(400);
+    expect((await both("POST", "/v1/messages", plain, JSON.stringify({ from: "+15550000000", to: from, text: "x" }))).status).toBe(404);
+  });
+
+  it("covers every /v1 route file at its own path, except those left to Next", async () => {
+    const v1 = path.resolve(import.meta.dirname, "../app/v1");
+    const files = readdirSync(v1, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith("route.ts") && !f.includes("["));
+    const paths = files.map((f) => `/v1/${path.dirname(f).split(path.sep).join("/")}`).sort();
+    const toNext = ["/v1/files", "/v1/listen", "/v1/openapi.json"];
+    expect(Object.keys(V1_FAST_ROUTES).sort()).toEqual(paths.filter((p) => !toNext.includes(p)));
+    for (const [p, module] of Object.entries(V1_FAST_ROUTES)) {
+      const file = (await import(/* @vite-ignore */ path.join(v1, p.slice("/v1/".length), "route.ts"))) as Record<string, unknown>;
+      for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const) expect(module[method], `${method} ${p}`).toBe(file[method]);
+    }
+  });
+
+  it("refuses a JSON body over the cap with 413 request_too_large and closes the connection", async () => {
+    const f = await makeAccount();
+    const max = config().MAX_JSON_BODY_BYTES;
+    const declared = await raw(
+      { path: "/v1/messages", headers: { authorization: `Bearer ${f.key}`, "content-type": "application/json", "content-length": String(max + 1) } },
+      (req) => req.end(),
+    );
+    expect(declared.status).toBe(413);
+    expect((declared.json.error as { code: string }).code).toBe("request_too_large");
+    expect(declared.headers.connection).toBe("close");
   });
 });
 

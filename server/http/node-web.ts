@@ -1,0 +1,68 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import type { TLSSocket } from "node:tls";
+
+// Node's request and response as the web Request and Response route files take and give, for
+// the routes the production server answers before Next (fast-routes.ts): the route file's own
+// handler runs, on the same Request it would get from Next (URL from the Host header, the
+// headers, the body as a stream, a signal that aborts when the client goes away).
+
+/** The request's headers as web Headers; a value Headers refuses is left out (Next's adapter drops it too). */
+export function webHeaders(req: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    try {
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+    } catch {
+      // not a ByteString
+    }
+  }
+  return headers;
+}
+
+/**
+ * The request's URL as Next builds it (scheme of the socket or X-Forwarded-Proto, the Host
+ * header, the path as sent), or null when the Host header makes no URL: Next answers those.
+ */
+export function requestUrl(req: IncomingMessage): string | null {
+  const encrypted = (req.socket as Partial<TLSSocket>).encrypted === true;
+  const proto = encrypted || String(req.headers["x-forwarded-proto"] ?? "").includes("https") ? "https" : "http";
+  const url = `${proto}://${req.headers.host ?? "localhost"}${req.url ?? "/"}`;
+  return URL.canParse(url) ? url : null;
+}
+
+/** The web Request of a Node request whose URL is `url` (from requestUrl); `signal` aborts it. */
+export function webRequest(req: IncomingMessage, url: string, signal: AbortSignal): Request {
+  const method = req.method ?? "GET";
+  const body = method === "GET" || method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
+  return new Request(url, { method, headers: webHeaders(req), body, duplex: "half", signal } as RequestInit);
+}
+
+/** A signal that aborts when the response's connection closes before the answer was sent. */
+export function clientGoneSignal(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/**
+ * Sends a route's Response, read whole (the routes served this way answer JSON envelopes), with
+ * its Content-Length. A request body the route left unread (refused before it was read, e.g.
+ * 413) is not drained: the connection closes with the answer.
+ */
+export async function sendWebResponse(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
+  const body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
+  const headers: Record<string, string | string[] | number> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== "set-cookie") headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length) headers["set-cookie"] = cookies;
+  if (body) headers["content-length"] = body.byteLength;
+  if (!req.complete) headers.connection = "close";
+  if (res.destroyed) return;
+  res.writeHead(response.status, headers).end(body ?? undefined);
+}
