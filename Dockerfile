@@ -52,7 +52,7 @@ ENV NODE_ENV=production \
     NEXT_MANUAL_SIG_HANDLE=true \
     NEXT_TELEMETRY_DISABLED=1 \
     NPM_CONFIG_UPDATE_NOTIFIER=false
-# server.js, .next (server bundles and static assets), the traced node_modules (PGlite and its
+# scripts/start.mjs (the server; Next's server.js is there too), .next (server bundles and static assets), the traced node_modules (PGlite and its
 # WebAssembly, pg, the Prisma runtime, the AWS SDK, pino, next, react), prisma/migrations (applied
 # on start), scripts/admin.mjs and a package.json whose `npm run -s admin` runs it:
 #   docker compose exec relay npm run -s admin -- key create --account you@example.com --name prod
@@ -71,5 +71,6 @@ HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
 # lets sends and requests under way finish within SHUTDOWN_GRACE_SECONDS (25 by default; give
 # the container longer, e.g. stop_grace_period: 30s), returns the rest to the queue and exits 0.
 STOPSIGNAL SIGTERM
-# A 64 MB young generation, as `npm start` (package.json): fewer scavenges per request.
-CMD ["node", "--max-semi-space-size=64", "server.js"]
+# `npm start`'s server (scripts/start.mjs: provider webhooks and /v1 answered before Next's
+# router), with a 64 MB young generation as package.json runs it: fewer scavenges per request.
+CMD ["node", "--max-semi-space-size=64", "scripts/start.mjs"]

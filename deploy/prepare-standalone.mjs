@@ -5,6 +5,9 @@
 //     every repository file whose path could match, i.e. a development run's ./data (database,
 //     credentials.key, uploaded files) and a few source files under a "files" folder;
 //   - .next/static (the browser's assets) and public/, which Next leaves to the deployer;
+//   - scripts/start.mjs, the production server `npm start` runs (Next's handler behind the fast
+//     routes of server/http/fast-routes.ts), which the tree's package.json and the image run
+//     instead of Next's server.js;
 //   - the operator CLI, bundled into scripts/admin.mjs, and a package.json whose `npm run -s admin`
 //     runs it (so `docker compose exec relay npm run -s admin -- key create ...` works);
 //   - checks that what the server reads at run time is there (migrations, PGlite's WebAssembly,
@@ -66,6 +69,10 @@ for (const entry of fresh ? await ownEntries() : []) {
 const leaked = fresh ? (await ownEntries()).filter((e) => ["credentials.key", "PG_VERSION", "server.json", "pglite.lock"].includes(e.name)) : [];
 if (leaked.length) fail(`data of a development run was copied into the tree; remove it and build again:\n  ${leaked.map((e) => e.full).join("\n  ")}`);
 
+// The production server (npm start's, with its fast routes) in place of Next's server.js.
+await mkdir(path.join(out, "scripts"), { recursive: true });
+await cp(path.join(root, "scripts", "start.mjs"), path.join(out, "scripts", "start.mjs"));
+
 // 2. Assets Next serves from disk but does not copy.
 await rm(path.join(out, ".next", "static"), { recursive: true, force: true });
 await cp(path.join(root, ".next", "static"), path.join(out, ".next", "static"), { recursive: true });
@@ -107,7 +114,7 @@ await writeFile(
       private: true,
       type: pkg.type,
       engines: pkg.engines,
-      scripts: { start: "node server.js", admin: "node scripts/admin.mjs" },
+      scripts: { start: pkg.scripts.start, admin: "node scripts/admin.mjs" },
     },
     null,
     2,

@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,7 +10,7 @@ import { freePort, freshPostgresDatabase, stopWithSigterm, waitUntilUp } from ".
 // The deploy artifact: the standalone server of `npm run build` (output: "standalone"), completed
 // by deploy/prepare-standalone.mjs exactly as the Dockerfile does, copied out of the repository
 // (so nothing can be found in the repository's node_modules) and run as the image runs it:
-// `node server.js` with the image's environment, set up with `npm run -s admin` inside the tree:
+// `npm start` (scripts/start.mjs) with the image's environment, set up with `npm run -s admin` inside the tree:
 // on PostgreSQL with files in an S3-compatible store (s3rver), as compose.yaml runs it, and on
 // embedded PGlite with files in DATA_DIR, as the image runs on its own.
 
@@ -44,7 +44,10 @@ function imageEnv(port: number, extra: Record<string, string>): NodeJS.ProcessEn
 }
 
 async function startTree(env: NodeJS.ProcessEnv): Promise<string> {
-  child = spawn(process.execPath, ["server.js"], { cwd: tree, env, stdio: ["ignore", "ignore", "inherit"] });
+  // As the image runs it: the tree's `npm start` (node <flags> scripts/start.mjs), not Next's server.js.
+  const start = (JSON.parse(readFileSync(path.join(tree, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start.split(" ");
+  expect(start.slice(-1)).toEqual(["scripts/start.mjs"]);
+  child = spawn(process.execPath, start.slice(1), { cwd: tree, env, stdio: ["ignore", "ignore", "inherit"] });
   const base = `http://127.0.0.1:${env.PORT}`;
   await waitUntilUp(`${base}/readyz`, child, "the standalone server did not come up");
   return base;
@@ -109,6 +112,10 @@ describe("standalone server against PostgreSQL and S3", () => {
 
     const page = await fetch(`${base}/sign-in`);
     expect(page.status).toBe(200);
+    // The build's config applies (the tree has no next.config: start.mjs passes the build's resolved one).
+    expect(page.headers.get("x-frame-options")).toBe("DENY");
+    expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    expect(page.headers.get("x-powered-by")).toBeNull();
     const script = (await page.text()).match(/\/_next\/static\/[^"]+\.js/)?.[0];
     expect(script).toBeDefined();
     expect((await fetch(`${base}${script}`)).status).toBe(200);
@@ -127,6 +134,8 @@ describe("standalone server against PostgreSQL and S3", () => {
     expect(inbound.status).toBe(201);
     const accepted = await fetch(`${base}/v1/messages`, { method: "POST", headers: auth, body: JSON.stringify({ from: line, to: "+15550001111", text: "from the standalone server" }) });
     expect(accepted.status).toBe(200);
+    // Answered by the start script before Next's router (whose answers carry its Vary: rsc, ...).
+    expect(accepted.headers.get("vary")).toBe("Accept-Encoding");
     const { id } = await accepted.json();
     const deadline = Date.now() + 15_000;
     let item = { status: "pending" };
