@@ -141,7 +141,7 @@ describe("/v1 against npm start", () => {
 
   it("answers /v1 routes on the start script's own listener, compressed as Next compresses", async () => {
     const auth = { authorization: `Bearer ${key}` };
-    // A page of messages is over compression's 1 KiB threshold: gzip for a client that accepts it, as Next does.
+    // A page of messages is over compression's 1 KiB threshold: gzip for a client that accepts it (Next's compression middleware).
     const page = `${base}/v1/messages?from=${encodeURIComponent(line)}`;
     const plain = await fetch(page, { headers: { ...auth, "accept-encoding": "identity" } });
     expect(plain.status).toBe(200);
