@@ -1,8 +1,9 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type S3Server, startS3 } from "../tests/s3";
 import { freePort, freshPostgresDatabase, stopWithSigterm, waitUntilUp } from "./harness";
@@ -17,6 +18,7 @@ import { freePort, freshPostgresDatabase, stopWithSigterm, waitUntilUp } from ".
 const tree = mkdtempSync(path.join(tmpdir(), "relay-standalone-"));
 const dataDirs: string[] = [];
 let child: ChildProcess | undefined;
+const execFileAsync = promisify(execFile);
 /** Operators see /readyz's details with it (outside development, never without one). */
 const METRICS_TOKEN = "metrics-token-e2e-0123";
 
@@ -54,8 +56,12 @@ async function startTree(env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 /** `npm run -s admin -- ...` in the tree, as `docker compose exec relay npm run -s admin -- ...` runs it. */
-function admin(env: NodeJS.ProcessEnv, ...args: string[]): string {
-  return execFileSync("npm", ["run", "-s", "admin", "--", ...args], { cwd: tree, env, encoding: "utf8" }).trim();
+// Asynchronous on purpose: a synchronous call blocks this process's event loop for seconds, so
+// fetch's pool never sees the server close its idle keep-alive connections (after 5 s) and
+// sends the next request on a closed one ("other side closed").
+async function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync("npm", ["run", "-s", "admin", "--", ...args], { cwd: tree, env, encoding: "utf8" });
+  return stdout.trim();
 }
 
 /** SIGTERM: with NEXT_MANUAL_SIG_HANDLE the app alone handles it (server/lifecycle.ts), and exits 0. */
@@ -121,10 +127,10 @@ describe("standalone server against PostgreSQL and S3", () => {
     expect((await fetch(`${base}${script}`)).status).toBe(200);
   });
 
-  it("is set up with the operator CLI shipped in the tree", () => {
-    admin(env, "account", "create", "--email", "ops@example.com", "--password", "standalone password 123");
-    admin(env, "line", "create", "--account", "ops@example.com", "--handle", line, "--advanced");
-    key = admin(env, "key", "create", "--account", "ops@example.com", "--name", "standalone");
+  it("is set up with the operator CLI shipped in the tree", async () => {
+    await admin(env, "account", "create", "--email", "ops@example.com", "--password", "standalone password 123");
+    await admin(env, "line", "create", "--account", "ops@example.com", "--handle", line, "--advanced");
+    key = await admin(env, "key", "create", "--account", "ops@example.com", "--name", "standalone");
     expect(key).toMatch(/^sk_live_/);
   });
 
@@ -169,8 +175,8 @@ describe("standalone server on embedded PGlite", () => {
   it("opens its database in DATA_DIR, serves the CLI on its socket and exits on SIGTERM", async () => {
     const env = imageEnv(await freePort(), {});
     const base = await startTree(env);
-    admin(env, "account", "create", "--email", "solo@example.com", "--password", "standalone password 123");
-    const key = admin(env, "key", "create", "--account", "solo@example.com", "--name", "solo");
+    await admin(env, "account", "create", "--email", "solo@example.com", "--password", "standalone password 123");
+    const key = await admin(env, "key", "create", "--account", "solo@example.com", "--name", "solo");
     const lines = await fetch(`${base}/v1/lines`, { headers: { authorization: `Bearer ${key}` } });
     expect(lines.status).toBe(200);
     expect((await lines.json()).data).toEqual(expect.any(Array));
