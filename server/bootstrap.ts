@@ -5,7 +5,7 @@ import { config } from "./config";
 import { startChangeListener } from "./cache/changes";
 import { database } from "./db";
 import { SocketPathTooLongError, startQueuedSocket } from "./db/socket-queue";
-import { sandboxLine } from "./services/lines";
+import { sandboxLine } from "./services/sandbox-line";
 import { loadSigningSecret } from "./storage/signed-urls";
 
 // Server start: open (and migrate) the database, make sure the sandbox line and the signing

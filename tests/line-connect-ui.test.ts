@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Actor } from "@/server/auth/actor";
 import { sessionActorFor } from "@/server/auth/session";
-import { sandboxLine } from "@/server/services/lines";
+import { sandboxLine } from "@/server/services/sandbox-line";
 import { handleTrpc } from "@/server/trpc/http";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { createCaller } from "@/server/trpc/router";

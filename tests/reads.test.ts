@@ -202,7 +202,8 @@ describe("read endpoints", () => {
     expect(failed.body.data.map((o: { id: string }) => o.id)).toEqual([ids[2]]);
 
     // A key restricted to another line lists none of these, but still sees sandbox items.
-    const { createLine, sandboxLine } = await import("@/server/services/lines");
+    const { createLine } = await import("@/server/services/lines");
+    const { sandboxLine } = await import("@/server/services/sandbox-line");
     const { makeKey } = await import("./helpers");
     const other = await createLine({ accountId: f.accountId, handle: phone() });
     const sandboxItem = newId("outbox");

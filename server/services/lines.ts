@@ -16,37 +16,6 @@ import { linesForActor } from "./tenancy";
 
 // Lines and the access rules every line-scoped request goes through.
 
-let sandboxLinePromise: Promise<Line> | undefined;
-
-/** The shared sandbox line, created (or renamed to SANDBOX_LINE_HANDLE) on first use. */
-export function sandboxLine(): Promise<Line> {
-  sandboxLinePromise ??= (async () => {
-    const db = await getDb();
-    const handle = normalizeHandle(config().SANDBOX_LINE_HANDLE);
-    const existing = await db.line.findFirst({ where: { isSandbox: true } });
-    if (existing) {
-      if (existing.handle === handle) return existing;
-      return db.line.update({ where: { id: existing.id }, data: { handle } });
-    }
-    try {
-      return await db.line.upsert({
-        where: { handle },
-        create: { id: newId("line"), handle, label: "Sandbox", service: "imessage", advancedFeatures: true, isSandbox: true },
-        update: {},
-      });
-    } catch (err) {
-      // Instances starting together on a fresh database race to create it (the upsert reads,
-      // then inserts): the one that lost reads the winner's.
-      if ((err as { code?: string }).code !== "P2002") throw err;
-      return db.line.findUniqueOrThrow({ where: { handle } });
-    }
-  })().catch((err: unknown) => {
-    sandboxLinePromise = undefined;
-    throw err;
-  });
-  return sandboxLinePromise;
-}
-
 /** Throws unless the caller may use this line (which must be its own or the sandbox). */
 export async function assertLineAccess(actor: Actor, line: Pick<Line, "id" | "isSandbox">): Promise<void> {
   if (line.isSandbox) {

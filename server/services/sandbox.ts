@@ -4,7 +4,7 @@ import { config } from "../config";
 import { getDb } from "../db";
 import { peek } from "../http/rate-limit";
 import { notifyChange } from "../cache/changes";
-import { sandboxLine } from "./lines";
+import { sandboxLine } from "./sandbox-line";
 import { requireSandboxOwner } from "./sandbox-state";
 
 // The sandbox: one shared line every key may use once its account has paired a phone by

@@ -1,7 +1,7 @@
 import type { Actor } from "../auth/actor";
 import type { Line } from "../generated/prisma/client";
 import { getDb } from "../db";
-import { sandboxLine } from "./lines";
+import { sandboxLine } from "./sandbox-line";
 
 // Which rows a caller may see, as Prisma where-clauses: the rows of its account, on the lines
 // its key may use. A line-restricted key still reaches the shared sandbox line (SPEC.md
