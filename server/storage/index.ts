@@ -6,23 +6,13 @@ import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { config } from "../config";
 import { s3Storage } from "./s3";
+import type { Storage } from "./types";
 import { withTimeout } from "../timeout";
 
 // File bytes behind a small interface, chosen by STORAGE_URL: a local directory (DATA_DIR/files
 // by default, memory when DATA_DIR is ":memory:") or an S3 bucket (./s3.ts).
 
-/** What put stores: bytes at hand, or chunks as they arrive (an upload being read). */
-export type BlobSource = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
-
-export interface Storage {
-  /** Stores the blob. If the source fails (e.g. an upload over the limit), nothing is left under key. */
-  put(key: string, source: BlobSource): Promise<void>;
-  /** The blob as a stream of chunks with its size, or null when there is none. */
-  open(key: string): Promise<{ size: number; stream: Readable } | null>;
-  delete(key: string): Promise<void>;
-  /** One line naming the store and what an error of it means (checkStorage's message). */
-  explain(err: unknown): string;
-}
+export type { BlobSource, Storage } from "./types";
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
 

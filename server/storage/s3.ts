@@ -3,7 +3,7 @@ import { DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } f
 import { Upload } from "@aws-sdk/lib-storage";
 import type { StorageLocation } from "../config";
 import { ApiError } from "../errors";
-import type { BlobSource, Storage } from "./index";
+import type { BlobSource, Storage } from "./types";
 
 // STORAGE_URL=s3://<bucket>: file bytes in S3 or an S3-compatible server (MinIO, s3rver).
 // Uploads stream through lib-storage in 8 MiB parts, at most two in flight, so an upload holds
