@@ -1,0 +1,51 @@
+// The shape of the production code, checked in CI (`npm run lint:deps`, .ci/run): rules that
+// hold, plus .dependency-cruiser-known-violations.json, the violations that were there when the
+// rules came (the delivery engine's import circle, issue 24). A new violation fails; a known
+// one that is fixed leaves the list with `npm run lint:deps:baseline`. See docs/development.md.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "An import circle: the modules in it can only be understood (and loaded) together.",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "server-not-to-app",
+      severity: "error",
+      comment: "server/ is below the Next.js pages and route files: it never imports them.",
+      from: { path: "^server/" },
+      to: { path: "^(app|components)/" },
+    },
+    {
+      name: "provider-folders-apart",
+      severity: "error",
+      comment: "A provider's folder uses the shared platform code, never another provider's folder.",
+      from: { path: "^server/platform/([^/]+)/" },
+      to: { path: "^server/platform/[^/]+/", pathNot: "^server/platform/$1/" },
+    },
+    {
+      name: "services-not-to-runners",
+      severity: "error",
+      comment: "Services fire signals and runners subscribe: no service imports a runner.",
+      from: { path: "^server/services/" },
+      to: { path: "^server/(delivery|webhooks)/runner\\.ts$" },
+    },
+    {
+      name: "production-not-to-tests",
+      severity: "error",
+      comment: "Production code never imports a test, a test helper or a fake.",
+      from: { pathNot: "\\.test\\.ts$|^tests/|^e2e/" },
+      to: { path: "\\.test\\.ts$|^tests/|^e2e/" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^server/generated/|\\.test\\.ts$" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"] },
+  },
+};
