@@ -7,6 +7,7 @@ import { database } from "./db";
 import { SocketPathTooLongError, startQueuedSocket } from "./db/socket-queue";
 import { sandboxLine } from "./services/sandbox-line";
 import { loadSigningSecret } from "./storage/signed-urls";
+import { log } from "./observability/log";
 
 // Server start: open (and migrate) the database, make sure the sandbox line and the signing
 // secret exist, and on embedded PGlite open a Unix socket (DATA_DIR/run, this OS user only)
@@ -36,7 +37,7 @@ export async function bootstrap(): Promise<void> {
       socket = await startQueuedSocket(db.pglite, path.join(/*turbopackIgnore: true*/ c.dataDir, SOCKET_DIR));
     } catch (err) {
       if (!(err instanceof SocketPathTooLongError)) throw err;
-      console.warn(`[db] ${err.message} The operator CLI cannot reach this server's database while it runs.`);
+      log().warn({ reason: err.message }, "the operator CLI cannot reach this server's database while it runs");
       return;
     }
     const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port }, publicUrl: c.PUBLIC_URL };

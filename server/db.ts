@@ -19,6 +19,7 @@ import { processSingleton } from "./singleton";
 export type Db = PrismaClient;
 export type { Prisma } from "./generated/prisma/client";
 import type { Prisma } from "./generated/prisma/client";
+import { log } from "./observability/log";
 
 export interface Database {
   prisma: PrismaClient;
@@ -80,7 +81,7 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   const open = (dir?: string) => (c.PGLITE_THREAD ? PGliteThread.create(dir) : PGlite.create(dir));
   if (c.dataDir) {
     const fixed = secureDataDir(c.dataDir);
-    if (fixed) console.warn(`[data] made DATA_DIR private: ${fixed} file and directory mode(s) set to 0600/0700 in ${c.dataDir}`);
+    if (fixed) log().warn({ data_dir: c.dataDir, modes_set: fixed }, "made DATA_DIR private: file and directory modes set to 0600/0700");
     unlock = lockDataDir(c.dataDir);
     try {
       pglite = await open(path.join(/*turbopackIgnore: true*/ c.dataDir, "pglite"));
@@ -198,13 +199,19 @@ export function chunkRows<R extends unknown[]>(rows: R[], extra = 0): R[][] {
 
 /**
  * `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list.
+ * Each column's entry in `casts` follows its placeholder (`::jsonb`), or wraps it where it
+ * holds a `$` (`ARRAY(SELECT jsonb_array_elements_text($::jsonb))`).
  * Throws past MAX_STATEMENT_PARAMS: a caller with unbounded rows chunks them (chunkRows).
  */
 export function valuesList(rows: unknown[][], casts: readonly string[] = []): { text: string; params: unknown[] } {
   const count = rows.reduce((n, r) => n + r.length, 0);
   if (count > MAX_STATEMENT_PARAMS) throw new Error(`a VALUES list of ${count} parameters (at most ${MAX_STATEMENT_PARAMS}): chunk its rows`);
   const params: unknown[] = [];
-  const tuples = rows.map((row) => `(${row.map((value, i) => `$${params.push(value)}${casts[i] ?? ""}`).join(", ")})`);
+  const placeholder = (value: unknown, cast = "") => {
+    const p = `$${params.push(value)}`;
+    return cast.includes("$") ? cast.replace("$", () => p) : p + cast;
+  };
+  const tuples = rows.map((row) => `(${row.map((value, i) => placeholder(value, casts[i])).join(", ")})`);
   return { text: tuples.join(", "), params };
 }
 

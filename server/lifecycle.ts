@@ -1,15 +1,13 @@
 import { config } from "./config";
 import { closeDatabase } from "./db";
-import { releaseOwnClaims } from "./delivery/outbox";
-import { stopRunner } from "./delivery/runner";
+import { releaseOwnClaims } from "./outbox/queue";
+import { claimedDeliveries, stopEngine } from "./engine";
 import { requestsSettled, stopAccepting } from "./observability/http-hook";
 import { log } from "./observability/log";
-import { stopLineMonitor } from "./services/line-monitor";
 import { beginShutdown } from "./shutdown";
 import { processSingleton } from "./singleton";
 import { withTimeout } from "./timeout";
 import { releaseDeliveries } from "./webhooks/delivery";
-import { claimedDeliveries, stopWebhookRunner } from "./webhooks/runner";
 
 // Graceful shutdown, owned by the app (Next.js would otherwise exit with 143 as soon as its
 // HTTP server has closed, abandoning sends and webhook attempts under way). On SIGTERM or
@@ -48,8 +46,7 @@ async function run(reason: string): Promise<void> {
   }, graceMs + HARD_STOP_EXTRA_MS).unref();
   beginShutdown();
   stopAccepting();
-  stopLineMonitor();
-  await Promise.all([stopRunner(left()), stopWebhookRunner(left()), requestsSettled(left())]).catch((err: unknown) =>
+  await Promise.all([stopEngine(left()), requestsSettled(left())]).catch((err: unknown) =>
     logger.error({ err }, "stopping the runners failed"),
   );
   try {

@@ -1,18 +1,16 @@
 import { ConfigError, config } from "./config";
 import { checkStorage } from "./storage";
 import { database, getDb } from "./db";
-import { releaseAllClaims } from "./delivery/outbox";
+import { releaseAllClaims } from "./outbox/queue";
 import { checkFfmpeg } from "./audio/ffmpeg";
 import { bootstrap } from "./bootstrap";
-import { startRunner } from "./delivery/runner";
 import { releaseExpiredDeliveries } from "./webhooks/delivery";
-import { startWebhookRunner } from "./webhooks/runner";
+import { startEngine } from "./engine";
 import { seedDevAccount } from "./dev-seed";
 import { ownSignals } from "./lifecycle";
 import { installHttpHook, switchObservabilityOnSignal } from "./observability/http-hook";
 import { credentialsKeySource } from "./credentials";
 import { sealUnboundSecrets } from "./platform/connection";
-import { catchUpAll, startLineMonitor } from "./services/line-monitor";
 import { type RouteModule, registerFastRoutes } from "./http/fast-routes";
 import { log } from "./observability/log";
 
@@ -54,17 +52,11 @@ export async function startServer(options: StartOptions = {}): Promise<void> {
   const { kind } = await database();
   if (kind === "pglite") {
     const released = await releaseAllClaims();
-    if (released) console.log(`[outbox] ${released} item(s) claimed before a crash are pending again.`);
+    if (released) log().warn({ outbox_items: released }, "items claimed before a crash are pending again");
     const deliveries = await releaseExpiredDeliveries(new Date(), { all: true });
-    if (deliveries) console.log(`[webhooks] ${deliveries} delivery(ies) under way before a crash will be sent again (same delivery IDs).`);
+    if (deliveries) log().warn({ webhook_deliveries: deliveries }, "deliveries under way before a crash will be sent again (same delivery IDs)");
   }
-  if (c.deliveryEngine === "embedded") {
-    await startRunner();
-    startWebhookRunner();
-    startLineMonitor(); // probes and catch-up; with Inngest, the probe-lines function
-  } else {
-    void catchUpAll().catch((err: unknown) => log().error({ err }, "catch-up on start failed"));
-  }
+  await startEngine();
   const db = await getDb();
   const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
   const engine = c.deliveryEngine === "inngest" ? `Inngest (functions served at ${c.PUBLIC_URL}/api/inngest)` : "embedded runner";
@@ -95,14 +87,16 @@ export async function startServer(options: StartOptions = {}): Promise<void> {
   console.log(`\n${lines.join("\n")}\n`);
   const keySource = credentialsKeySource();
   if (c.isProduction && keySource !== "env") {
-    console.warn(
-      `[credentials] CREDENTIALS_KEY is not set: provider credentials are encrypted with a key generated in ${c.dataDir ?? "memory"}${c.dataDir ? "/credentials.key" : ""}. Set CREDENTIALS_KEY (the same on every instance) and keep it safe: without it stored line credentials cannot be read.`,
+    log().warn(
+      { key_file: c.dataDir ? `${c.dataDir}/credentials.key` : null },
+      "CREDENTIALS_KEY is not set: provider credentials are encrypted with a generated key. Set CREDENTIALS_KEY (the same on every instance) and keep it safe: without it stored line credentials cannot be read.",
     );
   }
   const ffmpeg = await checkFfmpeg();
   if (!ffmpeg.ok) {
-    console.warn(
-      `[audio] ${ffmpeg.reason} (FFMPEG_PATH=${ffmpeg.path}): POST /v1/audio-messages answers 503 audio_conversion_unavailable until ffmpeg with libopus and ffprobe is installed.`,
+    log().warn(
+      { reason: ffmpeg.reason, ffmpeg_path: ffmpeg.path },
+      "POST /v1/audio-messages answers 503 audio_conversion_unavailable until ffmpeg with libopus and ffprobe is installed",
     );
   }
 }

@@ -8,7 +8,7 @@ import { readCafInfo } from "@/server/audio/caf";
 import { checkFfmpeg, convertToVoiceMemo, ffprobePath, setConversionLimitsForTests } from "@/server/audio/ffmpeg";
 import { ApiError } from "@/server/errors";
 import { resetConfig } from "@/server/config";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { newId } from "@/server/ids";
 import { voiceMemoFilename } from "@/server/services/send-audio";
 import { call, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";

@@ -54,7 +54,7 @@ const SERVER = `
   await bootstrap();
   if (process.env.SEED !== "1") return out({ ready: true });
   const { randomBytes } = await import("node:crypto");
-  const modules = ["db", "services/accounts", "services/lines", "services/line-connections", "auth/api-keys", "auth/scopes", "services/files", "services/send", "services/webhooks", "services/simulator", "delivery/runner", "webhooks/runner"];
+  const modules = ["db", "services/accounts", "services/lines", "services/line-connections", "auth/api-keys", "auth/scopes", "services/files", "services/send", "services/webhooks", "services/simulator", "engine/outbox-runner", "engine/webhook-runner"];
   const [{ getDb }, { createAccount }, { createLine }, { createConnectedLine }, { authenticate, createApiKey }, { SCOPES }, { storeFile }, { sendMessage }, { createWebhook }, { simulateMessage }, { startRunner, stopRunner }, { startWebhookRunner, stopWebhookRunner }] =
     await Promise.all(modules.map((m) => import("./server/" + m + ".ts")));
   const account = await createAccount({ email: "owner@example.com", password: "correct horse battery staple" });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sessionActorFor } from "@/server/auth/session";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { verifyCredentials } from "@/server/services/accounts";
 import { handleTrpc } from "@/server/trpc/http";
 import { appRouter, createCaller } from "@/server/trpc/router";

@@ -199,7 +199,8 @@ describe("files", () => {
   });
 
   it("a file of another line that an unrestricted key sent on the restricted key's line: link, GET /v1/files and GraphQL agree", async () => {
-    const { claimOne, recordOne, sendOne } = await import("@/server/delivery/outbox");
+    const { claimOne } = await import("@/server/outbox/queue");
+    const { recordOne, sendOne } = await import("@/server/outbox/deliver");
     const a = await makeAccount();
     const { createLine } = await import("@/server/services/lines");
     const second = await createLine({ accountId: a.accountId, handle: phone() });

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { newId } from "@/server/ids";
 import { db, gql, inbound, makeAccount, makeKey, phone, post, type ApiResult, type Fixture } from "./helpers";
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { hashKey } from "@/server/auth/api-keys";
 import { config, resetConfig } from "@/server/config";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { liveListenerReady, liveSubscriberCount } from "@/server/events/live";
 import { newId } from "@/server/ids";
 import { openStreams } from "@/server/services/stream-slots";

@@ -9,17 +9,20 @@ import { createAccount } from "@/server/services/accounts";
 import { createLine } from "@/server/services/lines";
 import { createConnectedLine } from "@/server/services/line-connections";
 import { providerLine } from "@/server/platform/connection";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
-import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
+import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
+import { startWebhookRunner, stopWebhookRunner } from "@/server/engine/webhook-runner";
+import { startChores, stopChores } from "@/server/engine/chores";
 import type { FakeTwilio } from "./fakes/twilio";
 
-/** Runs the outbox runner and the webhook sender while this file's tests run. */
+/** Runs the outbox runner, the webhook sender and the delivery chores (not the line probes) while this file's tests run. */
 export function runDelivery(): void {
   beforeAll(async () => {
     await startRunner();
     startWebhookRunner();
+    startChores((chore) => chore.id !== "probe-due-lines");
   });
   afterAll(async () => {
+    await stopChores();
     await stopWebhookRunner();
     await stopRunner();
   });

@@ -14,12 +14,12 @@ const eventApiPort = vi.hoisted(() => {
 
 import { createDeliverOutboxItem } from "@/inngest/functions/deliver-outbox-item";
 import { createDeliverWebhooks } from "@/inngest/functions/deliver-webhooks";
-import { createSweepOutbox, OVERDUE_MS } from "@/inngest/functions/sweep-outbox";
-import { createProbeLines } from "@/inngest/functions/probe-lines";
+import { createRunChores, OVERDUE_MS } from "@/inngest/functions/run-chores";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { verifyWebhook } from "@/server/webhooks/signing";
 import { inngest } from "@/inngest/client";
 import { config } from "@/server/config";
+import { startEngine, stopEngine } from "@/server/engine";
 import { blueBubblesLine, call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 const q = encodeURIComponent;
@@ -38,8 +38,14 @@ const eventApi = http.createServer((req, res) => {
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ids: events.map((_, i) => `evt${i}`), status: 200 }));
   });
 });
-beforeAll(() => new Promise<void>((resolve) => eventApi.listen(eventApiPort, "127.0.0.1", resolve)));
-afterAll(() => new Promise<void>((resolve) => eventApi.close(() => resolve())));
+beforeAll(async () => {
+  await new Promise<void>((resolve) => eventApi.listen(eventApiPort, "127.0.0.1", resolve));
+  await startEngine(); // under Inngest: announces committed work
+});
+afterAll(async () => {
+  await stopEngine(1_000);
+  await new Promise<void>((resolve) => eventApi.close(() => resolve()));
+});
 
 const deliver = () => createDeliverOutboxItem(inngest);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -116,9 +122,9 @@ describe("Inngest engine", () => {
       data: { status: "claimed", claimedBy: "inngest:dead-run", leaseExpiresAt: past, availableAt: past, attempts: 1 },
     });
 
-    const sweep = new InngestTestEngine({ function: createSweepOutbox(inngest), steps: [{ id: "redeliver", handler: () => ({ ids: [] }) }] });
+    const sweep = new InngestTestEngine({ function: createRunChores(inngest), steps: [{ id: "redeliver", handler: () => ({ ids: [] }) }] });
     const { result, ctx } = await sweep.execute();
-    expect((result as { released: number }).released).toBeGreaterThanOrEqual(1);
+    expect((result as { chores: Record<string, number> }).chores["release-expired-outbox-leases"]).toBeGreaterThanOrEqual(1);
     expect((result as { redelivered: string[] }).redelivered).toEqual(expect.arrayContaining([lost.id, stuck.id]));
     const sent = ctx.step.sendEvent.mock.calls[0]![1] as { name: string; data: { id: string } }[];
     expect(sent.map((e) => e.data.id)).toEqual(expect.arrayContaining([lost.id, stuck.id]));
@@ -212,8 +218,8 @@ describe("Inngest engine", () => {
       expect(bb.requests.filter((r) => r.path === "/api/v1/message/text").map((r) => (r.body as { tempGuid: string }).tempGuid)).toEqual([item1.id, item2.id]);
 
       await (await db()).line.update({ where: { id: line.id }, data: { lastProbeAt: null, status: "degraded", failures: 1 } });
-      const probe = await new InngestTestEngine({ function: createProbeLines(inngest) }).execute();
-      expect((probe.result as { probed: number }).probed).toBeGreaterThanOrEqual(1);
+      const chores = await new InngestTestEngine({ function: createRunChores(inngest), steps: [{ id: "redeliver", handler: () => ({ ids: [] }) }] }).execute();
+      expect((chores.result as { chores: Record<string, number> }).chores["probe-due-lines"]).toBeGreaterThanOrEqual(1);
       expect(await (await db()).line.findUniqueOrThrow({ where: { id: line.id } })).toMatchObject({ status: "connected", failures: 0 });
     } finally {
       await bb.close();

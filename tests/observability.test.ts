@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig, resetConfig } from "@/server/config";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { ApiError } from "@/server/errors";
 import { errorAnswer } from "@/server/http/responses";
 import { annotateRequest, requestIdOf } from "@/server/observability/context";
@@ -10,7 +10,7 @@ import { installHttpHook, openRequests } from "@/server/observability/http-hook"
 import { LineBatch, log, logRequest, readableLine, resetLogger } from "@/server/observability/log";
 import { metrics } from "@/server/observability/metrics";
 import { routeTemplate, tableOf } from "@/server/observability/routes";
-import { startWebhookRunner, stopWebhookRunner } from "@/server/webhooks/runner";
+import { startWebhookRunner, stopWebhookRunner } from "@/server/engine/webhook-runner";
 import { dispatch, get, inbound, makeAccount, post } from "./helpers";
 import { captureLog } from "./log-capture";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { claimDue, deliverBatch } from "@/server/delivery/outbox";
+import { claimDue } from "@/server/outbox/queue";
+import { deliverBatch } from "@/server/outbox/deliver";
 import { db, get, inbound, makeAccount, phone, post } from "./helpers";
 
 // A batch of sent items is recorded in one transaction. When the database refuses it because

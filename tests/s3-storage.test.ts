@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { config } from "@/server/config";
 import { getDb } from "@/server/db";
 import { s3Storage } from "@/server/storage/s3";
 import { catchUpLine } from "@/server/services/line-monitor";
 import { storage } from "@/server/storage";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
+import { captureLog } from "./log-capture";
 import { blueBubblesLine, call, dispatch, expectRequestId, makeAccount, phone } from "./helpers";
 import { startS3, useStorageEnv, type S3Server } from "./s3";
 
@@ -58,12 +59,11 @@ describe("files on S3", () => {
   });
 
   it("with the bucket's server down, uploads and downloads answer 503 storage_unavailable with a request_id, and no File is created", async () => {
-    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     await s3.stop();
     const db = await getDb();
     const before = await db.file.count({ where: { accountId } });
 
-    const res = await upload(apiKey, randomBytes(1000));
+    const { result: res, records } = await captureLog(() => upload(apiKey, randomBytes(1000)));
     expect(res.status).toBe(503);
     expect(res.body.error).toMatchObject({ type: "api_error", code: "storage_unavailable" });
     expectRequestId(res);
@@ -73,12 +73,12 @@ describe("files on S3", () => {
     expect(download.status).toBe(503);
     const body = await download.json();
     expect(body).toMatchObject({ error: { code: "storage_unavailable" }, request_id: expect.stringMatching(/^req_/) });
-    expect(warn).toHaveBeenCalledWith(expect.stringMatching(/^\[storage\] STORAGE_URL: bucket "relay-test" at .* is unreachable/));
-    warn.mockRestore();
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: 40, msg: "file storage (STORAGE_URL) failed", reason: expect.stringMatching(/^bucket "relay-test" at .* is unreachable/) }),
+    );
   });
 
   it("a provider message whose attachment cannot be stored is refused with 503, and taken in once the bucket is back", async () => {
-    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     const answers: number[] = [];
     const bb = await startFakeBlueBubbles({
       deliver: async (url, body) => {
@@ -109,7 +109,6 @@ describe("files on S3", () => {
       expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
     } finally {
       await bb.close();
-      warn.mockRestore();
     }
   });
 });

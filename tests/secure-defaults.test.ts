@@ -48,13 +48,11 @@ describe("a server started with NODE_ENV=staging", () => {
     vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void logged.push(args.join(" ")));
     vi.spyOn(console, "warn").mockImplementation(() => undefined);
     const { startServer } = await import("@/server/startup");
-    const { stopRunner } = await import("@/server/delivery/runner");
-    const { stopWebhookRunner } = await import("@/server/webhooks/runner");
+    const { stopEngine } = await import("@/server/engine");
     try {
       await startServer();
     } finally {
-      await stopWebhookRunner();
-      await stopRunner();
+      await stopEngine(5_000);
     }
     const banner = logged.join("\n");
     expect(banner).toContain("Create an account, a line and a key with the operator CLI");

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { claimDue, deliver, deliverBatch, releaseExpiredLeases } from "@/server/delivery/outbox";
-import { serialRounds, startRunner, stopRunner } from "@/server/delivery/runner";
+import { claimDue, releaseExpiredLeases } from "@/server/outbox/queue";
+import { deliver, deliverBatch } from "@/server/outbox/deliver";
+import { serialRounds, startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { hit } from "@/server/http/rate-limit";
 import { newId } from "@/server/ids";
 import { DAY_MS, sandboxQuotaBucket } from "@/server/services/sandbox";

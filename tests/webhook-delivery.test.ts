@@ -1,8 +1,10 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { startRunner, stopRunner } from "@/server/delivery/runner";
+import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { verifyWebhook } from "@/server/webhooks/signing";
-import { startWebhookRunner, stopWebhookRunner, wakeWebhooks } from "@/server/webhooks/runner";
+import { startWebhookRunner, stopWebhookRunner } from "@/server/engine/webhook-runner";
+import { fire } from "@/server/kernel/signals";
+import { startChores, stopChores } from "@/server/engine/chores";
 import { call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 // Events reach a real receiver on loopback: signed, once per delivery ID, retried on failure
@@ -48,8 +50,10 @@ beforeAll(async () => {
   otherBase = `http://127.0.0.1:${(otherReceiver.address() as { port: number }).port}`;
   await startRunner();
   startWebhookRunner();
+  startChores((chore) => chore.id !== "probe-due-lines"); // expired claims back to pending
 });
 afterAll(async () => {
+  await stopChores();
   await stopWebhookRunner();
   await stopRunner();
   for (const server of [receiver, otherReceiver]) {
@@ -109,7 +113,7 @@ describe("webhook delivery", () => {
       // The next attempt is scheduled 5 s, then 5 min later: bring it forward instead of waiting.
       await vi.waitFor(async () => expect((await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id } })).status).not.toBe("delivering"));
       await prisma.webhookDelivery.updateMany({ where: { webhookId: hook.id, status: "pending" }, data: { nextAttemptAt: new Date() } });
-      wakeWebhooks();
+      fire("webhooks.due");
     }
     const delivery = await prisma.webhookDelivery.findFirstOrThrow({ where: { webhookId: hook.id }, include: { attemptLog: { orderBy: { startedAt: "asc" } } } });
     expect(delivery).toMatchObject({ status: "succeeded", attempts: 3, lastStatusCode: 200 });
@@ -342,7 +346,7 @@ describe("delivery log, resend, rotation, enable and disable", () => {
     // The first retry is 5 s (±20%) later.
     expect(first.next_attempt_at - first.attempt_log[0].started_at).toBeGreaterThanOrEqual(3_900);
     await prisma.webhookDelivery.update({ where: { id }, data: { nextAttemptAt: new Date() } });
-    wakeWebhooks();
+    fire("webhooks.due");
     await vi.waitFor(async () => expect((await detail()).status).toBe("succeeded"), { timeout: 10_000, interval: 50 });
     const done = await detail();
     expect(done.attempt_log.map((a: { status_code: number; response_excerpt: string }) => [a.status_code, a.response_excerpt])).toEqual([

@@ -1,6 +1,6 @@
 import type { Inngest } from "inngest";
-import { recordOne, sendOne } from "@/server/delivery/outbox";
-import { claimForRun } from "@/server/delivery/serial";
+import { recordOne, sendOne } from "@/server/outbox/deliver";
+import { claimForRun } from "@/server/outbox/serial";
 import { inngest } from "../client";
 import { outboxItemCreated } from "../events";
 

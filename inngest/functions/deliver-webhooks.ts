@@ -1,7 +1,5 @@
 import { cron, type Inngest } from "inngest";
-import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt, releaseExpiredDeliveries } from "@/server/webhooks/delivery";
-import { deleteExpiredIdempotencyRecords } from "@/server/http/idempotency";
-import { deleteStaleListenSessions } from "@/server/services/listen";
+import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt } from "@/server/webhooks/delivery";
 import { inngest } from "../client";
 import { webhooksDue } from "../events";
 
@@ -9,7 +7,8 @@ import { webhooksDue } from "../events";
 // POST, attempt log, retry schedule kept on the delivery rows). Runs when a change with
 // deliveries commits (relay/webhooks.due) and every minute. A retry due before the next
 // minute (the schedule's first, 5 s) is not left to the cron: the run sleeps until it is due
-// and announces it, so retries keep their published timing under this engine too.
+// and announces it, so retries keep their published timing under this engine too. Expired
+// claims go back to pending by the run-chores function.
 
 const BATCH = 100;
 /** Batches per run; a longer backlog continues in a run started by this one. */
@@ -29,11 +28,6 @@ export function createDeliverWebhooks(client: Inngest.Any) {
       retries: 4,
     },
     async ({ step }) => {
-      const released = await step.run("release-expired-leases", async () => {
-        await deleteStaleListenSessions();
-        await deleteExpiredIdempotencyRecords();
-        return releaseExpiredDeliveries();
-      });
       let sent = 0;
       let backlog = false;
       for (let round = 1; round <= MAX_ROUNDS; round++) {
@@ -48,7 +42,7 @@ export function createDeliverWebhooks(client: Inngest.Any) {
       }
       if (backlog) {
         await step.sendEvent("continue-backlog", webhooksDue.create({}));
-        return { released, sent, continued: true };
+        return { sent, continued: true };
       }
       // Decided inside a step, so a replay of this run takes the same path.
       const retryAt = await step.run("next-retry", async () => {
@@ -63,7 +57,7 @@ export function createDeliverWebhooks(client: Inngest.Any) {
         // Every run that waited for the same moment sends the same event ID: Inngest keeps one.
         await step.sendEvent("retry-due", webhooksDue.create({}, { id: `webhooks-due-${retryAt}` }));
       }
-      return { released, sent, retryAt };
+      return { sent, retryAt };
     },
   );
 }

@@ -37,7 +37,9 @@ export async function cachingEnabled(): Promise<boolean> {
  */
 export async function notifyChangeAtCommit(query: Query, accountIds: Iterable<string>): Promise<void> {
   if ((await database()).kind !== "postgres") return;
-  for (const accountId of new Set(accountIds)) await query("SELECT pg_notify($1, $2)", [CHANNEL, accountId]);
+  const accounts = [...new Set(accountIds)];
+  // ::text: a void column is more than a Prisma transaction's raw query can read back.
+  if (accounts.length) await query("SELECT pg_notify($1, a)::text FROM unnest($2::text[]) AS a", [CHANNEL, accounts]);
 }
 
 export function changedLocally(accountIds: Iterable<string>): void {

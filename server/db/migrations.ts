@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
+import { log } from "../observability/log";
 
 // Applies prisma/migrations in order and records them in Prisma's own `_prisma_migrations`
 // table (same columns and checksums), so `prisma migrate deploy` stays compatible on machines
@@ -62,7 +63,7 @@ export async function applyMigrations(db: SqlRunner, migrations?: MigrationFile[
           throw new Error(`Migration ${file.name} failed earlier and was not rolled back; fix the database by hand.`);
         }
         if (row.checksum !== file.checksum) {
-          console.warn(`[db] migration ${file.name} was edited after it was applied (checksum differs)`);
+          log().warn({ migration: file.name }, "a migration was edited after it was applied (checksum differs)");
         }
         continue;
       }

@@ -103,7 +103,7 @@ function startListener(): void {
   if (!url || state.listening) return;
   state.listening = listen(url, channel(), {
     onPayload: receive,
-    onDown: () => console.error("[live] lost the LISTEN connection; reconnecting (meanwhile only events published here reach this instance's subscribers)"),
+    onDown: () => log().error("lost the LISTEN connection for live events; reconnecting (meanwhile only events published here reach this instance's subscribers)"),
   });
 }
 

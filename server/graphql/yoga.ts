@@ -10,6 +10,7 @@ import { callerCheck, createContext, type GraphQLContext, graphqlActor, hasSessi
 import { isHandledError, maskError, withRequestId } from "./errors";
 import { anonymousIntrospection, type IntrospectionMode, introspectionDisabledRule } from "./introspection";
 import { schema } from "./schema";
+import { log } from "../observability/log";
 
 // graphql-yoga over the Pothos schema. Per request, in /v1's order: a request ID, then the
 // caller (authentication) and the rate limit before the operation is even parsed, so an
@@ -172,9 +173,9 @@ function createServer() {
     logging: {
       debug: () => undefined,
       info: () => undefined,
-      warn: (...args: unknown[]) => console.warn("[graphql]", ...args),
+      warn: (...args: unknown[]) => log().warn({ detail: args.map(String) }, "graphql"),
       error: (...args: unknown[]) => {
-        if (!args.some(isHandledError)) console.error("[graphql]", ...args);
+        if (!args.some(isHandledError)) log().error({ err: args.find((a) => a instanceof Error), detail: args.filter((a) => !(a instanceof Error)).map(String) }, "graphql error");
       },
     },
     plugins: [requestPlugin(introspection), ...(introspection === "off" ? [introspectionOff] : [])],

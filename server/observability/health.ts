@@ -4,10 +4,9 @@ import { databaseFailedTooLong, databaseFailing, noteDatabaseFailure, shortCause
 import { withTimeout } from "../timeout";
 import { lineStatusCounts } from "./line-counts";
 import { readMigrations } from "../db/migrations";
-import { runnerHealth } from "../delivery/runner";
+import { heartbeat } from "./heartbeats";
 import { isShuttingDown } from "../shutdown";
 import { checkStorage } from "../storage";
-import { webhookRunnerHealth } from "../webhooks/runner";
 
 // GET /readyz: can this instance take traffic? The database answers and carries every
 // migration this build ships, file storage takes a write, and (with the embedded engine) the
@@ -98,8 +97,8 @@ function checkDelivery(): Check {
   if (engine === "inngest") return { ok: true, engine };
   const now = Date.now();
   const loop = (h: { running: boolean; beatAt: number }) => ({ running: h.running, last_round_ms_ago: h.beatAt ? now - h.beatAt : null });
-  const outbox = loop(runnerHealth());
-  const webhooks = loop(webhookRunnerHealth());
+  const outbox = loop(heartbeat("outbox_runner"));
+  const webhooks = loop(heartbeat("webhook_sender"));
   const alive = (l: ReturnType<typeof loop>) => l.running && l.last_round_ms_ago !== null && l.last_round_ms_ago < RUNNER_STALE_MS;
   const ok = alive(outbox) && alive(webhooks);
   return { ok, engine, outbox_runner: outbox, webhook_sender: webhooks, ...(ok ? {} : { error: "a delivery loop is not running" }) };

@@ -1,18 +1,16 @@
 import { createHash, randomUUID } from "node:crypto";
-import { getDb, type Prisma, prismaQuery } from "../db";
+import { getDb, type Prisma } from "../db";
+import { writeMessages } from "../messages/store";
+import { prismaUnitOfWork } from "../write/unit";
 import { ApiError, invalidParam } from "../errors";
-import type { Attachment, Chat, Line, Message, Reaction, ReadReceipt, TypingIndicator } from "../generated/prisma/client";
+import type { Chat, Line, Message, Reaction, ReadReceipt, TypingIndicator } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
 import { newId } from "../ids";
 import { type InboundEvent, InboundEventSchema, type InboundMessage } from "../platform/events";
-import { serializeMessage, serializeReaction } from "../serializers";
+import { serializeReaction } from "../serializers";
 import { type StoredBlob, storeBlob } from "../storage/blobs";
 import { fileUrlSigner } from "../storage/signed-urls";
-import { fanOut } from "../webhooks/fanout";
-import { wakeWebhooks } from "../webhooks/runner";
 import { normalizeActivationCode } from "./sandbox";
-import { notifyChange } from "../cache/changes";
-import { type LiveEvent, notifyLiveAtCommit, publishLocal } from "../events/live";
 
 // ingestInbound: the one way traffic from the other phones enters the service. It routes the
 // event to the owning account (on the sandbox line: the account the sender's phone is paired
@@ -101,14 +99,6 @@ export function directChat(tx: Tx, line: Line, accountId: string, sender: string
 
 const lineService = (line: Line) => (line.service === "sms" ? "sms" : "imessage");
 
-const receivedEvent = (m: Message): LiveEvent => ({
-  type: "message.received",
-  accountId: m.accountId,
-  lineId: m.lineId,
-  chatId: m.chatId,
-  messageId: m.id,
-});
-
 /**
  * Takes in one inbound message. `stored`: the attachment's bytes, already streamed to storage
  * (a provider's download); the caller discards it when the message is not created.
@@ -139,7 +129,8 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
   const url = await fileUrlSigner(); // not inside the transaction: PGlite has one connection
   let message: Message;
   try {
-    message = await db.$transaction(async (tx) => {
+    message = await prismaUnitOfWork(async (unit) => {
+      const { tx } = unit;
       const accountId = await routeAccount(tx, line, sender, text, now, unpaired);
       let chat: Chat;
       if (event.group) {
@@ -157,24 +148,6 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
       } else {
         chat = await directChat(tx, line, accountId, sender, event.providerChatId);
       }
-      const id = newId("message");
-      let attachment: Attachment | null = null;
-      const created = await tx.message.create({
-        data: {
-          id,
-          accountId,
-          lineId: line.id,
-          chatId: chat.id,
-          guid: event.guid ?? randomUUID().toUpperCase(),
-          sender,
-          text: text === "" ? null : text,
-          isFromMe: false,
-          isAudioMessage: event.attachment?.mimeType.startsWith("audio/") || isAudio ? isAudio : null,
-          service,
-          replyToGuid: event.replyToGuid ?? null,
-          sentAt,
-        },
-      });
       if (file && event.attachment) {
         await tx.file.create({
           data: {
@@ -187,46 +160,53 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
             storageKey: file.storageKey,
           },
         });
-        attachment = await tx.attachment.create({
-          data: {
-            id: newId("attachment"),
-            messageId: id,
-            fileId: file.id,
-            filename: event.attachment.filename,
-            mimeType: event.attachment.mimeType,
-            size: file.size,
-            transcription: isAudio ? (event.transcription ?? null) : null,
-          },
-        });
       }
-      const later = chat.lastMessageAt && chat.lastMessageAt > sentAt ? chat.lastMessageAt : sentAt;
-      await tx.chat.update({ where: { id: chat.id }, data: { hasReceivedInbound: true, lastMessageAt: later } });
-      const attachments = attachment ? [attachment] : [];
-      const data = { ...serializeMessage({ ...created, attachments }, url), line_handle: line.handle };
-      await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: "message.received", data }]);
-      await notifyLiveAtCommit(prismaQuery(tx), [receivedEvent(created)]);
-      return created;
+      const [written] = await writeMessages(
+        unit,
+        [
+          {
+            accountId,
+            lineId: line.id,
+            lineHandle: line.handle,
+            chatId: chat.id,
+            guid: event.guid ?? randomUUID().toUpperCase(),
+            sender,
+            text: text === "" ? null : text,
+            isFromMe: false,
+            isAudioMessage: event.attachment?.mimeType.startsWith("audio/") || isAudio ? isAudio : null,
+            service,
+            replyToGuid: event.replyToGuid ?? null,
+            sentAt,
+            attachments:
+              file && event.attachment
+                ? [{ fileId: file.id, filename: event.attachment.filename, mimeType: event.attachment.mimeType, size: file.size, transcription: isAudio ? (event.transcription ?? null) : null }]
+                : [],
+          },
+        ],
+        url,
+      );
+      // The same GUID taken in concurrently: the other request stored it. Nothing of this one stays.
+      if (!written) throw new Repeat();
+      unit.changed(unpaired);
+      return written.message;
     });
   } catch (err) {
-    // The same GUID ingested concurrently: the other request stored it; this one is a repeat.
-    const existing =
-      event.guid && (err as { code?: unknown }).code === "P2002"
-        ? await db.message.findUnique({ where: { lineId_guid: { lineId: line.id, guid: event.guid } } })
-        : null;
-    if (existing) return { message: existing, created: false };
-    throw err;
+    if (!(err instanceof Repeat)) throw err;
+    const existing = event.guid ? await db.message.findUnique({ where: { lineId_guid: { lineId: line.id, guid: event.guid } } }) : null;
+    if (!existing) throw err;
+    return { message: existing, created: false };
   }
-  for (const accountId of new Set([message.accountId, ...unpaired])) await notifyChange(accountId);
-  publishLocal([receivedEvent(message)]);
-  wakeWebhooks();
   return { message, created: true };
 }
 
+/** The message was stored meanwhile by another request: this one's transaction rolls back. */
+class Repeat extends Error {}
+
 export async function ingestReaction(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "reaction" }>>): Promise<Reaction> {
-  const db = await getDb();
   const sender = normalizeHandle(event.sender);
   const sentAt = new Date(event.sentAt ?? Date.now());
-  const result = await db.$transaction(async (tx) => {
+  return prismaUnitOfWork(async (unit) => {
+    const { tx } = unit;
     const accountId = await routeAccount(tx, line, sender, null, sentAt);
     const target = event.target.trim();
     const message = await tx.message.findFirst({
@@ -249,19 +229,17 @@ export async function ingestReaction(line: Line, event: WithoutLine<Extract<Inbo
       update: { added: event.added, sentAt, syncedAt: new Date() },
     });
     const data = { ...serializeReaction(reaction), line_handle: line.handle };
-    await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: reaction.added ? "reaction.added" : "reaction.removed", data }]);
+    await unit.fanOut([{ accountId, lineId: line.id, event: reaction.added ? "reaction.added" : "reaction.removed", data }]);
+    unit.changed([accountId]);
     return reaction;
   });
-  await notifyChange(result.accountId);
-  wakeWebhooks();
-  return result;
 }
 
 export async function ingestTyping(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "typing" }>>): Promise<TypingIndicator> {
-  const db = await getDb();
   const sender = normalizeHandle(event.sender);
   const at = new Date(event.sentAt ?? Date.now());
-  const { accountId, typing } = await db.$transaction(async (tx) => {
+  return prismaUnitOfWork(async (unit) => {
+    const { tx } = unit;
     const accountId = await routeAccount(tx, line, sender, null, at);
     const chat = await directChat(tx, line, accountId, sender);
     const typing = await tx.typingIndicator.upsert({
@@ -269,17 +247,16 @@ export async function ingestTyping(line: Line, event: WithoutLine<Extract<Inboun
       create: { id: newId("typing"), chatId: chat.id, handle: sender, isTyping: event.isTyping, updatedAt: at },
       update: { isTyping: event.isTyping, updatedAt: at },
     });
-    return { accountId, typing };
+    unit.changed([accountId]);
+    return typing;
   });
-  await notifyChange(accountId);
-  return typing;
 }
 
 export async function ingestReceipt(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "receipt" }>>): Promise<ReadReceipt> {
-  const db = await getDb();
   const sender = normalizeHandle(event.sender);
   const at = new Date(event.sentAt ?? Date.now());
-  const { accountId, receipt } = await db.$transaction(async (tx) => {
+  return prismaUnitOfWork(async (unit) => {
+    const { tx } = unit;
     const accountId = await routeAccount(tx, line, sender, null, at);
     const chat = await directChat(tx, line, accountId, sender);
     const receipt = await tx.readReceipt.upsert({
@@ -287,10 +264,9 @@ export async function ingestReceipt(line: Line, event: WithoutLine<Extract<Inbou
       create: { id: newId("receipt"), chatId: chat.id, handle: sender, lastReadAt: at },
       update: { lastReadAt: at, syncedAt: new Date() },
     });
-    return { accountId, receipt };
+    unit.changed([accountId]);
+    return receipt;
   });
-  await notifyChange(accountId);
-  return receipt;
 }
 
 /** Entry point for platform bridges: validates the event and routes it by line ID. */

@@ -1,13 +1,13 @@
-import { getDb, type Prisma, prismaQuery, sql } from "../db";
+import { getDb, type Prisma, sql } from "../db";
 import { processSingleton } from "../singleton";
 import type { Line } from "../generated/prisma/client";
 import { CredentialsError } from "../credentials";
 import { providerLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import type { ProbeResult } from "../platform/types";
-import { fanOut } from "../webhooks/fanout";
-import { wakeWebhooks } from "../webhooks/runner";
-import { notifyChange } from "../cache/changes";
+import { fire } from "../kernel/signals";
+import { log } from "../observability/log";
+import { prismaUnitOfWork } from "../write/unit";
 import { findLine, forgetCachedLines } from "./lines";
 
 // A provider line's health: connected while its provider answers; degraded after a failed
@@ -21,22 +21,13 @@ export type LineStatus = "connected" | "degraded" | "disconnected";
 /** Consecutive failures (calls or probes) after which a line is disconnected. */
 export const DISCONNECT_AFTER = 3;
 
-/** Listeners told when a line comes back from disconnected (catch-up runs then). */
-type Recovery = (line: Line) => void;
-const recoveries = new Set<Recovery>();
-export function onLineRecovered(fn: Recovery): () => void {
-  recoveries.add(fn);
-  return () => recoveries.delete(fn);
-}
-
 type Extra = Pick<Prisma.LineUncheckedUpdateInput, "failures" | "lastEventAt" | "lastProbeAt" | "capabilities" | "advancedFeatures">;
 
 async function setStatus(line: Line, status: LineStatus, reason: string | null, extra: Extra = {}): Promise<Line> {
-  const db = await getDb();
   const now = new Date();
   const changed = line.status !== status || (status !== "connected" && line.statusReason !== reason);
-  const updated = await db.$transaction(async (tx) => {
-    const row = await tx.line.update({
+  const updated = await prismaUnitOfWork(async (unit) => {
+    const row = await unit.tx.line.update({
       where: { id: line.id },
       data: {
         ...extra,
@@ -45,6 +36,7 @@ async function setStatus(line: Line, status: LineStatus, reason: string | null, 
         ...(line.status !== status ? { statusChangedAt: now } : {}),
       },
     });
+    if (changed && line.accountId) unit.changed([line.accountId]);
     if (line.status !== status && line.accountId) {
       const data = {
         object: "line_status",
@@ -56,18 +48,16 @@ async function setStatus(line: Line, status: LineStatus, reason: string | null, 
         status_reason: reason,
         changed_at: now.getTime(),
       };
-      await fanOut(prismaQuery(tx), [{ accountId: line.accountId, lineId: line.id, event: "line.status_changed", data }]);
+      await unit.fanOut([{ accountId: line.accountId, lineId: line.id, event: "line.status_changed", data }]);
     }
     return row;
   });
   if (changed) {
     forgetCachedLines();
-    if (line.accountId) await notifyChange(line.accountId);
-    wakeWebhooks();
     if (line.status !== status) {
-      console.log(`[lines] ${line.id} (${line.provider}) ${line.status} -> ${status}${reason ? `: ${reason}` : ""}`);
+      log().info({ line_id: line.id, provider: line.provider, status, previous_status: line.status, reason: reason ?? undefined }, "line status changed");
     }
-    if (line.status === "disconnected" && status !== "disconnected") for (const fn of recoveries) fn(updated);
+    if (line.status === "disconnected" && status !== "disconnected") fire("line.recovered", { lineId: line.id });
   }
   return updated;
 }

@@ -1,5 +1,5 @@
 import { config } from "../config";
-import { DELIVERY_REPORT_RETENTION_MS } from "./delivery-status";
+import { DELIVERY_REPORT_RETENTION_MS } from "../messages/delivery-status";
 import { getDb, sql } from "../db";
 import type { Line } from "../generated/prisma/client";
 import { CredentialsError } from "../credentials";
@@ -10,7 +10,7 @@ import type { ProviderInbound } from "../platform/types";
 import { providerLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import { processSingleton } from "../singleton";
-import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, onLineRecovered, probeLine, WEBHOOK_GRACE, webhooksExpectedSince } from "./line-health";
+import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, probeLine, WEBHOOK_GRACE, webhooksExpectedSince } from "./line-health";
 import { ingestProviderEvent, type InboundOutcome } from "./provider-inbound";
 import { log } from "../observability/log";
 import { withTimeout } from "../timeout";
@@ -234,36 +234,4 @@ export async function catchUpAll(): Promise<void> {
       }),
     ),
   );
-}
-
-const monitor = processSingleton<{ timer: NodeJS.Timeout | null; busy: boolean; off: (() => void) | null; swept: number }>("line-monitor", () => ({
-  timer: null,
-  busy: false,
-  off: null,
-  swept: 0,
-}));
-
-/** The embedded engine's health loop: probes due lines every few seconds; catch-up on recovery. */
-export function startLineMonitor(): void {
-  if (monitor.timer) return;
-  monitor.off = onLineRecovered((line) => void catchUpLine(line.id));
-  const tick = () => {
-    if (monitor.busy) return;
-    monitor.busy = true;
-    // The tick returns once the due lines' checks are under way: a slow line never delays the next tick.
-    probeDueLines(new Date(), { wait: false })
-      .then(() => (Date.now() - monitor.swept > 3_600_000 ? sweepProviderEvents().then(() => (monitor.swept = Date.now())) : undefined))
-      .catch((err: unknown) => log().error({ err }, "probe loop error"))
-      .finally(() => (monitor.busy = false));
-  };
-  monitor.timer = setInterval(tick, Math.min(5_000, config().PROVIDER_PROBE_SECONDS * 1000));
-  monitor.timer.unref();
-  void catchUpAll().catch((err: unknown) => log().error({ err }, "catch-up on start failed"));
-}
-
-export function stopLineMonitor(): void {
-  if (monitor.timer) clearInterval(monitor.timer);
-  monitor.timer = null;
-  monitor.off?.();
-  monitor.off = null;
 }

@@ -1,26 +1,24 @@
 import { storableDeep } from "../db/storable";
-import { getDb, prismaQuery, sql } from "../db";
-import { adoptSent, inFlightMessages } from "../delivery/outbox";
+import { getDb, sql } from "../db";
+import { writeMessages } from "../messages/store";
+import { unitOfWork } from "../write/unit";
+import { adoptSent, inFlightMessages } from "../outbox/record";
 import { ApiError } from "../errors";
-import type { Chat, Line, Message } from "../generated/prisma/client";
+import type { Chat, Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
-import { newId } from "../ids";
 import { type InboundRequest, type ProviderLine } from "../platform/provider";
 import { inboundTokenMatches, providerLine } from "../platform/connection";
 import { sameContent } from "../platform/matching";
 import { findProvider } from "../platform/registry";
 import type { ProviderAttachmentRef, ProviderInbound } from "../platform/types";
-import { serializeMessage } from "../serializers";
 import { discardBlob, storeBlob } from "../storage/blobs";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { withDownloadSlot } from "../platform/download-slots";
-import { fanOut } from "../webhooks/fanout";
-import { wakeWebhooks } from "../webhooks/runner";
 import { config } from "../config";
-import { notifyChange } from "../cache/changes";
+import { log } from "../observability/log";
 import { directChat, ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
 import { ingestQuick, isQuick } from "./inbound-batch";
-import { receiveDeliveryReport } from "./delivery-status";
+import { receiveDeliveryReport } from "../messages/delivery-status";
 import { noteProviderUp } from "./line-health";
 import { findLine } from "./lines";
 
@@ -102,37 +100,29 @@ async function storeOwn(line: Line, event: MessageEvent): Promise<InboundOutcome
     chat = await db.$transaction((tx) => directChat(tx, line, accountId, normalizeHandle(event.sender), event.providerChatId ?? undefined));
   }
   if (!chat) return "ignored"; // a group we have never heard from: nothing to attach it to
-  const sentAt = new Date(event.sentAt);
-  let message: Message | null = null;
-  try {
-    message = await db.$transaction(async (tx) => {
-      const created = await tx.message.create({
-        data: {
-          id: newId("message"),
+  const [written] = await unitOfWork((unit) =>
+    writeMessages(
+      unit,
+      [
+        {
           accountId,
           lineId: line.id,
+          lineHandle: line.handle,
           chatId: chat.id,
           guid: event.guid,
           sender: line.handle,
           text: event.text || null,
           isFromMe: true,
+          isAudioMessage: null,
           service: event.service ?? (line.service === "sms" ? "sms" : "imessage"),
           replyToGuid: event.replyToGuid,
-          sentAt,
+          sentAt: new Date(event.sentAt),
         },
-      });
-      if (!chat.lastMessageAt || chat.lastMessageAt < sentAt) await tx.chat.update({ where: { id: chat.id }, data: { lastMessageAt: sentAt } });
-      const data = { ...serializeMessage({ ...created, attachments: [] }, url), line_handle: line.handle };
-      await fanOut(prismaQuery(tx), [{ accountId, lineId: line.id, event: "message.sent", data }]);
-      return created;
-    });
-  } catch (err) {
-    if ((err as { code?: unknown }).code !== "P2002") throw err; // stored concurrently: a duplicate
-  }
-  if (!message) return "duplicate";
-  await notifyChange(accountId);
-  wakeWebhooks();
-  return "stored";
+      ],
+      url,
+    ),
+  );
+  return written ? "stored" : "duplicate"; // stored before, or concurrently
 }
 
 /** A contact's STOP (or START) to this line: sends to them fail at once until they opt back in. */
@@ -169,7 +159,7 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
         // Only the first attachment travels with the message (the contract's one per message); the
         // rest are named in the log.
         const [first, ...rest] = event.attachments;
-        if (rest.length) console.warn(`[inbound] ${line.id} message ${event.guid}: ${rest.length} more attachment(s) not taken in`);
+        if (rest.length) log().warn({ line_id: line.id, guid: event.guid, dropped: rest.length }, "inbound message: attachments after the first not taken in");
         let attachment: Awaited<ReturnType<typeof download>> = null;
         if (first) {
           try {
@@ -180,7 +170,7 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
             if (err instanceof ApiError && err.code === "storage_unavailable") throw err;
             // Too large, gone from the Mac, or the Mac stopped answering: the message itself is
             // still taken in (its text, or a note naming the file), never dropped.
-            console.warn(`[inbound] ${line.id} message ${event.guid}: attachment ${first.filename} not downloaded: ${(err as Error).message}`);
+            log().warn({ line_id: line.id, guid: event.guid, err: (err as Error).message }, "inbound message: attachment not downloaded");
             if (!event.text) event = { ...event, text: `[attachment ${first.filename} could not be downloaded]` };
           }
         }
@@ -229,7 +219,7 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
       case "status":
         return await receiveDeliveryReport(line.id, event.guid, { status: event.status, at: event.at, reason: event.reason }, event.segments);
       case "send-error":
-        console.warn(`[inbound] ${line.id}: the provider reports message ${event.guid} failed after sending: ${event.reason}`);
+        log().warn({ line_id: line.id, guid: event.guid, reason: event.reason }, "the provider reports a message failed after sending");
         return "ignored";
       case "ignored":
         return "ignored";
@@ -237,7 +227,7 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
   } catch (err) {
     // A refusal of the event itself is final; a failure of ours (5xx) is answered as such.
     if (err instanceof ApiError && err.status < 500) {
-      console.warn(`[inbound] ${line.id}: ${event.kind} event not taken in: ${err.message}`);
+      log().warn({ line_id: line.id, kind: event.kind, code: err.code, reason: err.message }, "inbound event not taken in");
       return "ignored";
     }
     throw err;

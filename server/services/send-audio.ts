@@ -2,7 +2,7 @@ import path from "node:path";
 import { z } from "zod";
 import type { Actor } from "../auth/actor";
 import { convertToVoiceMemo } from "../audio/ffmpeg";
-import type { MessagePayload } from "../delivery/payloads";
+import type { MessagePayload } from "../outbox/payloads";
 import { findFile, openFileBytes, storeFile } from "./files";
 import { enforceSandboxQuota, enqueue, handle, parentGuid, prepareWrite, replyTo, target } from "./send";
 

@@ -2,10 +2,10 @@ import { z } from "zod";
 import type { Actor } from "../auth/actor";
 import { config } from "../config";
 import { getDb } from "../db";
-import type { MessagePayload, OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "../delivery/payloads";
-import { addToOutbox } from "../delivery/outbox";
-import { announce } from "../delivery/engine";
-import { sendsSerially } from "../delivery/serial";
+import type { MessagePayload, OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "../outbox/payloads";
+import { addToOutbox } from "../outbox/enqueue";
+import { fire } from "../kernel/signals";
+import { sendsSerially } from "../outbox/serial";
 import { ApiError, invalidParam, missingParam } from "../errors";
 import type { Chat, Line } from "../generated/prisma/client";
 import { normalizeHandle } from "../handles";
@@ -128,7 +128,7 @@ export async function prepareWrite(actor: Actor, from: string, to: string, optio
 export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: { chat_id: string }, requestId: string) {
   const id = newId("outbox");
   await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId });
-  announce({ id, lineId: line.id, serial: sendsSerially(line.provider) }); // a pending item changes no cached list (lines, chats, messages): no notification
+  fire("outbox.stored", { id, lineId: line.id, serial: sendsSerially(line.provider) }); // a pending item changes no cached list (lines, chats, messages): no notification
   return { object: "outbox_item" as const, id, status: "pending" as const };
 }
 

@@ -6,7 +6,7 @@ import type { WebhookAttempt, WebhookDelivery } from "../generated/prisma/client
 import { keysetDesc, type Page, PageQuery, toPage } from "../http/pagination";
 import { serializeWebhook } from "../serializers";
 import { newWebhookSecret } from "../webhooks/signing";
-import { wakeWebhooks } from "../webhooks/runner";
+import { fire } from "../kernel/signals";
 import { requireIdKind } from "./id-params";
 import { findWebhook } from "./webhooks";
 
@@ -132,7 +132,7 @@ export async function resendDeliveries(actor: Actor, input: z.output<typeof Rese
   } else {
     throw new ApiError("missing_required_parameter", "Pass id (one delivery) or webhook_id and since (failed deliveries).", { param: "id" });
   }
-  wakeWebhooks();
+  fire("webhooks.due");
   return { object: "resend" as const, resent: count };
 }
 
@@ -155,7 +155,7 @@ export async function enableWebhook(actor: Actor, input: z.output<typeof Webhook
   const webhook = await findWebhook(actor, input.id);
   const db = await getDb();
   const updated = await db.webhook.update({ where: { id: webhook.id }, data: { isActive: true, disabledReason: null, failingSince: null } });
-  wakeWebhooks();
+  fire("webhooks.due");
   return serializeWebhook(updated);
 }
 

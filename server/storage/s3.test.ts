@@ -8,6 +8,7 @@ import { pathToFileURL } from "node:url";
 import { AbortMultipartUploadCommand, S3Client, UploadPartCommand } from "@aws-sdk/client-s3";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startS3, useStorageEnv, type S3Server } from "@/tests/s3";
+import { captureLog } from "@/tests/log-capture";
 import { config, parseConfig } from "../config";
 import { checkStorage, storage } from "./index";
 import { storeBlob } from "./blobs";
@@ -99,20 +100,20 @@ describe("the S3 store", () => {
     await expect(storeBlob(randomSource(3000).chunks(), 2000)).rejects.toMatchObject({ code: "file_too_large", status: 413 });
   });
 
-  it("answers 503 storage_unavailable for an unreachable server, a missing bucket or refused credentials", async () => {
-    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+  it("answers 503 storage_unavailable for an unreachable server, a missing bucket or refused credentials, and logs why", async () => {
     const unavailable = { code: "storage_unavailable", status: 503 };
-    useStorageEnv({ STORAGE_URL: s3.url.replace(s3.endpoint, await closedEndpoint()) });
-    await expect(storage().put("ab/x", randomBytes(10))).rejects.toMatchObject(unavailable);
-    await expect(storage().open("ab/x")).rejects.toMatchObject(unavailable);
-    useStorageEnv({ STORAGE_URL: s3.url.replace("relay-test", "no-such-bucket") });
-    await expect(storage().put("ab/x", randomSource(100).chunks())).rejects.toMatchObject(unavailable);
-    await expect(storage().open("ab/x")).rejects.toMatchObject(unavailable);
-    useStorageEnv({ AWS_ACCESS_KEY_ID: "NOT-S3RVER" });
-    await expect(storage().put("ab/x", randomBytes(10))).rejects.toMatchObject(unavailable);
-    expect(warn.mock.calls.map(([line]) => String(line))).toEqual(
-      expect.arrayContaining([expect.stringMatching(/unreachable/), expect.stringMatching(/does not exist/), expect.stringMatching(/access denied/)]),
-    );
+    const { records } = await captureLog(async () => {
+      useStorageEnv({ STORAGE_URL: s3.url.replace(s3.endpoint, await closedEndpoint()) });
+      await expect(storage().put("ab/x", randomBytes(10))).rejects.toMatchObject(unavailable);
+      await expect(storage().open("ab/x")).rejects.toMatchObject(unavailable);
+      useStorageEnv({ STORAGE_URL: s3.url.replace("relay-test", "no-such-bucket") });
+      await expect(storage().put("ab/x", randomSource(100).chunks())).rejects.toMatchObject(unavailable);
+      await expect(storage().open("ab/x")).rejects.toMatchObject(unavailable);
+      useStorageEnv({ AWS_ACCESS_KEY_ID: "NOT-S3RVER" });
+      await expect(storage().put("ab/x", randomBytes(10))).rejects.toMatchObject(unavailable);
+    });
+    const reasons = records.filter((r) => r.msg === "file storage (STORAGE_URL) failed").map((r) => String(r.reason));
+    expect(reasons).toEqual(expect.arrayContaining([expect.stringMatching(/unreachable/), expect.stringMatching(/does not exist/), expect.stringMatching(/access denied/)]));
   });
 });
 
@@ -128,7 +129,6 @@ async function closedEndpoint(): Promise<string> {
 describe("checkStorage", () => {
   /** checkStorage's error message, which must be one line naming STORAGE_URL. */
   async function failure(): Promise<string> {
-    vi.spyOn(console, "warn").mockImplementation(() => undefined);
     const err = await checkStorage({ timeoutMs: 5_000 }).then(() => null, (e: unknown) => e);
     expect(err).toBeInstanceOf(Error);
     const message = (err as Error).message;

@@ -4,6 +4,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import type { StorageLocation } from "../config";
 import { ApiError } from "../errors";
 import type { BlobSource, Storage } from "./types";
+import { log } from "../observability/log";
 
 // STORAGE_URL=s3://<bucket>: file bytes in S3 or an S3-compatible server (MinIO, s3rver).
 // Uploads stream through lib-storage in 8 MiB parts, at most two in flight, so an upload holds
@@ -109,6 +110,6 @@ export function explainS3Error(location: S3Location, err: unknown): string | und
 function storageFailure(location: S3Location, err: unknown): unknown {
   const why = err instanceof ApiError ? undefined : explainS3Error(location, err);
   if (!why) return err;
-  console.warn(`[storage] STORAGE_URL: ${why}`);
+  log().warn({ reason: why }, "file storage (STORAGE_URL) failed");
   return Object.assign(new ApiError("storage_unavailable", "File storage is unavailable right now. Try again shortly."), { cause: err });
 }

@@ -6,6 +6,7 @@ import type { Actor } from "../auth/actor";
 import { databaseUnavailableError } from "../db/errors";
 import { ApiError, type ErrorCode } from "../errors";
 import { rejectUnsafeStrings } from "../http/validation";
+import { log } from "../observability/log";
 
 // tRPC for the dashboard. Procedures are thin: parse with the shared zod schema, call one
 // service with the session's Actor. Errors keep the REST code (data.code) and request ID.
@@ -50,7 +51,7 @@ const t = initTRPC.context<TrpcContext>().create({
     // that is not JSON), null here; handleTrpc fills in the request's ID.
     const requestId = ctx?.requestId ?? null;
     const masked = code === "internal_error";
-    if (masked) console.error(`[trpc] ${requestId ?? ""}`, error.cause ?? error);
+    if (masked) log().error({ err: error.cause ?? error, request_id: requestId ?? undefined }, "trpc error");
     return {
       ...shape,
       // Unexpected errors say nothing of their cause on the wire.

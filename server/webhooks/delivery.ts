@@ -1,6 +1,7 @@
 import { config } from "../config";
 import { batcher } from "../batcher";
 import { sql, sqlTransaction, valuesList } from "../db";
+import { leasedQueue } from "../db/leased-queue";
 import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
 import { newId } from "../ids";
 import { storableText } from "../db/storable";
@@ -20,8 +21,8 @@ import { metrics } from "../observability/metrics";
 /** Waits after failed attempt n (1-based), before ±20% jitter: the schedule docs/api.md publishes. */
 export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
-/** Longer than the 15 s response deadline plus recording; a worker that dies mid-attempt delays a retry by at most this. */
-const LEASE_MS = 30_000;
+/** Claimed with a lease (longer than the 15 s response deadline plus recording): a worker that dies mid-attempt delays a retry by at most that. */
+const queue = leasedQueue<WebhookDelivery>({ table: "WebhookDelivery", claimedStatus: "delivering", dueColumn: "nextAttemptAt" });
 const RESPONSE_TIMEOUT_MS = 15_000;
 
 export function retryDelayMs(attempt: number, retryAfterMs: number | null = null): number | null {
@@ -48,9 +49,9 @@ function noteAttempts(outcomes: Outcome[]): void {
  * Atomically claims up to `limit` due deliveries of active HTTP webhooks (not `listen` streams), oldest due first, keeping
  * each webhook under MAX_IN_FLIGHT_PER_WEBHOOK deliveries in flight (claimed and not recorded).
  */
-export async function claimDeliveries(limit: number, now = new Date()): Promise<WebhookDelivery[]> {
-  return sql<WebhookDelivery>(
-    `WITH busy AS (
+export function claimDeliveries(limit: number, now = new Date()): Promise<WebhookDelivery[]> {
+  return queue.claim({
+    with: `busy AS (
        SELECT "webhookId", count(*) AS n FROM "WebhookDelivery" WHERE status = 'delivering' GROUP BY "webhookId"
      ), due AS (
        SELECT d.id, d."webhookId", d."nextAttemptAt" FROM "WebhookDelivery" d
@@ -62,14 +63,12 @@ export async function claimDeliveries(limit: number, now = new Date()): Promise<
          SELECT due.id, row_number() OVER (PARTITION BY due."webhookId" ORDER BY due."nextAttemptAt", due.id) + coalesce(b.n, 0) AS slot
          FROM due LEFT JOIN busy b ON b."webhookId" = due."webhookId"
        ) d WHERE d.slot <= $4
-     )
-     UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $1, attempts = attempts + 1
-     WHERE id IN (
-       SELECT id FROM "WebhookDelivery" WHERE id IN (SELECT id FROM eligible) AND status = 'pending'
-       ORDER BY "nextAttemptAt", id LIMIT $3 FOR UPDATE SKIP LOCKED)
-     RETURNING *`,
-    [new Date(now.getTime() + LEASE_MS), now, limit, MAX_IN_FLIGHT_PER_WEBHOOK],
-  );
+     )`,
+    candidates: `SELECT id FROM "WebhookDelivery" WHERE id IN (SELECT id FROM eligible) AND status = 'pending'
+       ORDER BY "nextAttemptAt", id LIMIT $3 FOR UPDATE SKIP LOCKED`,
+    params: [now, limit, MAX_IN_FLIGHT_PER_WEBHOOK],
+    now,
+  });
 }
 
 /**
@@ -77,27 +76,15 @@ export async function claimDeliveries(limit: number, now = new Date()): Promise<
  * twice). `all`: every claim, for a process that owns the database alone (embedded PGlite) at
  * start, when whatever is claimed was claimed by a process that died.
  */
-export async function releaseExpiredDeliveries(now = new Date(), { all = false } = {}): Promise<number> {
-  const rows = await sql<{ id: string }>(
-    `UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL WHERE status = 'delivering' AND ($2 OR "leaseExpiresAt" < $1) RETURNING id`,
-    [now, all],
-  );
-  return rows.length;
-}
+export const releaseExpiredDeliveries = (now = new Date(), { all = false } = {}): Promise<number> =>
+  queue.release(all ? { all: true } : { expiredBefore: now });
 
 /** Returns these deliveries (claimed by a process that is stopping) to pending at once. */
-export async function releaseDeliveries(ids: string[]): Promise<number> {
-  if (!ids.length) return 0;
-  const rows = await sql(`UPDATE "WebhookDelivery" SET status = 'pending', "leaseExpiresAt" = NULL WHERE id = ANY($1::text[]) AND status = 'delivering' RETURNING 1`, [ids]);
-  return rows.length;
-}
+export const releaseDeliveries = (ids: string[]): Promise<number> => queue.release({ ids });
 
-export async function nextDeliveryDueAt(): Promise<Date | null> {
-  const [row] = await sql<{ at: Date | null }>(
-    `SELECT min(d."nextAttemptAt") AS at FROM "WebhookDelivery" d JOIN "Webhook" w ON w.id = d."webhookId" WHERE d.status = 'pending' AND w."isActive" AND w.kind = 'http'`,
-  );
-  return row?.at ?? null;
-}
+/** When the next pending delivery of an active HTTP webhook is due, if any. */
+export const nextDeliveryDueAt = (): Promise<Date | null> =>
+  queue.nextDue({ join: `JOIN "Webhook" w ON w.id = t."webhookId"`, where: `w."isActive" AND w.kind = 'http'` });
 
 /** The body a receiver gets; attachment URLs are signed afresh, since a retry may come hours later. */
 export function renderBody(delivery: WebhookDelivery, url: (fileId: string) => string, timestamp: number): string {

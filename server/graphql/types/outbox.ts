@@ -10,7 +10,7 @@ import {
   ReactionPayload,
   ReceiptPayload,
   TypingPayload,
-} from "../../delivery/payloads";
+} from "../../outbox/payloads";
 import { REACTION_TYPES } from "../../platform/events";
 import { OutboxQuery } from "../../schemas/v1";
 import { resolveLine } from "../../services/lines";

@@ -1,14 +1,12 @@
 import { batcher } from "../batcher";
-import { changedLocally, notifyChangeAtCommit } from "../cache/changes";
 import { config } from "../config";
-import { type Query, sqlTransaction, valuesList } from "../db";
+import { valuesList } from "../db";
 import type { Attachment, Message } from "../generated/prisma/client";
 import type { DeliveryReport } from "../platform/types";
 import { serializeMessage } from "../serializers";
 import { processSingleton } from "../singleton";
 import { fileUrlSigner, type FileUrlSigner } from "../storage/signed-urls";
-import { fanOut } from "../webhooks/fanout";
-import { wakeWebhooks } from "../webhooks/runner";
+import { type Unit, unitOfWork } from "../write/unit";
 
 // Delivery status of our sent messages on lines whose provider reports it (SMS): what the
 // carrier did after the provider accepted the message. Reports arrive unordered, repeated,
@@ -30,7 +28,7 @@ export interface ReportKey {
 type StoredReport = ReportKey & DeliveryReport & { segments?: number | null };
 
 /** Stores reports; returns those not stored before (a repeat of a message and status is not). */
-export async function storeReports(query: Query, reports: StoredReport[]): Promise<StoredReport[]> {
+export async function storeReports({ query }: Unit, reports: StoredReport[]): Promise<StoredReport[]> {
   if (!reports.length) return [];
   const v = valuesList(
     reports.map((r) => [r.lineId, r.guid, r.status, new Date(r.at), r.reason?.slice(0, 500) ?? null, r.segments && r.segments > 0 ? r.segments : null]),
@@ -47,17 +45,17 @@ export async function storeReports(query: Query, reports: StoredReport[]): Promi
 
 /**
  * Moves the messages of these keys to the state their reports give, firing message.delivered
- * or message.undelivered for each that reached a final state now. Returns how many webhook
- * deliveries that created.
+ * or message.undelivered for each that reached a final state now.
  */
 export async function applyReports(
-  query: Query,
+  unit: Unit,
   keys: ReportKey[],
   url: FileUrlSigner,
   /** Whether segment counts may be waiting (a batch with none skips that statement). */
   options: { segments: boolean },
-): Promise<{ deliveries: number; accounts: string[] }> {
-  if (!keys.length) return { deliveries: 0, accounts: [] };
+): Promise<void> {
+  if (!keys.length) return;
+  const { query } = unit;
   const k = valuesList(keys.map((key) => [key.lineId, key.guid]));
   // Per message: its first final report by arrival (status name breaks a tie), else `sent`.
   const updated = await query<Message & { lineHandle: string }>(
@@ -85,12 +83,12 @@ export async function applyReports(
      WHERE o.id = s."outboxId" AND o.segments IS DISTINCT FROM s.n`,
     k.params,
   );
+  unit.changed(updated.map((m) => m.accountId));
   const final = updated.filter((m) => m.deliveryStatus !== "sent");
-  if (!final.length) return { deliveries: 0, accounts: [...new Set(updated.map((m) => m.accountId))] };
+  if (!final.length) return;
   const ids = valuesList([final.map((m) => m.id)]);
   const attachments = await query<Attachment>(`SELECT * FROM "Attachment" WHERE "messageId" IN ${ids.text}`, ids.params);
-  const deliveries = await fanOut(
-    query,
+  await unit.fanOut(
     final.map(({ lineHandle, ...m }) => ({
       accountId: m.accountId,
       lineId: m.lineId,
@@ -98,7 +96,6 @@ export async function applyReports(
       data: { ...serializeMessage({ ...m, attachments: attachments.filter((a) => a.messageId === m.id) }, url), line_handle: lineHandle },
     })),
   );
-  return { deliveries, accounts: [...new Set(updated.map((m) => m.accountId))] };
 }
 
 export interface IncomingReport extends ReportKey {
@@ -109,15 +106,12 @@ export interface IncomingReport extends ReportKey {
 /** One transaction for a batch of reports: store, record segment counts, apply, fan out. */
 async function run(inputs: IncomingReport[]): Promise<("stored" | "duplicate")[]> {
   const url = await fileUrlSigner(); // before the transaction: PGlite has one connection
-  const { fresh, deliveries, accounts } = await sqlTransaction(async (query) => {
-    const fresh = await storeReports(query, inputs.map((i) => ({ lineId: i.lineId, guid: i.guid, ...i.report, segments: i.segments })));
-    const keys = [...new Map(fresh.map((r) => [`${r.lineId} ${r.guid}`, { lineId: r.lineId, guid: r.guid }])).values()];
-    const applied = await applyReports(query, keys, url, { segments: inputs.some((i) => i.segments !== null && i.segments > 0) });
-    await notifyChangeAtCommit(query, applied.accounts);
-    return { fresh: new Set(fresh.map((r) => `${r.lineId} ${r.guid} ${r.status}`)), ...applied };
+  const fresh = await unitOfWork(async (unit) => {
+    const stored = await storeReports(unit, inputs.map((i) => ({ lineId: i.lineId, guid: i.guid, ...i.report, segments: i.segments })));
+    const keys = [...new Map(stored.map((r) => [`${r.lineId} ${r.guid}`, { lineId: r.lineId, guid: r.guid }])).values()];
+    await applyReports(unit, keys, url, { segments: inputs.some((i) => i.segments !== null && i.segments > 0) });
+    return new Set(stored.map((r) => `${r.lineId} ${r.guid} ${r.status}`));
   });
-  changedLocally(accounts);
-  if (deliveries > 0) wakeWebhooks();
   // A report twice in one batch: the first is stored, the second a duplicate.
   const seen = new Set<string>();
   return inputs.map((i) => {

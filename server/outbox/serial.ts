@@ -4,7 +4,7 @@ import { serialProviderNames } from "../platform/connection";
 import { PROVIDER_NAMES, providerFor } from "../platform/registry";
 import { findLine } from "../services/lines";
 import { config } from "../config";
-import { claimOne, failClaimed, LEASE_MS } from "./outbox";
+import { claimOne, failClaimed, LEASE_MS } from "./queue";
 
 // Provider lines send one item at a time, in outbox order, paced: a real Apple ID or SIM that
 // sends a burst gets flagged, and a conversation read out of order is wrong. The head of a

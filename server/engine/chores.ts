@@ -1,0 +1,89 @@
+import { config } from "../config";
+import { releaseExpiredLeases } from "../outbox/queue";
+import { expireStranded } from "../outbox/serial";
+import { deleteExpiredIdempotencyRecords } from "../http/idempotency";
+import { log } from "../observability/log";
+import { deleteStaleListenSessions } from "../services/listen";
+import { probeDueLines, sweepProviderEvents } from "../services/line-monitor";
+import { processSingleton } from "../singleton";
+import { releaseExpiredDeliveries } from "../webhooks/delivery";
+import { runLoop, Sleeper } from "./loop";
+
+// The periodic chores, listed once. The embedded engine runs each when it is due (a loop that
+// looks every second); under Inngest one cron function (inngest/functions/run-chores.ts) runs
+// them all every minute, one step each. Every chore is safe to run on several instances at
+// once: each claims its rows in the database.
+
+export interface Chore {
+  /** Stable: the Inngest step ID and the log label. */
+  id: string;
+  /** How often the embedded engine runs it (under Inngest: every minute). */
+  everyMs: () => number;
+  /**
+   * `background`: return once slow work is under way (the embedded loop must not wait for a
+   * provider); an Inngest step waits for it instead.
+   */
+  run: (options: { background: boolean }) => Promise<number>;
+}
+
+const FIVE_SECONDS = () => 5_000;
+
+export const CHORES: readonly Chore[] = [
+  // A worker that died mid-send: its claims go back to pending (to be reconciled with the provider first).
+  { id: "release-expired-outbox-leases", everyMs: FIVE_SECONDS, run: () => releaseExpiredLeases() },
+  // Sends waiting for a provider that stayed unreachable for the whole send window fail.
+  { id: "expire-stranded-sends", everyMs: FIVE_SECONDS, run: () => expireStranded() },
+  { id: "release-expired-webhook-leases", everyMs: FIVE_SECONDS, run: () => releaseExpiredDeliveries() },
+  { id: "delete-stale-listen-sessions", everyMs: FIVE_SECONDS, run: () => deleteStaleListenSessions() },
+  { id: "delete-expired-idempotency-records", everyMs: FIVE_SECONDS, run: () => deleteExpiredIdempotencyRecords() },
+  // Each line is probed by one instance: the probe time is claimed in the database first.
+  { id: "probe-due-lines", everyMs: () => Math.min(5_000, config().PROVIDER_PROBE_SECONDS * 1000), run: ({ background }) => probeDueLines(new Date(), { wait: !background }) },
+  { id: "forget-old-provider-events", everyMs: () => 3_600_000, run: () => sweepProviderEvents() },
+];
+
+const LOOK_EVERY_MS = 1_000;
+
+const state = processSingleton("chores", () => ({
+  running: false,
+  lastRun: new Map<string, number>(),
+  sleeper: new Sleeper(),
+  loop: null as Promise<void> | null,
+  only: (() => true) as (chore: Chore) => boolean,
+}));
+
+/** Runs the chores that are due; one that fails is logged and tried again when next due. */
+async function runDueChores(now = Date.now()): Promise<void> {
+  for (const chore of CHORES) {
+    if (!state.only(chore) || now - (state.lastRun.get(chore.id) ?? 0) < chore.everyMs()) continue;
+    state.lastRun.set(chore.id, now);
+    try {
+      await chore.run({ background: true });
+    } catch (err) {
+      log().error({ err, chore: chore.id }, "chore failed");
+    }
+  }
+}
+
+/** The embedded engine's scheduler; `only` limits it to some chores (tests that run no line monitor). */
+export function startChores(only: (chore: Chore) => boolean = () => true): void {
+  if (state.running) return;
+  state.running = true;
+  state.only = only;
+  state.loop = runLoop({
+    heartbeat: "chores",
+    label: "chores",
+    running: () => state.running,
+    sleeper: state.sleeper,
+    round: async () => {
+      await runDueChores();
+      if (state.running) await state.sleeper.sleep(LOOK_EVERY_MS);
+    },
+  });
+}
+
+export async function stopChores(): Promise<void> {
+  state.running = false;
+  state.sleeper.wake();
+  await state.loop;
+  state.loop = null;
+}

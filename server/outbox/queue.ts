@@ -1,0 +1,172 @@
+import { randomUUID } from "node:crypto";
+import { config } from "../config";
+import { getDb } from "../db";
+import { LEASE_MS, leasedQueue } from "../db/leased-queue";
+import type { OutboxItem } from "../generated/prisma/client";
+import { serialProviderNames } from "../platform/connection";
+import { PROVIDER_NAMES } from "../platform/registry";
+import { findLine } from "../services/lines";
+import type { LiveEvent } from "../events/live";
+import { unitOfWork } from "../write/unit";
+import { MessagePayload, OutboxTarget } from "./payloads";
+
+// The outbox state machine: pending -> claimed (with a lease) -> sent | failed, or back to
+// pending with a later available_at on a transient error. A claim whose lease expires (a
+// crashed worker) returns to pending. The outbox ID is the platform's idempotency key, so a
+// retried claim of an item the platform already accepted never sends twice.
+
+export { LEASE_MS };
+const MAX_BACKOFF_MS = 60_000;
+
+export const workerId = `${process.pid}-${randomUUID().slice(0, 8)}`;
+
+/** Delay before retry n (1-based): 0.5 s doubling, at most a minute, with ±20% jitter. */
+export function backoffMs(attempt: number): number {
+  const base = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+/** A claim handed back before its attempt is known to have finished: the provider may have sent it, so it is asked first. */
+const queue = leasedQueue<OutboxItem>({
+  table: "OutboxItem",
+  claimedStatus: "claimed",
+  dueColumn: "availableAt",
+  onRelease: `"claimedBy" = NULL, "unknownSince" = COALESCE("unknownSince", "attemptStartedAt")`,
+});
+
+export function outboxEvent(
+  item: Pick<OutboxItem, "id" | "accountId" | "lineId">,
+  chatId: string,
+  status: "pending" | "sent" | "failed",
+): LiveEvent {
+  return { type: "outbox.status", accountId: item.accountId, lineId: item.lineId, chatId, outboxId: item.id, status };
+}
+
+const SERIAL_PROVIDERS = serialProviderNames(PROVIDER_NAMES);
+
+/**
+ * Atomically claims up to `limit` due pending items for this worker, on lines whose provider
+ * takes sends in any order (simulated); provider lines go one at a time (serial.ts).
+ */
+export function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]> {
+  return queue.claim({
+    set: `"claimedBy" = $2, "attemptStartedAt" = $3`,
+    candidates: `SELECT id FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= $3
+         AND "lineId" NOT IN (SELECT id FROM "Line" WHERE platform = ANY($5::text[]))
+       ORDER BY "availableAt", id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+    params: [workerId, now, limit, SERIAL_PROVIDERS],
+    now,
+  });
+}
+
+/** Claims one item by ID if it is pending and due; null when it is not (already handled, or not yet due). An Inngest run's claim. */
+export async function claimOne(id: string, claimedBy: string, now = new Date()): Promise<OutboxItem | null> {
+  const rows = await queue.claim({
+    set: `"claimedBy" = $2, "attemptStartedAt" = $3`,
+    candidates: `SELECT id FROM "OutboxItem" WHERE id = $4 AND "availableAt" <= $3`,
+    params: [claimedBy, now, id],
+    now,
+  });
+  return rows[0] ?? null;
+}
+
+/** Returns claimed items whose lease ran out (their worker died) to pending: whether the provider sent them is unknown until asked. */
+export const releaseExpiredLeases = (now = new Date()): Promise<number> => queue.release({ expiredBefore: now });
+
+/**
+ * Returns the items this process still holds to pending at once (it is stopping). An attempt
+ * that started may have reached the provider: it is reconciled before it is sent again.
+ */
+export const releaseOwnClaims = (): Promise<number> => queue.release({ claimedBy: workerId });
+
+/**
+ * Returns every claimed item to pending. Only for a process that owns the database alone
+ * (embedded PGlite) at start: whatever is claimed then was claimed by a process that died.
+ */
+export const releaseAllClaims = (): Promise<number> => queue.release({ all: true });
+
+/** When the next pending item becomes due, if any. */
+export const nextDueAt = (): Promise<Date | null> => queue.nextDue();
+
+/** Ends an item `failed`; a failed message also tells webhooks subscribed to message.failed. */
+async function fail(item: OutboxItem, reason: string): Promise<void> {
+  const completedAt = new Date();
+  const line = item.kind === "message" ? await findLine(item.lineId) : null; // outside: PGlite has one connection
+  // An unreadable payload (the reason it failed, maybe) still fails; it just has no chat to announce.
+  const target = OutboxTarget.safeParse(item.payload);
+  await unitOfWork(async (unit) => {
+    const rows = await unit.query(
+      `UPDATE "OutboxItem" SET status = 'failed', error = $1, "completedAt" = $2, "leaseExpiresAt" = NULL
+       WHERE id = $3 AND status = 'claimed' AND "claimedBy" IS NOT DISTINCT FROM $4 RETURNING 1`,
+      [reason, completedAt, item.id, item.claimedBy],
+    );
+    if (!rows.length) return;
+    if (target.success) unit.live([outboxEvent(item, target.data.chat_id, "failed")]);
+    if (item.kind !== "message") return;
+    const p = MessagePayload.parse(item.payload);
+    const data = {
+      object: "outbox_item",
+      outbox_id: item.id,
+      line_id: item.lineId,
+      line_handle: line?.handle ?? null,
+      chat_id: p.chat_id,
+      to: p.to,
+      error: reason,
+      attempts: item.attempts,
+      failed_at: completedAt.getTime(),
+    };
+    await unit.fanOut([{ accountId: item.accountId, lineId: item.lineId, event: "message.failed", data }]);
+  });
+}
+
+export interface RetryOptions {
+  /** The attempt may have sent: ask the provider before sending again. */
+  unknown?: boolean;
+  /** The provider did not answer: the item waits for it (up to the send window) instead of using up attempts. */
+  waitForProvider?: boolean;
+  /** The provider asked for this pause (Retry-After); the backoff is never shorter. */
+  retryAfterMs?: number;
+}
+
+/** Fails an item this worker claimed, as any failure does (message.failed for messages). */
+export const failClaimed = (item: OutboxItem, reason: string): Promise<void> => fail(item, reason);
+
+export async function retryLater(item: OutboxItem, reason: string, options: RetryOptions = {}): Promise<void> {
+  const waiting = options.unknown || options.waitForProvider;
+  const windowMs = config().PROVIDER_SEND_WINDOW_SECONDS * 1000;
+  if (waiting && Date.now() - item.createdAt.getTime() > windowMs) {
+    const unsure = options.unknown || item.unknownSince ? "; the provider never confirmed whether it was sent" : "";
+    await fail(item, `${reason}; gave up after ${Math.round(windowMs / 60_000)} minutes of waiting for the provider${unsure}`);
+    return;
+  }
+  if (!waiting && item.attempts >= item.maxAttempts) {
+    await fail(item, `${reason}; gave up after ${item.attempts} attempts`);
+    return;
+  }
+  const db = await getDb();
+  // A provider's Retry-After is honoured up to the longest backoff (the item's window still bounds it).
+  const delay = Math.max(backoffMs(Math.min(item.attempts, 8)), Math.min(options.retryAfterMs ?? 0, MAX_BACKOFF_MS));
+  await db.outboxItem.updateMany({
+    where: { id: item.id, status: "claimed", claimedBy: item.claimedBy },
+    data: {
+      status: "pending",
+      error: reason,
+      availableAt: new Date(Date.now() + delay),
+      leaseExpiresAt: null,
+      claimedBy: null,
+      // Once unknown, unknown until the provider is asked; a clean refusal proves nothing was sent.
+      unknownSince: options.unknown ? (item.unknownSince ?? item.attemptStartedAt ?? new Date()) : item.unknownSince,
+    },
+  });
+}
+
+/** Pending items due for a while (their event was lost, or their lease expired): to be sent again. */
+export async function overduePending(olderThanMs: number, limit = 1_000, now = Date.now()): Promise<{ id: string; lineId: string; attempts: number }[]> {
+  const db = await getDb();
+  return db.outboxItem.findMany({
+    where: { status: "pending", availableAt: { lt: new Date(now - olderThanMs) } },
+    orderBy: { availableAt: "asc" },
+    take: limit,
+    select: { id: true, lineId: true, attempts: true },
+  });
+}
