@@ -1,7 +1,7 @@
 // Next.js calls register() once per server process, before serving requests.
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME === "nodejs") {
-    const { startServer } = await import("./server/startup");
+    const { startServer } = await import("./server/boot/startup");
     const { V1_FAST_ROUTES } = await import("./app/v1/route-table");
     try {
       await startServer({ fastRoutes: V1_FAST_ROUTES });

@@ -4,7 +4,7 @@ import { createTRPCClient } from "@trpc/client";
 import { type ReactNode, useState } from "react";
 import { TRPCProvider } from "@/lib/trpc";
 import { dashboardLink } from "@/lib/trpc-link";
-import type { AppRouter } from "@/server/trpc/router";
+import type { AppRouter } from "@/server/transports/trpc/router";
 
 export function Providers({ children }: { children: ReactNode }) {
   const [queryClient] = useState(() => new QueryClient({ defaultOptions: { queries: { staleTime: 2_000, retry: 1 } } }));

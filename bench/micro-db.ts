@@ -1,6 +1,6 @@
 // Micro-benchmark of one indexed read through Prisma vs. the driver, on the configured database.
 import { closeDatabase, database } from "../server/db";
-import { seedDevAccount } from "../server/dev-seed";
+import { seedDevAccount } from "../server/boot/dev-seed";
 
 const N = Number(process.env.N ?? 2000);
 const db = await database();

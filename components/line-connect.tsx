@@ -4,7 +4,7 @@ import type { inferRouterOutputs } from "@trpc/server";
 import { type FormEvent, useState } from "react";
 import { ErrorText } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
-import type { AppRouter } from "@/server/trpc/router";
+import type { AppRouter } from "@/server/transports/trpc/router";
 
 // A line's provider and health on the lines page, and the "Connect a line" form: connect a
 // line to a provider (or back to simulated) and test the connection. The provider's secrets

@@ -6,7 +6,7 @@
 //     credentials.key, uploaded files) and a few source files under a "files" folder;
 //   - .next/static (the browser's assets) and public/, which Next leaves to the deployer;
 //   - scripts/start.mjs, the production server `npm start` runs (Next's handler behind the fast
-//     routes of server/http/fast-routes.ts), which the tree's package.json and the image run
+//     routes of server/transports/http/fast-routes.ts), which the tree's package.json and the image run
 //     instead of Next's server.js;
 //   - the operator CLI, bundled into scripts/admin.mjs, and a package.json whose `npm run -s admin`
 //     runs it (so `docker compose exec relay npm run -s admin -- key create ...` works);

@@ -66,7 +66,7 @@ describe("/v1 against npm start", () => {
   });
 
   it("answers provider webhooks on the start script's own listener, not through Next", async () => {
-    // Next's answers carry its router's Vary header; the fast route (server/http/fast-routes.ts) answers alone.
+    // Next's answers carry its router's Vary header; the fast route (server/transports/http/fast-routes.ts) answers alone.
     const hook = await fetch(`${base}/api/inbound/ln_nosuchline?token=x`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(hook.status).toBe(401);
     expect((await hook.json()).error.code).toBe("invalid_inbound_token");

@@ -64,7 +64,7 @@ async function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<string>
   return stdout.trim();
 }
 
-/** SIGTERM: with NEXT_MANUAL_SIG_HANDLE the app alone handles it (server/lifecycle.ts), and exits 0. */
+/** SIGTERM: with NEXT_MANUAL_SIG_HANDLE the app alone handles it (server/boot/lifecycle.ts), and exits 0. */
 async function stopTree(): Promise<void> {
   expect(await stopWithSigterm(child, "the standalone server")).toEqual({ code: 0, signal: null });
 }

@@ -1,8 +1,8 @@
 import { Inngest } from "inngest";
-import { config } from "@/server/config";
+import { config } from "@/server/kernel/config";
 
 // The Inngest client of this app ("relay"). Used only when the Inngest engine is configured
-// (INNGEST_EVENT_KEY or INNGEST_DEV; see server/config.ts and docs/inngest.md).
+// (INNGEST_EVENT_KEY or INNGEST_DEV; see server/kernel/config.ts and docs/inngest.md).
 
 /** "1"/"true" -> dev server, "0"/"false" -> cloud/self-hosted (signed); a URL is left to the SDK. */
 function devMode(value: string | undefined): boolean | undefined {

@@ -1,5 +1,5 @@
 "use client";
 import { createTRPCContext } from "@trpc/tanstack-react-query";
-import type { AppRouter } from "@/server/trpc/router";
+import type { AppRouter } from "@/server/transports/trpc/router";
 
 export const { TRPCProvider, useTRPC } = createTRPCContext<AppRouter>();

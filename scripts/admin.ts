@@ -183,7 +183,7 @@ async function backupCommand(command: "backup" | "restore", values: { out?: stri
         : "DATABASE_URL is set: restoring PostgreSQL is pg_restore's job; admin restore covers the embedded database.",
     );
   }
-  const { config } = await import("../server/config");
+  const { config } = await import("../server/kernel/config");
   const dataDir = config().dataDir;
   if (!dataDir) throw new Error("DATA_DIR is :memory:, which keeps nothing on disk to back up or restore into.");
   const force = values.force ?? false;
@@ -260,11 +260,11 @@ async function main(argv: string[]): Promise<void> {
   if (command === "backup" || command === "restore") return backupCommand(command, values);
   await useRunningServer();
   const { closeDatabase, getDb } = await import("../server/db");
-  const { createAccount, findAccountByEmail } = await import("../server/services/accounts");
-  const { connectLine, createConnectedLine, listConnections, testLine } = await import("../server/services/line-connections");
-  const { createApiKey, revokeApiKeyBySecret } = await import("../server/auth/api-keys");
-  const { parseScopes } = await import("../server/auth/scopes");
-  const { normalizeHandle } = await import("../server/handles");
+  const { createAccount, findAccountByEmail } = await import("../server/services/accounts/accounts");
+  const { connectLine, createConnectedLine, listConnections, testLine } = await import("../server/services/lines/line-connections");
+  const { createApiKey, revokeApiKeyBySecret } = await import("../server/services/access/api-keys");
+  const { parseScopes } = await import("../server/services/access/scopes");
+  const { normalizeHandle } = await import("../server/kernel/handles");
   try {
     switch (command) {
       case "account create": {

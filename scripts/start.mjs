@@ -1,7 +1,7 @@
 // npm start: the production server. It serves the production build (`npm run build`) the way
 // `next start` does (same request handler, same options: -p/--port or PORT, -H/--hostname,
-// --keepAliveTimeout; SIGTERM and SIGINT stop it gracefully, see server/lifecycle.ts),
-// and answers the routes of server/http/fast-routes.ts (provider webhooks, and the /v1 routes of
+// --keepAliveTimeout; SIGTERM and SIGINT stop it gracefully, see server/boot/lifecycle.ts),
+// and answers the routes of server/transports/http/fast-routes.ts (provider webhooks, and the /v1 routes of
 // app/v1/route-table.ts) on Node's own request and response before Next's request handling,
 // which costs more than the work of a small request (taking in a provider event, reading a
 // page of chats): see docs/benchmarks.md. Their answers are compressed as Next compresses its
@@ -59,7 +59,7 @@ const compress = require("next/dist/compiled/compression")();
 const { releaseCompressionStream } = require("next/dist/server/lib/release-compression-stream");
 await app.prepare(); // then instrumentation.ts runs: the database, the runners and the route table
 
-/** The fast route table startServer published (server/http/fast-routes.ts). */
+/** The fast route table startServer published (server/transports/http/fast-routes.ts). */
 const fastRoutes = () => globalThis[Symbol.for("relay.fast-routes")];
 // instrumentation.ts runs just after prepare() returns (Next does not wait for it), so the table
 // appears a moment later; until then requests simply go through Next.
@@ -92,8 +92,8 @@ server.listen(port, hostname, () => {
 
 // Methods no route serves (TRACE, PROPFIND, …) and requests Node's parser refuses (431, control
 // characters, unknown methods) are answered in the JSON envelope by the HTTP hook, which sees
-// every server of the process, this one included (server/http/methods.ts).
+// every server of the process, this one included (server/transports/http/methods.ts).
 
-// SIGTERM and SIGINT belong to the app (server/lifecycle.ts): it stops accepting connections on
+// SIGTERM and SIGINT belong to the app (server/boot/lifecycle.ts): it stops accepting connections on
 // this server, lets sends, webhook attempts and requests under way finish (SHUTDOWN_GRACE_SECONDS),
 // returns unfinished work to the queue and exits 0.

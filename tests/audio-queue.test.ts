@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { checkFfmpeg, setConversionLimitsForTests } from "@/server/audio/ffmpeg";
-import { resetConfig } from "@/server/config";
+import { resetConfig } from "@/server/kernel/config";
 import { storage } from "@/server/storage";
 import { call, inbound, makeAccount, phone, post } from "./helpers";
 

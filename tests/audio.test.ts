@@ -6,11 +6,11 @@ import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { readCafInfo } from "@/server/audio/caf";
 import { checkFfmpeg, convertToVoiceMemo, ffprobePath, setConversionLimitsForTests } from "@/server/audio/ffmpeg";
-import { ApiError } from "@/server/errors";
-import { resetConfig } from "@/server/config";
+import { ApiError } from "@/server/kernel/errors";
+import { resetConfig } from "@/server/kernel/config";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
-import { newId } from "@/server/ids";
-import { voiceMemoFilename } from "@/server/services/send-audio";
+import { newId } from "@/server/kernel/ids";
+import { voiceMemoFilename } from "@/server/services/messaging/send-audio";
 import { call, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 // Real recordings, made with the installed ffmpeg at test time, go through POST /v1/files and

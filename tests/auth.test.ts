@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { revokeApiKeyBySecret } from "@/server/auth/api-keys";
+import { revokeApiKeyBySecret } from "@/server/services/access/api-keys";
 import { call, expectRequestId, get, makeAccount, makeKey } from "./helpers";
 
 describe("authentication (SPEC.md failure cases)", () => {
@@ -52,7 +52,7 @@ describe("authentication (SPEC.md failure cases)", () => {
 
   it("403 line_not_accessible for a line outside the key's restriction; listing shows only allowed lines", async () => {
     const f = await makeAccount();
-    const { createLine } = await import("@/server/services/lines");
+    const { createLine } = await import("@/server/services/lines/lines");
     const other = await createLine({ accountId: f.accountId, handle: "+15550009999" });
     const restricted = await makeKey(f.accountId, { lineIds: [f.line.id] });
     const ok = await get(`/v1/chats?from=${encodeURIComponent(f.line.handle)}`, restricted);

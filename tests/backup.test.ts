@@ -50,11 +50,11 @@ function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Run> {
 const SERVER = `
 (async () => {
   const out = (o) => process.stdout.write(JSON.stringify(o) + "\\n");
-  const { bootstrap } = await import("./server/bootstrap.ts");
+  const { bootstrap } = await import("./server/boot/bootstrap.ts");
   await bootstrap();
   if (process.env.SEED !== "1") return out({ ready: true });
   const { randomBytes } = await import("node:crypto");
-  const modules = ["db", "services/accounts", "services/lines", "services/line-connections", "auth/api-keys", "auth/scopes", "services/files", "services/send", "services/webhooks", "services/simulator", "engine/outbox-runner", "engine/webhook-runner"];
+  const modules = ["db/index", "services/accounts/accounts", "services/lines/lines", "services/lines/line-connections", "services/access/api-keys", "services/access/scopes", "services/messaging/files", "services/messaging/send", "services/webhooks/webhooks", "services/inbound/simulator", "engine/outbox-runner", "engine/webhook-runner"];
   const [{ getDb }, { createAccount }, { createLine }, { createConnectedLine }, { authenticate, createApiKey }, { SCOPES }, { storeFile }, { sendMessage }, { createWebhook }, { simulateMessage }, { startRunner, stopRunner }, { startWebhookRunner, stopWebhookRunner }] =
     await Promise.all(modules.map((m) => import("./server/" + m + ".ts")));
   const account = await createAccount({ email: "owner@example.com", password: "correct horse battery staple" });

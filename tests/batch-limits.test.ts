@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { GET as listen } from "@/app/v1/listen/route";
 import { sql, sqlTransaction } from "@/server/db";
-import { openStreams } from "@/server/services/stream-slots";
+import { openStreams } from "@/server/services/webhooks/stream-slots";
 import { fanOut } from "@/server/webhooks/fanout";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { blueBubblesLine, call, db, get, inbound, makeAccount, phone, post, runDelivery, type Fixture } from "./helpers";

@@ -5,9 +5,9 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import type { Line } from "@/server/generated/prisma/client";
-import { createConnectedLine, testLine } from "@/server/services/line-connections";
-import { catchUpLine, probeDueLines } from "@/server/services/line-monitor";
-import { forgetCachedLines } from "@/server/services/lines";
+import { createConnectedLine, testLine } from "@/server/services/lines/line-connections";
+import { catchUpLine, probeDueLines } from "@/server/services/lines/line-monitor";
+import { forgetCachedLines } from "@/server/services/lines/lines";
 import { storage } from "@/server/storage";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { blueBubblesLine, call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
@@ -87,7 +87,7 @@ describe("connecting a BlueBubbles line", () => {
     // Reconnecting replaces the registration (BlueBubbles would keep the first one of a URL unchanged).
     const first = bb.webhooks[0]!.url;
     await createConnectedLine; // (same module; reconnect through the service)
-    const { connectLine } = await import("@/server/services/line-connections");
+    const { connectLine } = await import("@/server/services/lines/line-connections");
     const again = await connectLine(f.accountId, { line_id: f.line.id, provider: "bluebubbles", provider_config: { url: bb.url, password: bb.password } });
     expect(again.probe.ok).toBe(true);
     expect(bb.webhooks).toHaveLength(1);
@@ -128,7 +128,7 @@ describe("connecting a BlueBubbles line", () => {
 
   it("refuses bad settings with the documented error, leaving nothing behind", async () => {
     const f = await makeAccount();
-    const { connectLine } = await import("@/server/services/line-connections");
+    const { connectLine } = await import("@/server/services/lines/line-connections");
     await expect(connectLine(f.accountId, { line_id: f.line.id, provider: "bluebubbles", provider_config: { url: "mac.local", password: "x" } })).rejects.toMatchObject({
       code: "invalid_parameter_value",
       param: "provider_config",
@@ -482,7 +482,7 @@ describe("nothing missed, health and bad answers", () => {
     const alice = phone();
     await texted(f, alice, "hello");
     await bb.close();
-    const { probeLine } = await import("@/server/services/line-health");
+    const { probeLine } = await import("@/server/services/lines/line-health");
     await probeLine(await lineRow(f.line.id));
     expect(await lineRow(f.line.id)).toMatchObject({ status: "degraded", statusReason: expect.stringMatching(/could not reach BlueBubbles|connection to BlueBubbles lost/) });
     await probeLine(await lineRow(f.line.id));

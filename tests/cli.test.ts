@@ -45,7 +45,7 @@ function adminWithStdin(input: string, ...args: string[]): Promise<{ code: numbe
 beforeAll(async () => {
   if (onPostgres) return;
   dataDir = mkdtempSync(path.join(tmpdir(), "relay-cli-"));
-  server = spawn(TSX, ["-e", "import('./server/bootstrap.ts').then((m) => m.bootstrap()).then(() => console.log('ready'))"], {
+  server = spawn(TSX, ["-e", "import('./server/boot/bootstrap.ts').then((m) => m.bootstrap()).then(() => console.log('ready'))"], {
     env: env(),
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { OPERATIONS as SERVER_OPERATIONS } from "@/server/api/operations";
+import { OPERATIONS as SERVER_OPERATIONS } from "@/server/transports/openapi/operations";
 import { OPERATIONS } from "@/packages/client/src/generated";
 import { generatedClient } from "@/scripts/generate-client";
 

@@ -1,8 +1,8 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AuthenticationError, InvalidRequestError, NotFoundError, Relay, verifyWebhook, type Chat } from "@/packages/client/src/index";
-import { revokeApiKeyBySecret } from "@/server/auth/api-keys";
-import { newId } from "@/server/ids";
+import { revokeApiKeyBySecret } from "@/server/services/access/api-keys";
+import { newId } from "@/server/kernel/ids";
 import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 
 // The client library end to end against the real route handlers, in-process: its fetch hands

@@ -1,16 +1,16 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { handleAuth } from "@/server/auth/auth-route";
-import { authOptions } from "@/server/auth/session";
-import { resetConfig } from "@/server/config";
-import { createAccount } from "@/server/services/accounts";
-import { throttleAuthAttempt } from "@/server/services/auth-throttle";
-import { ApiError } from "@/server/errors";
-import { handleTrpc } from "@/server/trpc/http";
+import { handleAuth } from "@/server/transports/auth-route";
+import { authOptions } from "@/server/services/access/session";
+import { resetConfig } from "@/server/kernel/config";
+import { createAccount } from "@/server/services/accounts/accounts";
+import { throttleAuthAttempt } from "@/server/services/access/auth-throttle";
+import { ApiError } from "@/server/kernel/errors";
+import { handleTrpc } from "@/server/transports/trpc/http";
 import { createTRPCClient } from "@trpc/client";
 import { safeCallbackPath } from "@/lib/safe-callback";
 import { dashboardLink } from "@/lib/trpc-link";
-import { sessionActorFor } from "@/server/auth/session";
-import type { AppRouter } from "@/server/trpc/router";
+import { sessionActorFor } from "@/server/services/access/session";
+import type { AppRouter } from "@/server/transports/trpc/router";
 import { db, makeAccount } from "./helpers";
 
 // Brute force and amplification on the dashboard's public doors: sign-in (next-auth's

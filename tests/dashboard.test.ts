@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { sessionActorFor } from "@/server/auth/session";
+import { sessionActorFor } from "@/server/services/access/session";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
-import { verifyCredentials } from "@/server/services/accounts";
-import { handleTrpc } from "@/server/trpc/http";
-import { appRouter, createCaller } from "@/server/trpc/router";
+import { verifyCredentials } from "@/server/services/accounts/accounts";
+import { handleTrpc } from "@/server/transports/trpc/http";
+import { appRouter, createCaller } from "@/server/transports/trpc/router";
 import { get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 // The dashboard's tRPC API: the same services as /v1 under a signed-in session, errors with

@@ -2,8 +2,8 @@ import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, write
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { resetConfig } from "@/server/config";
-import { credentialsKeySource, resetCredentialsKey } from "@/server/credentials";
+import { resetConfig } from "@/server/kernel/config";
+import { credentialsKeySource, resetCredentialsKey } from "@/server/db/credentials";
 import { closeDatabase, database, sql } from "@/server/db";
 import { storage } from "@/server/storage";
 

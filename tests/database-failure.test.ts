@@ -1,9 +1,9 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { handleAuth } from "@/server/auth/auth-route";
-import { resetConfig } from "@/server/config";
+import { handleAuth } from "@/server/transports/auth-route";
+import { resetConfig } from "@/server/kernel/config";
 import { type Database, openDatabase } from "@/server/db";
 import { Prisma } from "@/server/generated/prisma/client";
-import { forgetCachedLines } from "@/server/services/lines";
+import { forgetCachedLines } from "@/server/services/lines/lines";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { blueBubblesLine, call, expectRequestId, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 

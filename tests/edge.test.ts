@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { POST as authPost } from "@/app/api/auth/[...nextauth]/route";
-import { sessionActorFor } from "@/server/auth/session";
-import { handleTrpc } from "@/server/trpc/http";
+import { sessionActorFor } from "@/server/services/access/session";
+import { handleTrpc } from "@/server/transports/trpc/http";
 import { call, dispatch, expectRequestId, gql, inbound, makeAccount, phone, type ApiResult, type Fixture } from "./helpers";
 
 // The HTTP edge: body limits enforced while streaming, input the database cannot store,

@@ -2,9 +2,9 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { resetConfig } from "@/server/config";
-import { newId } from "@/server/ids";
-import { bodyChunks, readBody } from "@/server/http/body";
+import { resetConfig } from "@/server/kernel/config";
+import { newId } from "@/server/kernel/ids";
+import { bodyChunks, readBody } from "@/server/transports/http/body";
 import { localStorage } from "@/server/storage";
 import { storeBlob } from "@/server/storage/blobs";
 import { call, dispatch, expectRequestId, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
@@ -163,7 +163,7 @@ describe("files", () => {
 
   it("a line-restricted key cannot download, attach or read files received on lines it may not use", async () => {
     const a = await makeAccount();
-    const { createLine } = await import("@/server/services/lines");
+    const { createLine } = await import("@/server/services/lines/lines");
     const second = await createLine({ accountId: a.accountId, handle: phone() });
     const attachment = (name: string) => ({ filename: name, mime_type: "image/png", content_base64: Buffer.from(name).toString("base64") });
     const alice = phone();
@@ -202,7 +202,7 @@ describe("files", () => {
     const { claimOne } = await import("@/server/outbox/queue");
     const { recordOne, sendOne } = await import("@/server/outbox/deliver");
     const a = await makeAccount();
-    const { createLine } = await import("@/server/services/lines");
+    const { createLine } = await import("@/server/services/lines/lines");
     const second = await createLine({ accountId: a.accountId, handle: phone() });
     const alice = phone();
     await post("/api/simulator/messages", a.key, { line: a.line.handle, from: alice, text: "hi" });

@@ -1,16 +1,16 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { openApiDocument } from "@/server/api/openapi";
-import { OPERATIONS } from "@/server/api/operations";
-import { ERROR_CODES, type ErrorCode } from "@/server/errors";
-import { GRAPHQL_PROTOCOL_CODES } from "@/server/graphql/errors";
-import { newId } from "@/server/ids";
-import { SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "@/server/schemas/simulator";
+import { openApiDocument } from "@/server/transports/openapi/openapi";
+import { OPERATIONS } from "@/server/transports/openapi/operations";
+import { ERROR_CODES, type ErrorCode } from "@/server/kernel/errors";
+import { GRAPHQL_PROTOCOL_CODES } from "@/server/transports/graphql/errors";
+import { newId } from "@/server/kernel/ids";
+import { SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "@/server/services/schemas/simulator";
 import { dispatch, gql, inbound, makeAccount, makeKey, phone, post, type Fixture } from "./helpers";
 
 // Property-based fuzzing of the HTTP edge: malformed JSON, wrong types, huge and control-
 // character strings, unpaired surrogates, deep nesting, bad cursors and IDs, odd methods,
-// content types and headers, thrown at every /v1 operation (server/api/operations.ts), the
+// content types and headers, thrown at every /v1 operation (server/transports/openapi/operations.ts), the
 // simulator and the GraphQL endpoint. Whatever comes in, the answer is below 500, in the
 // documented error shape with a code of the table and a request_id, and within a second.
 //

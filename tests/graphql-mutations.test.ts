@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
-import { newId } from "@/server/ids";
+import { newId } from "@/server/kernel/ids";
 import { db, gql, inbound, makeAccount, makeKey, phone, post, type ApiResult, type Fixture } from "./helpers";
 
 // Every /v1 write as a GraphQL mutation: same scope, same zod schema, same service, and the

@@ -1,8 +1,8 @@
 import { getIntrospectionQuery } from "graphql";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Actor } from "@/server/auth/actor";
-import { sessionActorFor } from "@/server/auth/session";
-import { resetConfig } from "@/server/config";
+import type { Actor } from "@/server/services/access/actor";
+import { sessionActorFor } from "@/server/services/access/session";
+import { resetConfig } from "@/server/kernel/config";
 import { makeAccount, type Fixture } from "./helpers";
 
 // GraphQL introspection policy (GRAPHQL_INTROSPECTION) and CSRF protection of requests
@@ -10,8 +10,8 @@ import { makeAccount, type Fixture } from "./helpers";
 // request scope, which tests do not have: the signed-in session is supplied here instead.
 
 const session = vi.hoisted(() => ({ actor: null as Actor | null }));
-vi.mock("@/server/auth/session", async (importOriginal) => ({
-  ...(await importOriginal<typeof import("@/server/auth/session")>()),
+vi.mock("@/server/services/access/session", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("@/server/services/access/session")>()),
   sessionActor: async () => session.actor,
 }));
 
@@ -36,7 +36,7 @@ async function serverWith(env: { GRAPHQL_INTROSPECTION?: string; NODE_ENV?: stri
   else process.env.GRAPHQL_INTROSPECTION = env.GRAPHQL_INTROSPECTION;
   resetConfig();
   vi.resetModules();
-  const { handleGraphQL } = await import("@/server/graphql/yoga");
+  const { handleGraphQL } = await import("@/server/transports/graphql/yoga");
   return async (init: { query: string; key?: string; headers?: Record<string, string>; method?: "GET" | "POST"; contentType?: string }) => {
     const headers: Record<string, string> = { ...init.headers };
     if (init.key) headers.authorization = `Bearer ${init.key}`;

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { hashKey } from "@/server/auth/api-keys";
-import { config, resetConfig } from "@/server/config";
+import { hashKey } from "@/server/services/access/api-keys";
+import { config, resetConfig } from "@/server/kernel/config";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { liveListenerReady, liveSubscriberCount } from "@/server/events/live";
-import { newId } from "@/server/ids";
-import { openStreams } from "@/server/services/stream-slots";
+import { newId } from "@/server/kernel/ids";
+import { openStreams } from "@/server/services/webhooks/stream-slots";
 import { db, gql, inbound, makeAccount, makeKey, phone, subscribe } from "./helpers";
 
 // Subscriptions over server-sent events (GraphQL over SSE, distinct connections mode), read

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLine } from "@/server/services/lines";
+import { createLine } from "@/server/services/lines/lines";
 import { call, db, gql, inbound, makeAccount, makeKey, phone, post, subscribe, type Fixture } from "./helpers";
 
 // Every query, mutation and subscription field, tried by account B with account A's line
@@ -167,7 +167,7 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
   });
 
   it("covers every root field of the schema", async () => {
-    const { schema } = await import("@/server/graphql/schema");
+    const { schema } = await import("@/server/transports/graphql/schema");
     const names = (type: { getFields(): Record<string, unknown> } | null | undefined) => Object.keys(type?.getFields() ?? {}).sort();
     expect([...tried.Query].sort()).toEqual(names(schema.getQueryType()));
     expect([...tried.Mutation].sort()).toEqual(names(schema.getMutationType()));

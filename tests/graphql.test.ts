@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { resetConfig } from "@/server/config";
-import { newId } from "@/server/ids";
+import { resetConfig } from "@/server/kernel/config";
+import { newId } from "@/server/kernel/ids";
 import { call, db, get, gql, inbound, makeAccount, makeKey, phone, post, recordQueries, type ApiResult } from "./helpers";
 import { captureLog } from "./log-capture";
 
@@ -403,7 +403,7 @@ describe("GraphQL errors and limits", () => {
     resetConfig();
     vi.resetModules();
     try {
-      const { handleGraphQL } = await import("@/server/graphql/yoga");
+      const { handleGraphQL } = await import("@/server/transports/graphql/yoga");
       const html = await handleGraphQL(new Request("http://localhost:3000/api/graphql", { headers: { accept: "text/html" } }));
       expect(html.headers.get("content-type") ?? "").not.toContain("text/html");
       const res = await handleGraphQL(
@@ -423,7 +423,7 @@ describe("GraphQL errors and limits", () => {
   });
 
   it("schema.graphql is the printed schema (npm run graphql:schema)", async () => {
-    const { printedSchema } = await import("@/server/graphql/schema");
+    const { printedSchema } = await import("@/server/transports/graphql/schema");
     const committed = readFileSync(path.resolve(import.meta.dirname, "../schema.graphql"), "utf8");
     expect(committed, "schema.graphql is out of date: run npm run graphql:schema").toBe(printedSchema());
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deleteExpiredIdempotencyRecords, IDEMPOTENCY_TTL_MS } from "@/server/http/idempotency";
+import { deleteExpiredIdempotencyRecords, IDEMPOTENCY_TTL_MS } from "@/server/services/access/idempotency";
 import { call, db, get, makeAccount, makeKey, phone } from "./helpers";
 
 const q = encodeURIComponent;

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { catchUpLine } from "@/server/services/line-monitor";
+import { catchUpLine } from "@/server/services/lines/line-monitor";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { blueBubblesLine, call, db, dispatch, post, phone, runDelivery } from "./helpers";
 import { messagesOf } from "./line-flows";

@@ -18,7 +18,7 @@ import { createRunChores, OVERDUE_MS } from "@/inngest/functions/run-chores";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { verifyWebhook } from "@/server/webhooks/signing";
 import { inngest } from "@/inngest/client";
-import { config } from "@/server/config";
+import { config } from "@/server/kernel/config";
 import { startEngine, stopEngine } from "@/server/engine";
 import { blueBubblesLine, call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import type { Actor } from "@/server/auth/actor";
-import { sessionActorFor } from "@/server/auth/session";
-import { sandboxLine } from "@/server/services/sandbox-line";
-import { handleTrpc } from "@/server/trpc/http";
+import type { Actor } from "@/server/services/access/actor";
+import { sessionActorFor } from "@/server/services/access/session";
+import { sandboxLine } from "@/server/services/lines/sandbox-line";
+import { handleTrpc } from "@/server/transports/trpc/http";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
-import { createCaller } from "@/server/trpc/router";
+import { createCaller } from "@/server/transports/trpc/router";
 import { db, gql, makeAccount, type Fixture } from "./helpers";
 
 // Connecting a line to BlueBubbles from the dashboard (tRPC lines.connect / lines.test /
@@ -15,8 +15,8 @@ import { db, gql, makeAccount, type Fixture } from "./helpers";
 // GraphQL reads the dashboard session through next-auth, which needs Next's request scope:
 // the signed-in session is supplied here instead (as in graphql-security.test.ts).
 const session = vi.hoisted(() => ({ actor: null as Actor | null }));
-vi.mock("@/server/auth/session", async (importOriginal) => ({
-  ...(await importOriginal<typeof import("@/server/auth/session")>()),
+vi.mock("@/server/services/access/session", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("@/server/services/access/session")>()),
   sessionActor: async () => session.actor,
 }));
 const COOKIE = "next-auth.session-token=eyJhbGciOiJkaXIifQ.signed";

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { resetConfig } from "@/server/config";
-import { connectLine, createConnectedLine } from "@/server/services/line-connections";
-import { WEBHOOK_GRACE } from "@/server/services/line-health";
-import { catchUpLine, probeDueLines } from "@/server/services/line-monitor";
+import { resetConfig } from "@/server/kernel/config";
+import { connectLine, createConnectedLine } from "@/server/services/lines/line-connections";
+import { WEBHOOK_GRACE } from "@/server/services/lines/line-health";
+import { catchUpLine, probeDueLines } from "@/server/services/lines/line-monitor";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { type FakeSmsGateway, startFakeSmsGateway, type WebhookPost } from "./fakes/sms-gateway";
 import { db, dispatch, get, makeAccount, phone } from "./helpers";

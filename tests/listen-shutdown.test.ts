@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { GET } from "@/app/v1/listen/route";
-import { beginShutdown } from "@/server/shutdown";
+import { beginShutdown } from "@/server/kernel/shutdown";
 import { db, inbound, makeAccount, phone } from "./helpers";
 
 // A listen session whose stream the server ended (it is stopping) keeps hearing events, so its

@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
 import { GET } from "@/app/v1/listen/route";
-import { hashKey } from "@/server/auth/api-keys";
-import { config, resetConfig } from "@/server/config";
-import { deleteStaleListenSessions, SESSION_TTL_MS } from "@/server/services/listen";
-import { openStreams } from "@/server/services/stream-slots";
+import { hashKey } from "@/server/services/access/api-keys";
+import { config, resetConfig } from "@/server/kernel/config";
+import { deleteStaleListenSessions, SESSION_TTL_MS } from "@/server/services/webhooks/listen";
+import { openStreams } from "@/server/services/webhooks/stream-slots";
 import { db, get, inbound, makeAccount, makeKey, phone, post, runDelivery, type Fixture } from "./helpers";
 
 // Small caps, so the cap test needs few streams; no other test here opens more than 2 at once per key.

@@ -1,4 +1,4 @@
-import { resetConfig } from "@/server/config";
+import { resetConfig } from "@/server/kernel/config";
 import { resetLogger } from "@/server/observability/log";
 
 /** The JSON log records written while `fn` runs (the logger at info, into memory). */

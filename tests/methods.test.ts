@@ -3,9 +3,9 @@ import net, { type AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as benchEcho } from "@/app/api/bench/echo/route";
-import { resetConfig } from "@/server/config";
-import { clientIp } from "@/server/http/client-ip";
-import { installHttpHook } from "@/server/observability/http-hook";
+import { resetConfig } from "@/server/kernel/config";
+import { clientIp } from "@/server/transports/http/client-ip";
+import { installHttpHook } from "@/server/transports/ops/http-hook";
 import { call, dispatch, expectRequestId, inbound, makeAccount } from "./helpers";
 
 // Methods no route serves, requests Node's parser refuses, and bodies that are not JSON: each

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SCOPES } from "@/server/auth/scopes";
-import { openApiDocument } from "@/server/api/openapi";
-import { OPERATIONS, type Operation } from "@/server/api/operations";
+import { SCOPES } from "@/server/services/access/scopes";
+import { openApiDocument } from "@/server/transports/openapi/openapi";
+import { OPERATIONS, type Operation } from "@/server/transports/openapi/operations";
 import { dispatch, inbound, makeAccount, makeKey, phone, post, call, type Fixture } from "./helpers";
 import { type PrismMock, startPrismProxy } from "./prism";
 

@@ -1,14 +1,14 @@
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { SCOPES } from "@/server/auth/scopes";
-import { ERROR_CODES } from "@/server/errors";
-import { OPERATIONS, type Operation } from "@/server/api/operations";
+import { SCOPES } from "@/server/services/access/scopes";
+import { ERROR_CODES } from "@/server/kernel/errors";
+import { OPERATIONS, type Operation } from "@/server/transports/openapi/operations";
 import { PROVIDER_NAMES } from "@/server/platform/registry";
-import { LINE_PROVIDERS } from "@/server/schemas/responses";
+import { LINE_PROVIDERS } from "@/server/wire/responses";
 import { call, get, inbound, makeAccount, makeKey, phone, post } from "./helpers";
 
-// The API reference is generated from server/api/operations.ts. These tests keep that list
+// The API reference is generated from server/transports/openapi/operations.ts. These tests keep that list
 // honest: every route that answers is documented (and nothing documented is missing), each
 // documented scope is the one the route enforces, and real responses match their schemas.
 
@@ -41,7 +41,7 @@ describe("the OpenAPI document", () => {
         answering.push(`${method} ${urlPath}`);
       }
     }
-    expect(answering.filter((r) => !documented.has(r)), "routes without an operation in server/api/operations.ts").toEqual([]);
+    expect(answering.filter((r) => !documented.has(r)), "routes without an operation in server/transports/openapi/operations.ts").toEqual([]);
     expect([...documented].filter((r) => !answering.includes(r)), "documented operations no route serves").toEqual([]);
   });
 

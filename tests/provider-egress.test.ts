@@ -1,11 +1,11 @@
 import dns, { type LookupAddress } from "node:dns";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import type { Actor } from "@/server/auth/actor";
-import { sessionActorFor } from "@/server/auth/session";
-import { resetConfig } from "@/server/config";
+import type { Actor } from "@/server/services/access/actor";
+import { sessionActorFor } from "@/server/services/access/session";
+import { resetConfig } from "@/server/kernel/config";
 import { providerLine } from "@/server/platform/connection";
-import { createConnectedLine, testLine } from "@/server/services/line-connections";
-import { handleTrpc } from "@/server/trpc/http";
+import { createConnectedLine, testLine } from "@/server/services/lines/line-connections";
+import { handleTrpc } from "@/server/transports/trpc/http";
 import { listenLoopback } from "./fakes/http";
 import { type DeliveredAnswer, type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
 import { db, dispatch, fakeTwilioLine, gql, makeAccount, phone, type Fixture } from "./helpers";
@@ -19,8 +19,8 @@ import { messagesOf } from "./line-flows";
 // address: refusals happen before a socket is opened, and the only servers are on loopback.
 
 const session = vi.hoisted(() => ({ actor: null as Actor | null }));
-vi.mock("@/server/auth/session", async (importOriginal) => ({
-  ...(await importOriginal<typeof import("@/server/auth/session")>()),
+vi.mock("@/server/services/access/session", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("@/server/services/access/session")>()),
   sessionActor: async () => session.actor,
 }));
 const COOKIE = "next-auth.session-token=eyJhbGciOiJkaXIifQ.signed";
@@ -195,7 +195,7 @@ describe("BlueBubbles password in the URL (security 9)", () => {
 
 describe("sealed secrets bound to their line and destination (security 9)", () => {
   it("a line's sealed secrets do not decrypt on another line or after its URL changed unsealed; unbound (v1) ones are read and sealed again", async () => {
-    const { encryptJson } = await import("@/server/credentials");
+    const { encryptJson } = await import("@/server/db/credentials");
     const { sealUnboundSecrets } = await import("@/server/platform/connection");
     const mac = await listenLoopback((_req, res) => {
       res.writeHead(500).end();

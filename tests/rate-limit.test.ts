@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hit } from "@/server/http/rate-limit";
+import { hit } from "@/server/services/access/rate-limit";
 import { get, makeAccount, makeKey } from "./helpers";
 
 describe("hourly per-key rate limit", () => {
@@ -51,7 +51,7 @@ describe("hourly per-key rate limit", () => {
 
 describe("leased quota across app instances", () => {
   it("several instances sharing one counter never admit more than the limit, and waste little", async () => {
-    const { QuotaLeaser } = await import("@/server/http/quota-lease");
+    const { QuotaLeaser } = await import("@/server/services/access/quota-lease");
     const instances = [new QuotaLeaser(), new QuotaLeaser(), new QuotaLeaser()];
     const limit = 1000;
     let allowed = 0;
@@ -64,7 +64,7 @@ describe("leased quota across app instances", () => {
   });
 
   it("small limits are exact: every request leases one token", async () => {
-    const { QuotaLeaser, batchSize } = await import("@/server/http/quota-lease");
+    const { QuotaLeaser, batchSize } = await import("@/server/services/access/quota-lease");
     expect(batchSize(3, 0)).toBe(1);
     expect(batchSize(10_000, 0)).toBe(100);
     expect(batchSize(10_000, 9_990)).toBe(1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { newId } from "@/server/ids";
+import { newId } from "@/server/kernel/ids";
 import { db, get, inbound, makeAccount, phone, post } from "./helpers";
 
 const q = encodeURIComponent;
@@ -202,8 +202,8 @@ describe("read endpoints", () => {
     expect(failed.body.data.map((o: { id: string }) => o.id)).toEqual([ids[2]]);
 
     // A key restricted to another line lists none of these, but still sees sandbox items.
-    const { createLine } = await import("@/server/services/lines");
-    const { sandboxLine } = await import("@/server/services/sandbox-line");
+    const { createLine } = await import("@/server/services/lines/lines");
+    const { sandboxLine } = await import("@/server/services/lines/sandbox-line");
     const { makeKey } = await import("./helpers");
     const other = await createLine({ accountId: f.accountId, handle: phone() });
     const sandboxItem = newId("outbox");

@@ -21,7 +21,7 @@ afterEach(() => vi.restoreAllMocks());
 
 describe("routeTemplate without a build's manifest", () => {
   it("looks for the manifest once, then folds ID segments for every request", async () => {
-    const { routeTemplate } = await import("@/server/observability/routes");
+    const { routeTemplate } = await import("@/server/transports/ops/routes");
     for (let i = 0; i < 50; i++) expect(routeTemplate(`/api/files/file_01jz8x9k2m${i}`)).toBe("/api/files/[id]");
     expect(routeTemplate("/v1/chats")).toBe("/v1/chats");
     expect(reads.manifest).toBe(1);

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { config } from "@/server/config";
+import { config } from "@/server/kernel/config";
 import { getDb } from "@/server/db";
 import { s3Storage } from "@/server/storage/s3";
-import { catchUpLine } from "@/server/services/line-monitor";
+import { catchUpLine } from "@/server/services/lines/line-monitor";
 import { storage } from "@/server/storage";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { captureLog } from "./log-capture";

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { resetConfig } from "../server/config";
+import { resetConfig } from "../server/kernel/config";
 import { resetStorage } from "../server/storage";
 
 // An S3-compatible server for tests: s3rver (pure JavaScript, path-style, credentials

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { parseConfig, resetConfig } from "@/server/config";
+import { parseConfig, resetConfig } from "@/server/kernel/config";
 import { call, db, makeAccount, phone, post } from "./helpers";
 
 // Only NODE_ENV=development and test get the insecure conveniences; staging, preview or any
@@ -47,7 +47,7 @@ describe("a server started with NODE_ENV=staging", () => {
     const logged: string[] = [];
     vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void logged.push(args.join(" ")));
     vi.spyOn(console, "warn").mockImplementation(() => undefined);
-    const { startServer } = await import("@/server/startup");
+    const { startServer } = await import("@/server/boot/startup");
     const { stopEngine } = await import("@/server/engine");
     try {
       await startServer();
@@ -81,7 +81,7 @@ describe("a server started with NODE_ENV=staging", () => {
     const f = await makeAccount();
     staging();
     vi.resetModules();
-    const { handleGraphQL } = await import("@/server/graphql/yoga");
+    const { handleGraphQL } = await import("@/server/transports/graphql/yoga");
     const html = await handleGraphQL(new Request("http://localhost:3000/api/graphql", { headers: { accept: "text/html" } }));
     expect(html.headers.get("content-type") ?? "").not.toContain("text/html");
     const introspect = (headers: Record<string, string>) =>

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { claimDue, releaseExpiredLeases } from "@/server/outbox/queue";
 import { deliver, deliverBatch } from "@/server/outbox/deliver";
 import { serialRounds, startRunner, stopRunner } from "@/server/engine/outbox-runner";
-import { hit } from "@/server/http/rate-limit";
-import { newId } from "@/server/ids";
-import { DAY_MS, sandboxQuotaBucket } from "@/server/services/sandbox";
+import { hit } from "@/server/services/access/rate-limit";
+import { newId } from "@/server/kernel/ids";
+import { DAY_MS, sandboxQuotaBucket } from "@/server/services/lines/sandbox";
 import { call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 const q = encodeURIComponent;

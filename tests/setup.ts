@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
-import { resetConfig } from "@/server/config";
+import { resetConfig } from "@/server/kernel/config";
 import { closeDatabase, database } from "@/server/db";
 
 Object.assign(process.env, { NODE_ENV: "test" });

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { sessionActorFor } from "@/server/auth/session";
-import { resetConfig } from "@/server/config";
-import { ingestInbound } from "@/server/services/inbound";
-import { createCaller } from "@/server/trpc/router";
+import { sessionActorFor } from "@/server/services/access/session";
+import { resetConfig } from "@/server/kernel/config";
+import { ingestInbound } from "@/server/services/inbound/inbound";
+import { createCaller } from "@/server/transports/trpc/router";
 import { call, type Fixture, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 
 // The simulated other phone (/api/simulator/*) is a tool for one account's own lines: it never
@@ -83,7 +83,7 @@ describe("guid dedupe is per line", () => {
 
   it("a guid used on two lines of one account: replies and reactions find the message in their own chat", async () => {
     const f = await makeAccount();
-    const { createLine } = await import("@/server/services/lines");
+    const { createLine } = await import("@/server/services/lines/lines");
     const second = await createLine({ accountId: f.accountId, handle: phone(), advancedFeatures: true });
     const guid = `TWO-LINES-${Date.now()}`;
     const contact = phone();

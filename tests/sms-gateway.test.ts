@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it, vi } from "vitest";
-import { resetConfig } from "@/server/config";
+import { resetConfig } from "@/server/kernel/config";
 import type { Line } from "@/server/generated/prisma/client";
 import { receivedGuid } from "@/server/platform/sms-gateway/inbound";
-import { connectLine, createConnectedLine, listConnections, testLine } from "@/server/services/line-connections";
-import { catchUpLine } from "@/server/services/line-monitor";
+import { connectLine, createConnectedLine, listConnections, testLine } from "@/server/services/lines/line-connections";
+import { catchUpLine } from "@/server/services/lines/line-monitor";
 import { type FakeSmsGateway, type FakeSmsGatewayOptions, startFakeSmsGateway, type WebhookPost } from "./fakes/sms-gateway";
 import { call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
 import { type ApiMessage, messagesOf, outbox, send, sentMessage, settled } from "./line-flows";

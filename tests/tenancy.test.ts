@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { db, get, inbound, makeAccount, phone, post } from "./helpers";
-import { newId } from "@/server/ids";
+import { newId } from "@/server/kernel/ids";
 
 const q = encodeURIComponent;
 
@@ -53,7 +53,7 @@ describe("tenant isolation: a key of account B reads nothing of account A", () =
 
   it("a line-restricted key cannot read objects of the account's other lines by ID", async () => {
     const a = await makeAccount();
-    const { createLine } = await import("@/server/services/lines");
+    const { createLine } = await import("@/server/services/lines/lines");
     const { makeKey } = await import("./helpers");
     const second = await createLine({ accountId: a.accountId, handle: phone() });
     const m = await post("/api/simulator/messages", a.key, { line: second.handle, from: phone(), text: "on the second line" });

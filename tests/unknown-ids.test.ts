@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { newId } from "@/server/ids";
+import { newId } from "@/server/kernel/ids";
 import { type ApiResult, call, type Fixture, gql, inbound, makeAccount, phone } from "./helpers";
 
 // SPEC.md "Errors": an ID of the right kind that names nothing is 404 with the resource's

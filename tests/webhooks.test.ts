@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { resetConfig } from "@/server/config";
-import { createLine } from "@/server/services/lines";
+import { resetConfig } from "@/server/kernel/config";
+import { createLine } from "@/server/services/lines/lines";
 import { call, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 
 const del = (key: string, body: unknown) => call("DELETE", "/v1/webhooks", { key, body });

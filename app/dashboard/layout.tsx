@@ -1,6 +1,6 @@
 import type { ReactNode } from "react";
 import { requireSession } from "./session";
-import { accountOverview } from "@/server/services/accounts";
+import { accountOverview } from "@/server/services/accounts/accounts";
 import { Nav } from "./nav";
 
 // Rendered per request, never at build: `next build` would otherwise try to prerender every

@@ -1,6 +1,6 @@
 import Link from "next/link";
 import { requireSession } from "./session";
-import { accountOverview } from "@/server/services/accounts";
+import { accountOverview } from "@/server/services/accounts/accounts";
 
 export default async function OverviewPage() {
   const actor = await requireSession();

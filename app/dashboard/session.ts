@@ -1,7 +1,7 @@
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
-import type { Actor } from "@/server/auth/actor";
-import { sessionActor } from "@/server/auth/session";
+import type { Actor } from "@/server/services/access/actor";
+import { sessionActor } from "@/server/services/access/session";
 import { annotateRequest, requestIdOf } from "@/server/observability/context";
 
 /** The session's Actor; without a session, off to sign in (layouts and pages render concurrently, so each checks). */

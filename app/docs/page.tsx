@@ -1,5 +1,5 @@
 import Link from "next/link";
-import { openApiDocument } from "@/server/api/openapi";
+import { openApiDocument } from "@/server/transports/openapi/openapi";
 
 // The API reference, rendered from the same OpenAPI document as /v1/openapi.json.
 

@@ -1,6 +1,6 @@
 import { liveness } from "@/server/observability/health";
-import { operatorRequest } from "@/server/observability/metrics-route";
-import { isShuttingDown } from "@/server/shutdown";
+import { operatorRequest } from "@/server/transports/ops/metrics-route";
+import { isShuttingDown } from "@/server/kernel/shutdown";
 
 // GET /healthz - liveness: the process is up and answering. It touches no dependency while
 // the database answers; only after DATABASE_FAILURE_EXIT_SECONDS of nothing but failing

@@ -1,4 +1,4 @@
-import { metricsResponse } from "@/server/observability/metrics-route";
+import { metricsResponse } from "@/server/transports/ops/metrics-route";
 
 // GET /metrics - Prometheus text format. Open unless METRICS_TOKEN is set (then it needs
 // `Authorization: Bearer <METRICS_TOKEN>`): without a token, keep it behind the proxy.

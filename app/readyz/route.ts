@@ -1,5 +1,5 @@
 import { readiness } from "@/server/observability/health";
-import { operatorRequest } from "@/server/observability/metrics-route";
+import { operatorRequest } from "@/server/transports/ops/metrics-route";
 
 // GET /readyz - readiness for a load balancer or orchestrator: 200 when this instance can take
 // traffic, 503 when it cannot or is shutting down. No key needed for the status; what was

@@ -1,10 +1,10 @@
 // The /v1 route files the production server (scripts/start.mjs) answers before Next's router,
-// by exact path (server/http/fast-routes.ts): the same handlers, on a web Request built from
+// by exact path (server/transports/http/fast-routes.ts): the same handlers, on a web Request built from
 // Node's. Every route here answers a JSON envelope read whole. Left to Next: /v1/listen (a
 // stream held open), /v1/files (a download streams a file of up to the upload cap),
 // /v1/openapi.json and unknown paths (the catch-all's 404). tests/fast-routes.test.ts checks
 // that this table names every other route file under app/v1 at its own path.
-import type { RouteModule } from "@/server/http/fast-routes";
+import type { RouteModule } from "@/server/transports/http/fast-routes";
 import * as audioMessages from "./audio-messages/route";
 import * as chats from "./chats/route";
 import * as lines from "./lines/route";

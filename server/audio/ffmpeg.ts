@@ -2,9 +2,9 @@ import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { config } from "../config";
-import { ApiError, invalidParam } from "../errors";
-import { processSingleton } from "../singleton";
+import { config } from "../kernel/config";
+import { ApiError, invalidParam } from "../kernel/errors";
+import { processSingleton } from "../kernel/singleton";
 import { declareSampleRate } from "./caf";
 
 // Audio messages go out as the platform's native voice memo: CAF container, Opus, mono, 24 kHz.
@@ -130,7 +130,7 @@ const defaultLimits = () => {
   return { limit, queueLimit: limit * QUEUE_PER_SLOT, timeoutMs: CONVERSION_TIMEOUT_MS };
 };
 
-/** One queue per process, whichever bundle converts (server/singleton.ts). */
+/** One queue per process, whichever bundle converts (server/kernel/singleton.ts). */
 const slots = processSingleton("audio-conversion-slots", (): ConversionSlots => ({ ...defaultLimits(), active: 0, waiting: [] }));
 
 /** Hands free slots to waiting conversions, in order. */

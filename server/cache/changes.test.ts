@@ -19,7 +19,7 @@ describe("read cache invalidation", () => {
     expect((await get(chats, f.key)).body.data).toHaveLength(1);
     await inbound(f, phone(), "new chat");
     expect((await get(chats, f.key)).body.data).toHaveLength(2);
-    const { createLine } = await import("@/server/services/lines");
+    const { createLine } = await import("@/server/services/lines/lines");
     const before = (await get("/v1/lines", f.key)).body.data.length;
     await createLine({ accountId: f.accountId, handle: phone() });
     expect((await get("/v1/lines", f.key)).body.data.length).toBe(before + 1);

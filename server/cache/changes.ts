@@ -1,7 +1,7 @@
-import { config } from "../config";
+import { config } from "../kernel/config";
 import { database, type Query } from "../db";
 import { listen } from "../db/listen";
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 
 // Change versions per account. Every service that writes bumps the account's version after
 // its transaction commits (notifyChange). On PostgreSQL the bump is also broadcast with

@@ -7,7 +7,7 @@ import { createGzip } from "node:zlib";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { z } from "zod";
-import { CREDENTIALS_KEY_FILE } from "../credentials";
+import { CREDENTIALS_KEY_FILE } from "./credentials";
 import { storage } from "../storage";
 import { ARCHIVE_END, archiveEntry, type EntryDigest } from "./backup-archive";
 import { DataDirBusyError, lockDataDir } from "./dir-lock";

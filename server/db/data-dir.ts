@@ -1,7 +1,7 @@
 import { chmodSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { isMainThread } from "node:worker_threads";
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 
 // DATA_DIR holds the embedded database, credentials.key, uploaded files and the database's
 // Unix sockets: nobody but the service's own OS user may read any of it (a copy of the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Prisma } from "../generated/prisma/client";
-import { ApiError } from "../errors";
+import { ApiError } from "../kernel/errors";
 import { databaseFailure, databaseUnavailableError } from "./errors";
 
 // What counts as the database failing (503 service_unavailable) and what does not (the error

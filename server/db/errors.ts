@@ -1,7 +1,7 @@
-import { config } from "../config";
-import { ApiError } from "../errors";
+import { config } from "../kernel/config";
+import { ApiError } from "../kernel/errors";
 import { log } from "../observability/log";
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 
 // Database failures, told apart from everything else: an unreachable or broken database, or a
 // pool too busy to lend a connection, is the service's trouble, not the caller's. Every

@@ -1,4 +1,4 @@
-import { sql } from "../db";
+import { sql } from "./index";
 
 // Rows that workers claim with a lease: outbox items and webhook deliveries. A claim marks due
 // rows as taken (FOR UPDATE SKIP LOCKED, so instances never take the same row), counts the

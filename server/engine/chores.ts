@@ -1,11 +1,11 @@
-import { config } from "../config";
+import { config } from "../kernel/config";
 import { releaseExpiredLeases } from "../outbox/queue";
 import { expireStranded } from "../outbox/serial";
-import { deleteExpiredIdempotencyRecords } from "../http/idempotency";
+import { deleteExpiredIdempotencyRecords } from "../services/access/idempotency";
 import { log } from "../observability/log";
-import { deleteStaleListenSessions } from "../services/listen";
-import { probeDueLines, sweepProviderEvents } from "../services/line-monitor";
-import { processSingleton } from "../singleton";
+import { deleteStaleListenSessions } from "../services/webhooks/listen";
+import { probeDueLines, sweepProviderEvents } from "../services/lines/line-monitor";
+import { processSingleton } from "../kernel/singleton";
 import { releaseExpiredDeliveries } from "../webhooks/delivery";
 import { runLoop, Sleeper } from "./loop";
 

@@ -1,8 +1,8 @@
-import { config } from "../config";
+import { config } from "../kernel/config";
 import { subscribe } from "../kernel/signals";
 import { log } from "../observability/log";
-import { catchUpAll, catchUpLine } from "../services/line-monitor";
-import { processSingleton } from "../singleton";
+import { catchUpAll, catchUpLine } from "../services/lines/line-monitor";
+import { processSingleton } from "../kernel/singleton";
 import { startChores, stopChores } from "./chores";
 import { startAnnouncer, stopAnnouncer } from "./inngest-announcer";
 import { startRunner, stopRunner } from "./outbox-runner";

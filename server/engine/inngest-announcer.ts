@@ -1,5 +1,5 @@
-import { batcher } from "../batcher";
-import { processSingleton } from "../singleton";
+import { batcher } from "../kernel/batcher";
+import { processSingleton } from "../kernel/singleton";
 import { type StoredItem, subscribe } from "../kernel/signals";
 import { log } from "../observability/log";
 

@@ -1,5 +1,5 @@
 import { database } from "../db";
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 import { claimDue, nextDueAt, workerId } from "../outbox/queue";
 import { deliverBatch } from "../outbox/deliver";
 import { claimHead, dueLineHeads, serialBacklog } from "../outbox/serial";

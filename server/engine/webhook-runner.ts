@@ -1,4 +1,4 @@
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt } from "../webhooks/delivery";
 import { subscribe } from "../kernel/signals";
 import { log } from "../observability/log";

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { config } from "../config";
+import { config } from "../kernel/config";
 import type { Query } from "../db";
 import { listen } from "../db/listen";
-import { untilShutdown } from "../shutdown";
-import { processSingleton } from "../singleton";
+import { untilShutdown } from "../kernel/shutdown";
+import { processSingleton } from "../kernel/singleton";
 import { log } from "../observability/log";
 
 // Live events: what someone following a line sees as it happens (GraphQL subscriptions now, a

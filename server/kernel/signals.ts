@@ -1,4 +1,4 @@
-import { processSingleton } from "../singleton";
+import { processSingleton } from "./singleton";
 
 // In-process signals: a service or the write path fires one after a commit, and whatever
 // drives the work subscribes when it starts (the embedded runners, or the Inngest announcer).
@@ -21,10 +21,12 @@ export interface Signals {
   "webhooks.due": null;
   /** A provider line answered again after being disconnected: what it missed should be caught up. */
   "line.recovered": { lineId: string };
+  /** A call to a provider line's provider ended: it answered (of any kind), or it could not be reached. */
+  "provider.answered": { lineId: string; reachable: boolean; reason: string | null };
 }
 
 export type SignalName = keyof Signals;
-type Handler<K extends SignalName> = (payload: Signals[K]) => void;
+type Handler<K extends SignalName> = (payload: Signals[K]) => void | Promise<unknown>;
 
 const handlers = processSingleton("signals", () => new Map<SignalName, Set<Handler<never>>>());
 
@@ -38,11 +40,30 @@ export function fire<K extends SignalName>(name: K, ...args: Signals[K] extends 
   const payload = (args[0] ?? null) as Signals[K];
   for (const handler of set) {
     try {
-      (handler as Handler<K>)(payload);
+      const done = (handler as Handler<K>)(payload);
+      if (done instanceof Promise) done.catch((err: unknown) => process.emitWarning(`a subscriber of ${name} failed: ${(err as Error).message}`));
     } catch (err) {
       process.emitWarning(`a subscriber of ${name} failed: ${(err as Error).message}`);
     }
   }
+}
+
+/**
+ * Tells the subscribers and waits for what they do (a handler's promise), for a signal whose
+ * effect should land before the caller goes on. Never throws either.
+ */
+export async function fireAndWait<K extends SignalName>(name: K, payload: Signals[K]): Promise<void> {
+  const set = handlers.get(name);
+  if (!set) return;
+  await Promise.all(
+    [...set].map(async (handler) => {
+      try {
+        await (handler as Handler<K>)(payload);
+      } catch (err) {
+        process.emitWarning(`a subscriber of ${name} failed: ${(err as Error).message}`);
+      }
+    }),
+  );
 }
 
 /** Subscribes `handler` to `name`; returns the unsubscribe. */

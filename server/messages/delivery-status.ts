@@ -1,10 +1,10 @@
-import { batcher } from "../batcher";
-import { config } from "../config";
+import { batcher } from "../kernel/batcher";
+import { config } from "../kernel/config";
 import { valuesList } from "../db";
 import type { Attachment, Message } from "../generated/prisma/client";
 import type { DeliveryReport } from "../platform/types";
-import { serializeMessage } from "../serializers";
-import { processSingleton } from "../singleton";
+import { serializeMessage } from "../wire/serializers";
+import { processSingleton } from "../kernel/singleton";
 import { fileUrlSigner, type FileUrlSigner } from "../storage/signed-urls";
 import { type Unit, unitOfWork } from "../write/unit";
 

@@ -1,7 +1,7 @@
 import { chunkRows, valuesList } from "../db";
 import type { Attachment, Message } from "../generated/prisma/client";
-import { newId } from "../ids";
-import { serializeMessage } from "../serializers";
+import { newId } from "../kernel/ids";
+import { serializeMessage } from "../wire/serializers";
 import type { FileUrlSigner } from "../storage/signed-urls";
 import type { Unit } from "../write/unit";
 

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { newId } from "../ids";
-import { processSingleton } from "../singleton";
+import { newId } from "../kernel/ids";
+import { processSingleton } from "../kernel/singleton";
 
 // What one HTTP request is, as the request log and the metrics see it: its request_id (the one
 // the client gets back), and who made it once that is known. The HTTP hook (http-hook.ts) opens

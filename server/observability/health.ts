@@ -1,11 +1,11 @@
-import { config } from "../config";
+import { config } from "../kernel/config";
 import { database, sql } from "../db";
 import { databaseFailedTooLong, databaseFailing, noteDatabaseFailure, shortCause } from "../db/errors";
-import { withTimeout } from "../timeout";
+import { withTimeout } from "../kernel/timeout";
 import { lineStatusCounts } from "./line-counts";
 import { readMigrations } from "../db/migrations";
 import { heartbeat } from "./heartbeats";
-import { isShuttingDown } from "../shutdown";
+import { isShuttingDown } from "../kernel/shutdown";
 import { checkStorage } from "../storage";
 
 // GET /readyz: can this instance take traffic? The database answers and carries every

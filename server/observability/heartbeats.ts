@@ -1,4 +1,4 @@
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 
 // The loops of this process report here as they go round; readiness (GET /readyz) reads it.
 // So health knows which loops run without importing them (the engine sits above observability).

@@ -1,6 +1,6 @@
 import pino, { type DestinationStream, type Logger } from "pino";
-import { config } from "../config";
-import { processSingleton } from "../singleton";
+import { config } from "../kernel/config";
+import { processSingleton } from "../kernel/singleton";
 
 // The service's log: one JSON object per line on stdout (pino), for a log shipper to read.
 // Under `npm run dev` the same records print as short readable lines instead. What goes in is
@@ -133,7 +133,7 @@ export function log(): Logger {
   return state.logger;
 }
 
-/** What the request log says of one request (server/observability/http-hook.ts). */
+/** What the request log says of one request (server/transports/ops/http-hook.ts). */
 export interface RequestRecord {
   request_id: string;
   method: string;

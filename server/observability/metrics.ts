@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { sql } from "../db";
 import { lineStatusCounts } from "./line-counts";
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 
 // Prometheus metrics of this instance (GET /metrics). Counters and histograms count what this
 // process did; the queue gauges (outbox items by status, oldest pending item, webhook queue,

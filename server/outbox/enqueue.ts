@@ -1,8 +1,8 @@
-import { batcher } from "../batcher";
-import { config } from "../config";
+import { batcher } from "../kernel/batcher";
+import { config } from "../kernel/config";
 import { sql, valuesList } from "../db";
 import { livePayloads, publishLocal } from "../events/live";
-import { processSingleton } from "../singleton";
+import { processSingleton } from "../kernel/singleton";
 import type { OutboxKind } from "./payloads";
 import { outboxEvent } from "./queue";
 

@@ -1,7 +1,7 @@
 import { getDb } from "../db";
 import type { Chat, File, Line, OutboxItem } from "../generated/prisma/client";
 import { isSerialLine } from "../platform/connection";
-import { findLine } from "../services/lines";
+import { findLine } from "../db/line-cache";
 import { MessagePayload, OutboxTarget, type OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "./payloads";
 
 // Preparing claimed items: their payloads parsed, with the lines, files and chats they need,

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { config } from "../config";
+import { config } from "../kernel/config";
 import { getDb } from "../db";
 import { LEASE_MS, leasedQueue } from "../db/leased-queue";
 import type { OutboxItem } from "../generated/prisma/client";
 import { serialProviderNames } from "../platform/connection";
 import { PROVIDER_NAMES } from "../platform/registry";
-import { findLine } from "../services/lines";
+import { findLine } from "../db/line-cache";
 import type { LiveEvent } from "../events/live";
 import { unitOfWork } from "../write/unit";
 import { MessagePayload, OutboxTarget } from "./payloads";

@@ -1,7 +1,7 @@
 import { getDb, type Query, sql, valuesList } from "../db";
 import { databaseFailure, shortCause } from "../db/errors";
 import type { Line, OutboxItem } from "../generated/prisma/client";
-import { newId } from "../ids";
+import { newId } from "../kernel/ids";
 import { log } from "../observability/log";
 import { metrics } from "../observability/metrics";
 import { isSerialLine } from "../platform/connection";
@@ -9,7 +9,7 @@ import { findProvider } from "../platform/registry";
 import type { DeliveryReport, SendResult } from "../platform/types";
 import { applyReports, storeReports } from "../messages/delivery-status";
 import { writeMessages } from "../messages/store";
-import { noteProviderDown, noteProviderUp } from "../services/line-health";
+import { fireAndWait } from "../kernel/signals";
 import { type FileUrlSigner, fileUrlSigner } from "../storage/signed-urls";
 import { type Unit, unitOfWork } from "../write/unit";
 import { MessagePayload } from "./payloads";
@@ -125,7 +125,8 @@ export async function recordOutcomes(outcomes: { x: Prepared; result: SendResult
   for (const { x, result } of outcomes) {
     if (isSerialLine(x.line)) {
       // A provider line's health follows its calls: an answer of any kind says it is up.
-      await (!result.ok && result.unreachable ? noteProviderDown(x.line.id, result.reason) : noteProviderUp(x.line.id)).catch(() => undefined);
+      const reachable = result.ok || !result.unreachable;
+      await fireAndWait("provider.answered", { lineId: x.line.id, reachable, reason: reachable ? null : result.reason });
     }
     if (result.ok) {
       sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt), service: result.service, providerChatId: result.providerChatId, segments: result.segments, delivery: result.delivery });

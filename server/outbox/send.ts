@@ -1,6 +1,6 @@
 import { sql } from "../db";
 import type { Line } from "../generated/prisma/client";
-import { CredentialsError } from "../credentials";
+import { CredentialsError } from "../db/credentials";
 import { platformForLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import type { OutgoingMessage, Platform, SendResult } from "../platform/types";

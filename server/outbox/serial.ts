@@ -2,8 +2,8 @@ import { sql } from "../db";
 import type { Line, OutboxItem } from "../generated/prisma/client";
 import { serialProviderNames } from "../platform/connection";
 import { PROVIDER_NAMES, providerFor } from "../platform/registry";
-import { findLine } from "../services/lines";
-import { config } from "../config";
+import { findLine } from "../db/line-cache";
+import { config } from "../kernel/config";
 import { claimOne, failClaimed, LEASE_MS } from "./queue";
 
 // Provider lines send one item at a time, in outbox order, paced: a real Apple ID or SIM that

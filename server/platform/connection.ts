@@ -1,12 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { z } from "zod";
-import { config } from "../config";
-import { CredentialsError, decryptJson, encryptJson, isUnboundSealed } from "../credentials";
+import { config } from "../kernel/config";
+import { CredentialsError, decryptJson, encryptJson, isUnboundSealed } from "../db/credentials";
 import { getDb } from "../db";
 import type { Line } from "../generated/prisma/client";
 import type { AnyProvider, ProviderLine } from "./provider";
-import { processSingleton } from "../singleton";
-import { trimTrailingSlashes } from "../strings";
+import { processSingleton } from "../kernel/singleton";
+import { trimTrailingSlashes } from "../kernel/strings";
 import { providerHostProblem } from "./http";
 import { providerFor } from "./registry";
 import type { Platform } from "./types";

@@ -1,5 +1,5 @@
-import { config } from "../config";
-import { processSingleton } from "../singleton";
+import { config } from "../kernel/config";
+import { processSingleton } from "../kernel/singleton";
 
 // How many provider media downloads run at once: at most `perProcess` in this process and
 // `perLine` for one line, so a burst of webhooks with large media (or one line's) cannot hold

@@ -1,8 +1,8 @@
 import dns, { type LookupAddress } from "node:dns";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { listenLoopback, type Loopback } from "../../tests/fakes/http";
-import { parseConfig, resetConfig } from "../config";
-import { trimTrailingSlashes } from "../strings";
+import { parseConfig, resetConfig } from "../kernel/config";
+import { trimTrailingSlashes } from "../kernel/strings";
 import { exchange, providerUrlProblem, TransportError } from "./http";
 
 // The provider address guard on the shared transport: with PROVIDER_ALLOW_PRIVATE off, no

@@ -17,7 +17,7 @@ import http from "node:http";
 import net from "node:net";
 import https from "node:https";
 import { Readable } from "node:stream";
-import { config } from "../config";
+import { config } from "../kernel/config";
 import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup, isForbiddenAddress, isOwnAddress, unbracketed } from "../webhooks/url-guard";
 
 /**

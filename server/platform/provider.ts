@@ -26,7 +26,7 @@ export interface InboundRequest {
   body: Uint8Array;
 }
 
-/** Why a provider's webhook is refused: the error code and its HTTP status come from server/errors.ts. */
+/** Why a provider's webhook is refused: the error code and its HTTP status come from server/kernel/errors.ts. */
 export interface InboundRefusal {
   /** invalid_signature (403): Twilio's answer to a bad signature; invalid_webhook_signature (401): a signature or timestamp that does not verify (SMS Gateway). */
   code: "invalid_signature" | "invalid_webhook_signature";

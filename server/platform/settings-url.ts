@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { MAX_URL_LENGTH } from "../webhooks/url-guard";
-import { trimTrailingSlashes } from "../strings";
+import { trimTrailingSlashes } from "../kernel/strings";
 import { providerUrlProblem } from "./http";
 
 // The URL settings of provider lines (a BlueBubbles server, an SMS Gateway API, Twilio's base

@@ -3,7 +3,7 @@ import { z } from "zod";
 // The messaging providers behind one interface. A line is carried by one provider (the
 // built-in simulated platform, a BlueBubbles Mac, ...); server/platform/registry.ts maps a
 // provider's name to its settings schema and factory. Providers never touch the database:
-// they answer what happened, and server/delivery and server/services record it.
+// they answer what happened, and server/outbox and server/services record it.
 
 export type ServiceName = "imessage" | "sms";
 

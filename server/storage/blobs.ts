@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { ApiError } from "../errors";
-import { newId } from "../ids";
+import { ApiError } from "../kernel/errors";
+import { newId } from "../kernel/ids";
 import { type BlobSource, storage } from "./index";
 
 // Bytes are stored before the File row that points at them is written, so a failed

@@ -4,10 +4,10 @@ import { mkdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
-import { config } from "../config";
+import { config } from "../kernel/config";
 import { s3Storage } from "./s3";
 import type { Storage } from "./types";
-import { withTimeout } from "../timeout";
+import { withTimeout } from "../kernel/timeout";
 
 // File bytes behind a small interface, chosen by STORAGE_URL: a local directory (DATA_DIR/files
 // by default, memory when DATA_DIR is ":memory:") or an S3 bucket (./s3.ts).

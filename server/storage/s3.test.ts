@@ -9,7 +9,7 @@ import { AbortMultipartUploadCommand, S3Client, UploadPartCommand } from "@aws-s
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startS3, useStorageEnv, type S3Server } from "@/tests/s3";
 import { captureLog } from "@/tests/log-capture";
-import { config, parseConfig } from "../config";
+import { config, parseConfig } from "../kernel/config";
 import { checkStorage, storage } from "./index";
 import { storeBlob } from "./blobs";
 

@@ -1,8 +1,8 @@
 import { Readable } from "node:stream";
 import { DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
-import type { StorageLocation } from "../config";
-import { ApiError } from "../errors";
+import type { StorageLocation } from "../kernel/config";
+import { ApiError } from "../kernel/errors";
 import type { BlobSource, Storage } from "./types";
 import { log } from "../observability/log";
 

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { config } from "../config";
-import { instanceSecret } from "../secrets";
+import { config } from "../kernel/config";
+import { instanceSecret } from "../db/secrets";
 
 // File download URLs: /api/files/<file_id>?expires=<unix s>&signature=<hmac>. They expire and
 // cannot be guessed; the HMAC key is an instance-wide secret kept in the database, so every

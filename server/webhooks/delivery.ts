@@ -1,9 +1,9 @@
-import { config } from "../config";
-import { batcher } from "../batcher";
+import { config } from "../kernel/config";
+import { batcher } from "../kernel/batcher";
 import { sql, sqlTransaction, valuesList } from "../db";
 import { leasedQueue } from "../db/leased-queue";
 import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
-import { newId } from "../ids";
+import { newId } from "../kernel/ids";
 import { storableText } from "../db/storable";
 
 /** Text PostgreSQL can store (a receiver's reply or an error message may hold NUL characters): see db/storable.ts. */

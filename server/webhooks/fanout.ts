@@ -1,6 +1,6 @@
 import { chunkRows, type Query, valuesList } from "../db";
-import { newId } from "../ids";
-import type { WebhookEvent } from "../services/webhooks";
+import { newId } from "../kernel/ids";
+import type { WebhookEvent } from "./event-names";
 
 // Events become delivery rows (dlv_…), one per subscribed active webhook of the line, written
 // by the caller inside the transaction of the change that caused them: a committed change

@@ -8,7 +8,7 @@ import {
   type VerifyOptions,
   type WebhookPayload,
 } from "../../packages/client/src/webhook-checks";
-import { newId } from "../ids";
+import { newId } from "../kernel/ids";
 
 export {
   DEFAULT_TOLERANCE_MS,

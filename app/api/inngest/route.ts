@@ -5,9 +5,9 @@ import type { NextRequest } from "next/server";
 import { serve } from "inngest/next";
 import { inngest } from "@/inngest/client";
 import { functions } from "@/inngest/functions";
-import { config } from "@/server/config";
-import { ApiError } from "@/server/errors";
-import { errorResponse, requestIdOf } from "@/server/http/responses";
+import { config } from "@/server/kernel/config";
+import { ApiError } from "@/server/kernel/errors";
+import { errorResponse, requestIdOf } from "@/server/transports/http/responses";
 
 const handlers = serve({ client: inngest, functions });
 

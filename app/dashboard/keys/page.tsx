@@ -5,7 +5,7 @@ import { ListTable } from "@/components/table";
 import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/ui";
 import { lineName, useLines } from "@/components/lines";
 import { useTRPC } from "@/lib/trpc";
-import { SCOPES, type Scope } from "@/server/auth/scopes";
+import { SCOPES, type Scope } from "@/server/services/access/scopes";
 
 const READ = SCOPES.filter((s) => s.endsWith(":read"));
 const PRESETS: [string, readonly Scope[]][] = [

@@ -5,7 +5,7 @@ import { Suspense } from "react";
 import { ListTable } from "@/components/table";
 import { ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
-import { OUTBOX_STATUSES, type OutboxStatus } from "@/server/services/outbox-statuses";
+import { OUTBOX_STATUSES, type OutboxStatus } from "@/server/services/messaging/outbox-statuses";
 
 function Outbox() {
   const trpc = useTRPC();

@@ -1,7 +1,7 @@
 // POST /v1/files - upload raw bytes (Content-Type, optional X-Filename); GET /v1/files?id= - 302 to a signed download URL
-import { apiRoute, routes } from "@/server/http/api-route";
-import { FileQuery } from "@/server/schemas/v1";
-import { fileDownloadUrl, MAX_FILE_BYTES, mimeTypeOf, uploadFile } from "@/server/services/files";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { FileQuery } from "@/server/services/schemas/v1";
+import { fileDownloadUrl, MAX_FILE_BYTES, mimeTypeOf, uploadFile } from "@/server/services/messaging/files";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   POST: apiRoute(

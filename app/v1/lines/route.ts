@@ -1,7 +1,7 @@
 // GET /v1/lines - the lines this key can use (its account's, and the sandbox)
-import { apiRoute, routes } from "@/server/http/api-route";
-import { ListLinesQuery } from "@/server/schemas/v1";
-import { listLines } from "@/server/services/lines";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { ListLinesQuery } from "@/server/services/schemas/v1";
+import { listLines } from "@/server/services/lines/lines";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   // Never from the read cache: a line created or changed by another process (the operator CLI,

@@ -1,11 +1,11 @@
 // GET /v1/listen - extension: this key's webhook events as server-sent events (the CLI's `listen`), resumable by ?session=
-import { authenticate, requireScope } from "@/server/auth/api-keys";
-import { apiRoute, routes } from "@/server/http/api-route";
-import { listenStream } from "@/server/http/listen-stream";
-import { ApiError } from "@/server/errors";
-import { shutdownSignal } from "@/server/shutdown";
-import { ListenQuery, openListenSession } from "@/server/services/listen";
-import { acquireStreamSlot } from "@/server/services/stream-slots";
+import { authenticate, requireScope } from "@/server/services/access/api-keys";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { listenStream } from "@/server/transports/http/listen-stream";
+import { ApiError } from "@/server/kernel/errors";
+import { shutdownSignal } from "@/server/kernel/shutdown";
+import { ListenQuery, openListenSession } from "@/server/services/webhooks/listen";
+import { acquireStreamSlot } from "@/server/services/webhooks/stream-slots";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   GET: apiRoute({ scope: "webhooks:read", query: ListenQuery }, async ({ actor, query, request, requestId }) => {

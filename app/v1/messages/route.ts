@@ -1,10 +1,10 @@
 // GET /v1/messages - messages of a line or one chat, newest first; ?id= fetches one message
 // POST /v1/messages - send text and/or one attachment; answers a pending outbox item
-import { missingParam } from "@/server/errors";
-import { apiRoute, routes } from "@/server/http/api-route";
-import { ListMessagesQuery } from "@/server/schemas/v1";
-import { getMessage, listMessages } from "@/server/services/messages";
-import { SendMessageBody, sendMessage } from "@/server/services/send";
+import { missingParam } from "@/server/kernel/errors";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { ListMessagesQuery } from "@/server/services/schemas/v1";
+import { getMessage, listMessages } from "@/server/services/messaging/messages";
+import { SendMessageBody, sendMessage } from "@/server/services/messaging/send";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   GET: apiRoute({ scope: "messages:read", query: ListMessagesQuery, cache: true }, async ({ actor, query }) => {

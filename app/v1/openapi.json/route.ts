@@ -1,7 +1,7 @@
 // GET /v1/openapi.json - the OpenAPI 3.1 document of /v1 (no key needed)
-import { openApiDocument } from "@/server/api/openapi";
-import { routes } from "@/server/http/api-route";
-import { CORS_HEADERS, requestIdOf } from "@/server/http/responses";
+import { openApiDocument } from "@/server/transports/openapi/openapi";
+import { routes } from "@/server/transports/http/api-route";
+import { CORS_HEADERS, requestIdOf } from "@/server/transports/http/responses";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   GET: (request) =>

@@ -1,8 +1,8 @@
 // GET /v1/receipts - read receipts in one chat; POST /v1/receipts - mark the chat read
-import { apiRoute, routes } from "@/server/http/api-route";
-import { ChatStateQuery } from "@/server/schemas/v1";
-import { listReceipts } from "@/server/services/chat-state";
-import { SendReceiptBody, sendReceipt } from "@/server/services/send";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { ChatStateQuery } from "@/server/services/schemas/v1";
+import { listReceipts } from "@/server/services/messaging/chat-state";
+import { SendReceiptBody, sendReceipt } from "@/server/services/messaging/send";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   GET: apiRoute({ scope: "receipts:read", query: ChatStateQuery }, ({ actor, query }) => listReceipts(actor, query)),

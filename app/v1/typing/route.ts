@@ -1,8 +1,8 @@
 // GET /v1/typing - typing indicators in one chat; POST /v1/typing - start typing, or stop with state "off"
-import { apiRoute, routes } from "@/server/http/api-route";
-import { ChatStateQuery } from "@/server/schemas/v1";
-import { listTyping } from "@/server/services/chat-state";
-import { SendTypingBody, sendTyping } from "@/server/services/send";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { ChatStateQuery } from "@/server/services/schemas/v1";
+import { listTyping } from "@/server/services/messaging/chat-state";
+import { SendTypingBody, sendTyping } from "@/server/services/messaging/send";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   GET: apiRoute({ scope: "typing:read", query: ChatStateQuery }, ({ actor, query }) => listTyping(actor, query)),

@@ -2,8 +2,8 @@
 // POST /v1/webhooks - subscribe a line's events; the signing secret is shown in this response only
 //   (and in an Idempotency-Key replay by the same key while the secret is unchanged)
 // DELETE /v1/webhooks - { id } in the body
-import { apiRoute, routes } from "@/server/http/api-route";
-import { CreateWebhookBody, DeleteWebhookBody, ListWebhooksQuery, createWebhook, currentWebhookSecret, deleteWebhook, listWebhooks } from "@/server/services/webhooks";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { CreateWebhookBody, DeleteWebhookBody, ListWebhooksQuery, createWebhook, currentWebhookSecret, deleteWebhook, listWebhooks } from "@/server/services/webhooks/webhooks";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({
   GET: apiRoute({ scope: "webhooks:read", query: ListWebhooksQuery }, ({ actor, query }) => listWebhooks(actor, query)),

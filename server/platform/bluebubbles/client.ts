@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type BodySink, collectBytes, type Exchange, exchange, excerpt, issueList, mediaType, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, scrubber, TransportError, truncate } from "../http";
-import { trimTrailingSlashes } from "../../strings";
+import { trimTrailingSlashes } from "../../kernel/strings";
 import {
   BBChatSchema,
   BBMessageSchema,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { sql, valuesList } from "../../db";
-import { batcher } from "../../batcher";
-import { processSingleton } from "../../singleton";
+import { batcher } from "../../kernel/batcher";
+import { processSingleton } from "../../kernel/singleton";
 import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "../types";
 
 // The built-in simulated platform: accepts every send at once, except two documented test

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type Exchange, exchange, excerpt, issueList, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, retryAfterMs, scrubber, TransportError, truncate } from "../http";
-import { trimTrailingSlashes } from "../../strings";
+import { trimTrailingSlashes } from "../../kernel/strings";
 import {
   SGHealthSchema,
   SGIncomingMessageSchema,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { thrown } from "../../../tests/thrown";
-import { ApiError } from "../../errors";
+import { ApiError } from "../../kernel/errors";
 import { mapIncoming, mapWebhook, receivedGuid, verifyWebhookSignature, webhookSignature } from "./inbound";
 import { parseIsoDate } from "./schemas";
 

@@ -1,7 +1,7 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import type { z, ZodError, ZodType } from "zod";
-import { ApiError } from "../../errors";
-import { normalizeHandle } from "../../handles";
+import { ApiError } from "../../kernel/errors";
+import { normalizeHandle } from "../../kernel/handles";
 import { type InboundRefusal, smsFromContact } from "../provider";
 import type { ProviderInbound } from "../types";
 import {

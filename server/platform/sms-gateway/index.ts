@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { config } from "../../config";
+import { config } from "../../kernel/config";
 import { defineProvider, type ProviderLine } from "../provider";
 import { providerUrlSetting } from "../settings-url";
 import type { ProbeResult, ProviderInbound } from "../types";

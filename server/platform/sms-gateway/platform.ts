@@ -1,4 +1,4 @@
-import { normalizeHandle } from "../../handles";
+import { normalizeHandle } from "../../kernel/handles";
 import type { DeliveryReport, OutgoingAction, OutgoingMessage, Platform, SendResult } from "../types";
 import { describeSmsGatewayError, SmsGatewayError, parseIsoDate, type SGMessageState, type SmsGatewayClient } from "./client";
 

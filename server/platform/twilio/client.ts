@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { TwilioError, type TwilioErrorInit } from "./errors";
-import { config } from "../../config";
+import { config } from "../../kernel/config";
 import { type BodySink, collectBytes, type Exchange, exchange, excerpt, isMessageMediaType, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
 import {
   type TwilioMedia,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { thrown } from "../../../tests/thrown";
-import { ApiError } from "../../errors";
+import { ApiError } from "../../kernel/errors";
 import { mapListedMessage, mapWebhook, mediaFilename, optOutChange, parseRawDlrDoneDate, statusMeaning, type TwilioLineView } from "./inbound";
 import type { TwilioMessage } from "./schemas";
 

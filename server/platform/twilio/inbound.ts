@@ -1,6 +1,6 @@
 import type { ZodError, ZodType } from "zod";
-import { ApiError } from "../../errors";
-import { normalizeHandle } from "../../handles";
+import { ApiError } from "../../kernel/errors";
+import { normalizeHandle } from "../../kernel/handles";
 import { smsFromContact } from "../provider";
 import type { DeliveryStatus, ProviderAttachmentRef, ProviderInbound } from "../types";
 import { twilioErrorText } from "./errors";

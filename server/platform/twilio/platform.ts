@@ -1,4 +1,4 @@
-import { normalizeHandle } from "../../handles";
+import { normalizeHandle } from "../../kernel/handles";
 import { fileUrlSigner } from "../../storage/signed-urls";
 import { sameContent } from "../matching";
 import type { DeliveryReport, OutgoingMessage, Platform, ProviderInbound, ReconcileResult, SendResult } from "../types";

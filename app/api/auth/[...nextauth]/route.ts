@@ -1,5 +1,5 @@
 // /api/auth/* - next-auth: dashboard sign-in with email and password (throttled), sign-out, session
-import { type AuthRouteContext, handleAuth } from "@/server/auth/auth-route";
+import { type AuthRouteContext, handleAuth } from "@/server/transports/auth-route";
 
 const handler = (req: Request, context: AuthRouteContext) => handleAuth(req, context);
 

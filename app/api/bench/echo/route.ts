@@ -1,8 +1,8 @@
 // GET|POST /api/bench/echo?name= - the trivial route handler npm run bench compares /v1 with:
 // it answers a stored copy of the envelope a /v1 route answered, and does nothing else.
 // PUT stores one. Off (the JSON route_not_found) unless BENCH_ECHO=true.
-import { config } from "@/server/config";
-import { routeNotFound } from "@/server/http/responses";
+import { config } from "@/server/kernel/config";
+import { routeNotFound } from "@/server/transports/http/responses";
 
 // The stored text is answered as is: the cheapest way to send the same bytes, so the ratio
 // charges every cost of a /v1 route (authentication, parsing, database, serialization) to it.

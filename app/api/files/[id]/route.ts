@@ -1,6 +1,6 @@
 // GET /api/files/<file_id>?expires=&signature= - download through a signed, expiring URL
-import { errorResponse, requestIdOf } from "@/server/http/responses";
-import { downloadFile } from "@/server/services/file-download";
+import { errorResponse, requestIdOf } from "@/server/transports/http/responses";
+import { downloadFile } from "@/server/services/messaging/file-download";
 
 export async function GET(request: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
   const requestId = requestIdOf(request.headers);

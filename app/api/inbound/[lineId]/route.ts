@@ -1,10 +1,10 @@
 // POST /api/inbound/<line_id> - a line's provider delivers its webhooks here (BlueBubbles: ?token=...; Twilio and SMS Gateway sign theirs).
 // The production server (scripts/start.mjs) answers this path itself, without Next's request
-// handling (server/http/fast-routes.ts); this route serves it under `next dev` and tests.
-import { jsonBodyLimit, readBody } from "@/server/http/body";
-import { answerInbound } from "@/server/http/inbound";
-import { methodNotAllowed } from "@/server/http/methods";
-import { envelopeHeaders, errorResponse, jsonResponse, requestIdOf } from "@/server/http/responses";
+// handling (server/transports/http/fast-routes.ts); this route serves it under `next dev` and tests.
+import { jsonBodyLimit, readBody } from "@/server/transports/http/body";
+import { answerInbound } from "@/server/transports/http/inbound";
+import { methodNotAllowed } from "@/server/transports/http/methods";
+import { envelopeHeaders, errorResponse, jsonResponse, requestIdOf } from "@/server/transports/http/responses";
 
 export const dynamic = "force-dynamic";
 

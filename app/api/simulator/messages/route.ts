@@ -1,9 +1,9 @@
 // POST /api/simulator/messages - the simulated other phone: an inbound message (text, attachment, voice memo, group, reply)
 // GET /api/simulator/messages?line=&contact= - what the simulated phones received from the line, newest first
 // Both answer route_not_found while SIMULATOR_ENABLED is off.
-import { apiRoute, routes } from "@/server/http/api-route";
-import { SimulatorInboxQuery, SimulatorMessageBody } from "@/server/schemas/simulator";
-import { simulateMessage, simulatorEnabled, simulatorInbox } from "@/server/services/simulator";
+import { apiRoute, routes } from "@/server/transports/http/api-route";
+import { SimulatorInboxQuery, SimulatorMessageBody } from "@/server/services/schemas/simulator";
+import { simulateMessage, simulatorEnabled, simulatorInbox } from "@/server/services/inbound/simulator";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(
   {

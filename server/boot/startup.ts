@@ -1,0 +1,102 @@
+import { ConfigError, config } from "../kernel/config";
+import { checkStorage } from "../storage";
+import { database, getDb } from "../db";
+import { releaseAllClaims } from "../outbox/queue";
+import { checkFfmpeg } from "../audio/ffmpeg";
+import { bootstrap } from "./bootstrap";
+import { releaseExpiredDeliveries } from "../webhooks/delivery";
+import { startEngine } from "../engine";
+import { seedDevAccount } from "./dev-seed";
+import { ownSignals } from "./lifecycle";
+import { installHttpHook, switchObservabilityOnSignal } from "../transports/ops/http-hook";
+import { credentialsKeySource } from "../db/credentials";
+import { sealUnboundSecrets } from "../platform/connection";
+import { type RouteModule, registerFastRoutes } from "../transports/http/fast-routes";
+import { log } from "../observability/log";
+
+// Runs once per server process (instrumentation.ts): database ready, then a banner saying how
+// to get a first key.
+
+/**
+ * A setting the service cannot run with stops it before it takes a request: one line per
+ * problem, naming the variable, and exit code 1 (never a stack trace at the first request).
+ */
+function refuseToStart(problems: string[]): never {
+  for (const problem of problems) console.error(`Relay cannot start: ${problem}`);
+  process.exit(1);
+}
+
+export interface StartOptions {
+  /** Route files the production server answers before Next, by path (app/v1/route-table.ts; see fast-routes.ts). */
+  fastRoutes?: Readonly<Record<string, RouteModule>>;
+}
+
+export async function startServer(options: StartOptions = {}): Promise<void> {
+  let c: ReturnType<typeof config>;
+  try {
+    c = config();
+  } catch (err) {
+    if (err instanceof ConfigError) refuseToStart(err.problems);
+    throw err;
+  }
+  installHttpHook();
+  if (c.BENCH_OBSERVABILITY_SWITCH) switchObservabilityOnSignal();
+  ownSignals();
+  // Storage before anything is accepted: a bucket that cannot be reached or refuses the
+  // credentials is a configuration error, not a 503 on the first upload.
+  await checkStorage().catch((err: unknown) => refuseToStart([(err as Error).message]));
+  await bootstrap();
+  // Provider secrets sealed before they were bound to their line (issue 23) are sealed again, bound.
+  await sealUnboundSecrets().catch((err: unknown) => log().error({ err }, "sealing provider secrets to their lines failed"));
+  registerFastRoutes(options.fastRoutes);
+  const { kind } = await database();
+  if (kind === "pglite") {
+    const released = await releaseAllClaims();
+    if (released) log().warn({ outbox_items: released }, "items claimed before a crash are pending again");
+    const deliveries = await releaseExpiredDeliveries(new Date(), { all: true });
+    if (deliveries) log().warn({ webhook_deliveries: deliveries }, "deliveries under way before a crash will be sent again (same delivery IDs)");
+  }
+  await startEngine();
+  const db = await getDb();
+  const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
+  const engine = c.deliveryEngine === "inngest" ? `Inngest (functions served at ${c.PUBLIC_URL}/api/inngest)` : "embedded runner";
+  const lines = [`Relay is ready on ${c.PUBLIC_URL} (database: ${where}; delivery: ${engine}).`];
+  const accounts = await db.account.count();
+  const seed = !c.isProduction && accounts === 0 && c.EMBEDDED_SEED !== false ? await seedDevAccount() : null;
+  if (seed) {
+    lines.push(
+      "",
+      "First start: created a development account with a simulated line. Your API key (shown once):",
+      `  ${seed.key}`,
+      `  account ${seed.email}, password ${seed.password}, line ${seed.lineHandle}`,
+      "",
+      "Try it:",
+      `  curl -H "Authorization: Bearer ${seed.key}" ${c.PUBLIC_URL}/v1/lines`,
+      `  curl -X POST -H "Authorization: Bearer ${seed.key}" -H "Content-Type: application/json" \\`,
+      `    -d '{"line":"${seed.lineHandle}","from":"+15551230001","text":"Hello!"}' ${c.PUBLIC_URL}/api/simulator/messages`,
+    );
+  } else {
+    lines.push(
+      "",
+      "Create an account, a line and a key with the operator CLI:",
+      "  npm run -s admin -- account create --email you@example.com --password 'a long password'",
+      "  npm run -s admin -- line create --account you@example.com --handle +15550001000 --advanced",
+      "  npm run -s admin -- key create --account you@example.com --name dev",
+    );
+  }
+  console.log(`\n${lines.join("\n")}\n`);
+  const keySource = credentialsKeySource();
+  if (c.isProduction && keySource !== "env") {
+    log().warn(
+      { key_file: c.dataDir ? `${c.dataDir}/credentials.key` : null },
+      "CREDENTIALS_KEY is not set: provider credentials are encrypted with a generated key. Set CREDENTIALS_KEY (the same on every instance) and keep it safe: without it stored line credentials cannot be read.",
+    );
+  }
+  const ffmpeg = await checkFfmpeg();
+  if (!ffmpeg.ok) {
+    log().warn(
+      { reason: ffmpeg.reason, ffmpeg_path: ffmpeg.path },
+      "POST /v1/audio-messages answers 503 audio_conversion_unavailable until ffmpeg with libopus and ffprobe is installed",
+    );
+  }
+}

@@ -1,0 +1,251 @@
+import path from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { config } from "../kernel/config";
+import { secureDataDir } from "./data-dir";
+import { lockDataDir } from "./dir-lock";
+import { databaseFailure, noteDatabaseFailure, noteDatabaseSuccess } from "./errors";
+import { applyMigrations } from "./migrations";
+import { type EmbeddedPg, PGliteThread } from "./pglite-thread";
+import { pgliteRunner, pgRunner } from "./runners";
+import { PrismaClient } from "../generated/prisma/client";
+import { processSingleton } from "../kernel/singleton";
+
+// The Prisma client: embedded PGlite in DATA_DIR when DATABASE_URL is unset, PostgreSQL
+// through @prisma/adapter-pg when it is set. Migrations are applied on first use.
+
+export type Db = PrismaClient;
+export type { Prisma } from "../generated/prisma/client";
+import type { Prisma } from "../generated/prisma/client";
+import { log } from "../observability/log";
+
+export interface Database {
+  prisma: PrismaClient;
+  kind: "pglite" | "postgres";
+  /** The embedded instance, when kind is "pglite" and this process owns it (on its own thread unless PGLITE_THREAD=false). */
+  pglite?: PGlite | PGliteThread;
+  /** The connection pool Prisma uses, when kind is "postgres". */
+  pool?: pg.Pool;
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** Connect through PostgreSQL wire protocol (e.g. a running server's PGlite socket). */
+  url?: string;
+  schema?: string;
+  /** Skip applying migrations (they are applied by whoever owns the database). */
+  skipMigrations?: boolean;
+  poolSize?: number;
+}
+
+/**
+ * A request waits at most this long for a pooled connection: past it the pool is overloaded and
+ * the request answers 503 service_unavailable with Retry-After (server/db/errors.ts) instead
+ * of hanging.
+ */
+const CONNECTION_WAIT_MS = 10_000;
+
+function pgPool(url: string, schema: string, max: number): pg.Pool {
+  return new pg.Pool({ connectionString: url, max, options: `-c search_path="${schema}"`, connectionTimeoutMillis: CONNECTION_WAIT_MS });
+}
+
+export async function openDatabase(options: OpenOptions = {}): Promise<Database> {
+  const c = config();
+  const url = options.url ?? c.DATABASE_URL;
+  const schema = options.schema ?? c.DATABASE_SCHEMA;
+  if (url) {
+    if (!options.skipMigrations) {
+      const runner = await pgRunner(url, schema);
+      try {
+        await applyMigrations(runner);
+      } finally {
+        await runner.close();
+      }
+    }
+    const pool = pgPool(url, schema, options.poolSize ?? c.DATABASE_POOL_SIZE);
+    const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { schema }) });
+    return {
+      prisma,
+      kind: "postgres",
+      pool,
+      async close() {
+        await prisma.$disconnect();
+        await pool.end();
+      },
+    };
+  }
+  let pglite: PGlite | PGliteThread;
+  let unlock = () => {};
+  const open = (dir?: string) => (c.PGLITE_THREAD ? PGliteThread.create(dir) : PGlite.create(dir));
+  if (c.dataDir) {
+    const fixed = secureDataDir(c.dataDir);
+    if (fixed) log().warn({ data_dir: c.dataDir, modes_set: fixed }, "made DATA_DIR private: file and directory modes set to 0600/0700");
+    unlock = lockDataDir(c.dataDir);
+    try {
+      pglite = await open(path.join(/*turbopackIgnore: true*/ c.dataDir, "pglite"));
+    } catch (err) {
+      unlock();
+      throw err;
+    }
+  } else {
+    pglite = await open();
+  }
+  if (!options.skipMigrations) await applyMigrations(pgliteRunner(pglite));
+  // The adapter is typed for PGlite's class; it calls only query, exec and transaction, which
+  // PGliteThread implements with the same semantics.
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite as PGlite) });
+  return {
+    prisma,
+    kind: "pglite",
+    pglite,
+    async close() {
+      await prisma.$disconnect();
+      await pglite.close();
+      unlock();
+    },
+  };
+}
+
+// One database per process, whatever bundle asks (a PGlite data directory can be opened by
+// one instance only).
+const holder = processSingleton("database", (): { db?: Promise<Database> } => ({}));
+
+export function database(): Promise<Database> {
+  holder.db ??= openDatabase().catch((err: unknown) => {
+    holder.db = undefined;
+    throw err;
+  });
+  return holder.db;
+}
+
+export async function getDb(): Promise<PrismaClient> {
+  return (await database()).prisma;
+}
+
+/** Closes the process database (tests, scripts). */
+export async function closeDatabase(): Promise<void> {
+  const db = holder.db;
+  holder.db = undefined;
+  if (db) await (await db).close();
+}
+
+/**
+ * One SQL statement straight through the driver (pg or PGlite), without the ORM's query
+ * compiler and interpreter: for the few statements on the hot write path. Parameters are $1,
+ * $2, ...; rows come back with the driver's type parsing (timestamptz as Date, jsonb parsed).
+ */
+export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
+  checkParamCount(params);
+  // observed() written out: this runs for every statement, and needs no closure of its own.
+  try {
+    const db = await database();
+    const rows = db.pool
+      ? ((await db.pool.query(text, params)).rows as T[])
+      : db.pglite
+        ? (await (db.pglite as EmbeddedPg).query<T>(text, params)).rows
+        : await db.prisma.$queryRawUnsafe<T[]>(text, ...params);
+    noteDatabaseSuccess();
+    return rows;
+  } catch (err) {
+    noteIfDatabaseFailure(err);
+    throw err;
+  }
+}
+
+/** Notes a failure that is the database's (GET /readyz and /healthz read it). */
+function noteIfDatabaseFailure(err: unknown): void {
+  if (databaseFailure(err)) noteDatabaseFailure(err);
+}
+
+/** Runs `fn`, noting whether the database answered (GET /readyz and /healthz read it). */
+async function observed<R>(fn: () => Promise<R>): Promise<R> {
+  try {
+    const result = await fn();
+    noteDatabaseSuccess();
+    return result;
+  } catch (err) {
+    noteIfDatabaseFailure(err);
+    throw err;
+  }
+}
+
+/**
+ * Most bind parameters one batched statement may carry. The wire protocol counts them in 16
+ * bits (65,535 at most); past that, PostgreSQL refuses the statement and embedded PGlite's
+ * protocol parser breaks for good (every later query fails). Builders of multi-row statements
+ * chunk their rows to stay under this, with room for a few extra parameters.
+ */
+export const MAX_STATEMENT_PARAMS = 30_000;
+/** The protocol's own limit: a statement with more parameters is never sent. */
+export const PROTOCOL_MAX_PARAMS = 65_535;
+
+/** Throws (before anything is sent) when a statement carries more parameters than the protocol allows. */
+export function checkParamCount(params: readonly unknown[]): void {
+  if (params.length > PROTOCOL_MAX_PARAMS) {
+    throw new Error(`a statement with ${params.length} bind parameters was not sent (the protocol allows ${PROTOCOL_MAX_PARAMS}); its builder must chunk its rows`);
+  }
+}
+
+/** Splits rows into chunks whose parameters (each row's width, plus `extra` per statement) stay within MAX_STATEMENT_PARAMS. */
+export function chunkRows<R extends unknown[]>(rows: R[], extra = 0): R[][] {
+  const width = Math.max(1, ...rows.map((r) => r.length));
+  const perChunk = Math.max(1, Math.floor((MAX_STATEMENT_PARAMS - extra) / width));
+  const chunks: R[][] = [];
+  for (let i = 0; i < rows.length; i += perChunk) chunks.push(rows.slice(i, i + perChunk));
+  return chunks;
+}
+
+/**
+ * `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list.
+ * Each column's entry in `casts` follows its placeholder (`::jsonb`), or wraps it where it
+ * holds a `$` (`ARRAY(SELECT jsonb_array_elements_text($::jsonb))`).
+ * Throws past MAX_STATEMENT_PARAMS: a caller with unbounded rows chunks them (chunkRows).
+ */
+export function valuesList(rows: unknown[][], casts: readonly string[] = []): { text: string; params: unknown[] } {
+  const count = rows.reduce((n, r) => n + r.length, 0);
+  if (count > MAX_STATEMENT_PARAMS) throw new Error(`a VALUES list of ${count} parameters (at most ${MAX_STATEMENT_PARAMS}): chunk its rows`);
+  const params: unknown[] = [];
+  const placeholder = (value: unknown, cast = "") => {
+    const p = `$${params.push(value)}`;
+    return cast.includes("$") ? cast.replace("$", () => p) : p + cast;
+  };
+  const tuples = rows.map((row) => `(${row.map((value, i) => placeholder(value, casts[i])).join(", ")})`);
+  return { text: tuples.join(", "), params };
+}
+
+/** Runs statements on one connection. */
+export type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
+
+/** A Query over a Prisma transaction, for code shared with driver-level transactions. */
+export function prismaQuery(tx: Prisma.TransactionClient): Query {
+  return <T>(text: string, params: unknown[] = []) => (checkParamCount(params), tx.$queryRawUnsafe<T[]>(text, ...params));
+}
+
+/** A transaction straight through the driver (see `sql`); rolled back if `fn` throws. */
+export function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
+  return observed(() => transaction(fn));
+}
+
+async function transaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
+  const db = await database();
+  if (db.pool) {
+    const client = await db.pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await fn(async <T>(text: string, params: unknown[] = []) => (checkParamCount(params), (await client.query(text, params)).rows as T[]));
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+  if (db.pglite) {
+    return (db.pglite as EmbeddedPg).transaction((tx) => fn(async <T>(text: string, params: unknown[] = []) => (checkParamCount(params), (await tx.query<T>(text, params)).rows)));
+  }
+  return db.prisma.$transaction((tx) => fn(prismaQuery(tx)));
+}

@@ -1,0 +1,30 @@
+import { config } from "../kernel/config";
+import type { Line } from "../generated/prisma/client";
+import { normalizeHandle } from "../kernel/handles";
+import { processSingleton } from "../kernel/singleton";
+import { getDb } from "./index";
+
+// Lines change rarely (label, activation): lookups by handle or ID are cached as briefly as
+// API keys, so a line-scoped read costs no extra round trip on the hot path.
+const lineCache = processSingleton("line-cache", () => new Map<string, { line: Line; at: number }>());
+
+export function forgetCachedLines(): void {
+  lineCache.clear();
+}
+
+/** A line by handle or ln_ ID, cached briefly; no access check. */
+export async function findLine(ref: string): Promise<Line | null> {
+  const key = ref.startsWith("ln_") ? ref : normalizeHandle(ref);
+  const now = Date.now();
+  const hit = lineCache.get(key);
+  if (hit && now - hit.at <= config().API_KEY_CACHE_SECONDS * 1000) return hit.line;
+  const db = await getDb();
+  const line = key.startsWith("ln_")
+    ? await db.line.findUnique({ where: { id: key } })
+    : await db.line.findUnique({ where: { handle: key } });
+  if (line) {
+    if (lineCache.size > 10_000) lineCache.clear();
+    lineCache.set(key, { line, at: now });
+  }
+  return line;
+}

@@ -1,0 +1,28 @@
+import { randomBytes } from "node:crypto";
+import { getDb } from "./index";
+import { processSingleton } from "../kernel/singleton";
+
+// Instance-wide secrets (URL signing, dashboard sessions) kept in the database, so every app
+// instance signs and verifies alike and `npm run dev` needs no configuration.
+
+const loads = processSingleton("instance-secrets", () => new Map<string, Promise<string>>());
+
+/**
+ * The secret named `key`, created on first use. Concurrent first callers share one load, and
+ * the insert skips duplicates, so instances starting together agree on one value.
+ */
+export function instanceSecret(key: string): Promise<string> {
+  let load = loads.get(key);
+  if (!load) {
+    load = (async () => {
+      const db = await getDb();
+      await db.setting.createMany({ data: [{ key, value: randomBytes(32).toString("base64url") }], skipDuplicates: true });
+      return (await db.setting.findUniqueOrThrow({ where: { key } })).value;
+    })().catch((err: unknown) => {
+      loads.delete(key);
+      throw err;
+    });
+    loads.set(key, load);
+  }
+  return load;
+}

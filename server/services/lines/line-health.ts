@@ -1,0 +1,181 @@
+import { getDb, type Prisma, sql } from "../../db";
+import { processSingleton } from "../../kernel/singleton";
+import type { Line } from "../../generated/prisma/client";
+import { CredentialsError } from "../../db/credentials";
+import { providerLine } from "../../platform/connection";
+import { findProvider } from "../../platform/registry";
+import type { ProbeResult } from "../../platform/types";
+import { fire, subscribe } from "../../kernel/signals";
+import { log } from "../../observability/log";
+import { prismaUnitOfWork } from "../../write/unit";
+import { findLine, forgetCachedLines } from "./lines";
+
+// A provider line's health: connected while its provider answers; degraded after a failed
+// call or probe; disconnected after DISCONNECT_AFTER in a row. Sends wait while a line is
+// disconnected (up to PROVIDER_SEND_WINDOW_SECONDS), and recovery is automatic: the next probe
+// or event that gets through makes it connected again. Every change is recorded with its
+// reason and told to webhooks subscribed to line.status_changed.
+
+export type LineStatus = "connected" | "degraded" | "disconnected";
+
+/** Consecutive failures (calls or probes) after which a line is disconnected. */
+export const DISCONNECT_AFTER = 3;
+
+type Extra = Pick<Prisma.LineUncheckedUpdateInput, "failures" | "lastEventAt" | "lastProbeAt" | "capabilities" | "advancedFeatures">;
+
+async function setStatus(line: Line, status: LineStatus, reason: string | null, extra: Extra = {}): Promise<Line> {
+  const now = new Date();
+  const changed = line.status !== status || (status !== "connected" && line.statusReason !== reason);
+  const updated = await prismaUnitOfWork(async (unit) => {
+    const row = await unit.tx.line.update({
+      where: { id: line.id },
+      data: {
+        ...extra,
+        status,
+        statusReason: reason,
+        ...(line.status !== status ? { statusChangedAt: now } : {}),
+      },
+    });
+    if (changed && line.accountId) unit.changed([line.accountId]);
+    if (line.status !== status && line.accountId) {
+      const data = {
+        object: "line_status",
+        line_id: line.id,
+        line_handle: line.handle,
+        provider: line.provider,
+        status,
+        previous_status: line.status,
+        status_reason: reason,
+        changed_at: now.getTime(),
+      };
+      await unit.fanOut([{ accountId: line.accountId, lineId: line.id, event: "line.status_changed", data }]);
+    }
+    return row;
+  });
+  if (changed) {
+    forgetCachedLines();
+    if (line.status !== status) {
+      log().info({ line_id: line.id, provider: line.provider, status, previous_status: line.status, reason: reason ?? undefined }, "line status changed");
+    }
+    if (line.status === "disconnected" && status !== "disconnected") fire("line.recovered", { lineId: line.id });
+  }
+  return updated;
+}
+
+async function load(lineId: string): Promise<Line | null> {
+  const db = await getDb();
+  return db.line.findUnique({ where: { id: lineId } });
+}
+
+// Webhooks that do not arrive: once this process has seen a line's registration in place, a
+// message catch-up finds that the webhook never brought (older than WEBHOOK_GRACE.ms) makes the
+// line degraded with a reason saying so, until a webhook arrives again or it is registered anew.
+
+/** How old a message catch-up finds must be before its missing webhook counts (webhooks in flight, provider clocks). */
+export const WEBHOOK_GRACE = { ms: 60_000 };
+
+const webhookWatch = processSingleton("webhook-watch", () => ({ since: new Map<string, number>(), missing: new Map<string, string>() }));
+
+/** This process saw (or made) the line's webhook registration at `at`: messages after it should arrive by webhook. */
+export function noteWebhooksInPlace(lineId: string, options: { renewed: boolean }, at = Date.now()): void {
+  if (options.renewed || !webhookWatch.since.has(lineId)) webhookWatch.since.set(lineId, at);
+  if (options.renewed) webhookWatch.missing.delete(lineId);
+}
+
+/** Since when messages should have arrived by webhook (null: this process does not know). */
+export function webhooksExpectedSince(lineId: string): number | null {
+  return webhookWatch.since.get(lineId) ?? null;
+}
+
+/** Catch-up found messages the webhook never brought: degraded (without counting a failure), with the reason. */
+export async function noteWebhooksMissing(lineId: string, reason: string): Promise<void> {
+  webhookWatch.missing.set(lineId, reason);
+  const line = await load(lineId);
+  if (!line || line.provider === "simulated" || line.status === "disconnected") return;
+  await setStatus(line, "degraded", reason);
+}
+
+/** When this process last wrote a line's lastEventAt (at most once a second each). */
+const lastWritten = processSingleton("provider-up", () => new Map<string, number>());
+
+// What the outbox learns from each send (the provider answered, or could not be reached) is
+// this line's health too: it fires provider.answered, and whichever process has this module
+// loaded records it before the send's outcome is.
+processSingleton("line-health-subscription", () =>
+  subscribe("provider.answered", ({ lineId, reachable, reason }) =>
+    (reachable ? noteProviderUp(lineId) : noteProviderDown(lineId, reason ?? "the provider could not be reached")).catch(() => undefined),
+  ),
+);
+
+/**
+ * The provider answered (a call, or a webhook `via: "webhook"`): the line is connected again if
+ * it was not; while its webhooks are missing, only a webhook makes it so.
+ */
+export async function noteProviderUp(lineId: string, via: "call" | "webhook" = "call"): Promise<void> {
+  if (via === "webhook") webhookWatch.missing.delete(lineId);
+  const cached = await findLine(lineId); // the hot inbound path: no read of its own while healthy
+  if (!cached || cached.provider === "simulated") return;
+  const now = Date.now();
+  if (cached.status === "connected" && cached.failures === 0) {
+    if (now - (lastWritten.get(lineId) ?? 0) < 1_000) return;
+    lastWritten.set(lineId, now);
+    if (lastWritten.size > 10_000) lastWritten.clear();
+    await sql(`UPDATE "Line" SET "lastEventAt" = $2 WHERE id = $1`, [lineId, new Date(now)]);
+    return;
+  }
+  const line = await load(lineId);
+  if (!line || (line.status === "connected" && line.failures === 0)) return;
+  const missing = webhookWatch.missing.get(lineId);
+  if (missing && line.status === "degraded" && line.statusReason === missing && line.failures === 0) return;
+  await setStatus(line, missing ? "degraded" : "connected", missing ?? null, { failures: 0, lastEventAt: new Date(now) });
+}
+
+/** A call to the provider went unanswered: degraded, then disconnected after DISCONNECT_AFTER. */
+export async function noteProviderDown(lineId: string, reason: string): Promise<void> {
+  const line = await load(lineId);
+  if (!line || line.provider === "simulated") return;
+  const failures = line.failures + 1;
+  await setStatus(line, failures >= DISCONNECT_AFTER ? "disconnected" : "degraded", reason, { failures });
+}
+
+/** Stores what a probe found: capabilities, advanced features, and the health it implies. */
+export async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> {
+  const now = new Date();
+  if (!probe.ok) {
+    const failures = line.failures + 1;
+    return setStatus(line, failures >= DISCONNECT_AFTER ? "disconnected" : "degraded", probe.reason ?? "the provider did not answer", {
+      failures,
+      lastProbeAt: now,
+    });
+  }
+  const fields: Extra = {
+    failures: 0,
+    lastProbeAt: now,
+    lastEventAt: now,
+    capabilities: probe.capabilities,
+    ...(line.provider === "simulated" ? {} : { advancedFeatures: probe.advancedFeatures }),
+  };
+  // Answering but short of what the line had (a Private API helper that stopped) is degraded;
+  // so is a line whose webhooks do not arrive.
+  const lost = line.provider !== "simulated" && line.advancedFeatures && !probe.advancedFeatures && probe.reason;
+  const missing = webhookWatch.missing.get(line.id);
+  const reason = lost ? probe.reason : (missing ?? null);
+  return setStatus(line, reason ? "degraded" : "connected", reason, fields);
+}
+
+/** Probes a line's provider and stores what it found. */
+export async function probeLine(line: Line): Promise<{ line: Line; probe: ProbeResult }> {
+  const provider = findProvider(line.provider);
+  let probe: ProbeResult;
+  if (!provider) {
+    probe = { ok: false, reason: `unknown provider ${line.provider}`, capabilities: {}, advancedFeatures: false };
+  } else {
+    try {
+      probe = await provider.probe(providerLine(line));
+    } catch (err) {
+      const reason = err instanceof CredentialsError ? err.message : `probe failed: ${(err as Error).message}`;
+      probe = { ok: false, reason, capabilities: {}, advancedFeatures: false };
+    }
+  }
+  return { line: await applyProbe(line, probe), probe };
+}

@@ -1,0 +1,29 @@
+import { z } from "zod";
+import { PageQuery } from "../../wire/pagination";
+import { OUTBOX_STATUSES } from "../messaging/outbox";
+
+// One zod schema per /v1 read operation, shared by REST parsing and (later) GraphQL, tRPC and
+// the OpenAPI document.
+
+const handle = z.string().trim().min(1, "must not be empty").max(320);
+
+export const ListLinesQuery = PageQuery;
+const line = handle.describe("The line: its handle or ln_ ID");
+const contact = handle.describe("A phone number, platform account ID or cht_ chat ID");
+export const ListChatsQuery = PageQuery.extend({ from: line });
+export const ListMessagesQuery = PageQuery.extend({
+  /** Fetch one message by msg_ ID or GUID instead of listing. */
+  id: z.string().trim().min(1).max(200).optional().describe("One message by msg_ ID or GUID (instead of a page)"),
+  from: line.optional(),
+  to: contact.optional().describe("Only this chat"),
+});
+export const ListReactionsQuery = PageQuery.extend({ message_id: z.string().trim().min(1).max(200) });
+export const ChatStateQuery = PageQuery.extend({ from: line, to: contact });
+export const OutboxQuery = PageQuery.extend({
+  id: z.string().trim().min(1).max(100).optional().describe("One item by obx_ ID (instead of a page)"),
+  from: line.optional(),
+  status: z.enum(OUTBOX_STATUSES).optional(),
+});
+
+/** GET /v1/files?id= */
+export const FileQuery = z.object({ id: z.string().trim().min(1).max(100) });

@@ -1,0 +1,139 @@
+import type { Prisma } from "../../../generated/prisma/client";
+import { ChatStateQuery, ListChatsQuery } from "../../../services/schemas/v1";
+import { resolveChat } from "../../../services/messaging/chats";
+import { resolveLine } from "../../../services/lines/lines";
+import { whereOnLine } from "../../../services/lines/tenancy";
+import { serializeTyping } from "../../../wire/serializers";
+import { builder } from "../builder";
+import type { GraphQLContext } from "../context";
+import { parseArgs } from "../inputs";
+import { MESSAGE_ORDER, MessageConnection } from "./messages";
+
+// Chat: GET /v1/chats (chats:read); its messages, typing indicators (GET /v1/typing) and read
+// receipts (GET /v1/receipts), each under its own read scope.
+
+export const CHAT_ORDER: Prisma.ChatOrderByWithRelationInput[] = [{ lastMessageAt: { sort: "desc", nulls: "last" } }, { id: "desc" }];
+
+export const Chat = builder.prismaObject("Chat", {
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    lineId: t.exposeString("lineId"),
+    line: t.relation("line", { authScopes: { scope: "lines:read" } }),
+    identifier: t.exposeString("identifier"),
+    service: t.exposeString("service"),
+    name: t.exposeString("name", { nullable: true }),
+    isGroup: t.exposeBoolean("isGroup"),
+    participants: t.exposeStringList("participants"),
+    hasReceivedInbound: t.exposeBoolean("hasReceivedInbound"),
+    lastMessageAt: t.expose("lastMessageAt", { type: "Timestamp", nullable: true }),
+    createdAt: t.expose("createdAt", { type: "Timestamp" }),
+    messages: t.relatedConnection(
+      "messages",
+      {
+        description: "Messages of the chat, newest first.",
+        cursor: "id",
+        authScopes: { scope: "messages:read" },
+        query: { orderBy: MESSAGE_ORDER },
+      },
+      MessageConnection,
+    ),
+    typing: t.relatedConnection(
+      "typing",
+      { cursor: "id", authScopes: { scope: "typing:read" }, query: { orderBy: { id: "asc" } } },
+      TypingIndicatorConnection,
+    ),
+    receipts: t.relatedConnection(
+      "receipts",
+      { cursor: "id", authScopes: { scope: "receipts:read" }, query: { orderBy: { id: "asc" } } },
+      ReadReceiptConnection,
+    ),
+  }),
+});
+
+export const ChatConnection = builder.connectionObject({ type: Chat, name: "ChatConnection" }, { name: "ChatEdge" });
+
+const TypingIndicator = builder.prismaObject("TypingIndicator", {
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    chatId: t.exposeString("chatId"),
+    handle: t.exposeString("handle"),
+    isTyping: t.boolean({
+      description: "False once 60 s have passed since the last report, as in GET /v1/typing.",
+      resolve: (typing) => serializeTyping(typing).is_typing,
+    }),
+    updatedAt: t.expose("updatedAt", { type: "Timestamp" }),
+  }),
+});
+
+const ReadReceipt = builder.prismaObject("ReadReceipt", {
+  fields: (t) => ({
+    id: t.exposeID("id"),
+    chatId: t.exposeString("chatId"),
+    handle: t.exposeString("handle"),
+    lastReadAt: t.expose("lastReadAt", { type: "Timestamp" }),
+    syncedAt: t.expose("syncedAt", { type: "Timestamp" }),
+  }),
+});
+
+const TypingIndicatorConnection = builder.connectionObject(
+  { type: TypingIndicator, name: "TypingIndicatorConnection" },
+  { name: "TypingIndicatorEdge" },
+);
+const ReadReceiptConnection = builder.connectionObject({ type: ReadReceipt, name: "ReadReceiptConnection" }, { name: "ReadReceiptEdge" });
+
+/** The chat named by from and to, after the same checks as GET /v1/typing and /v1/receipts. */
+async function chatOf(ctx: GraphQLContext, args: { from: string; to: string }) {
+  const { from, to } = parseArgs(ChatStateQuery, args);
+  return resolveChat(ctx.actor, await resolveLine(ctx.actor, from), to);
+}
+
+builder.queryFields((t) => ({
+  chats: t.prismaConnection(
+    {
+      type: "Chat",
+      cursor: "id",
+      description: "Chats of a line (handle or ln_ ID), most recent activity first.",
+      authScopes: { scope: "chats:read" },
+      args: { from: t.arg.string({ required: true }) },
+      resolve: async (query, _root, args, ctx) => {
+        const { from } = parseArgs(ListChatsQuery, args);
+        const line = await resolveLine(ctx.actor, from);
+        return ctx.prisma.chat.findMany({ ...query, where: whereOnLine(ctx.actor, line), orderBy: CHAT_ORDER });
+      },
+    },
+    ChatConnection,
+  ),
+  chat: t.prismaField({
+    type: "Chat",
+    nullable: true,
+    description: "One chat of a line: `to` is a cht_ ID, phone number or account ID.",
+    authScopes: { scope: "chats:read" },
+    args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }) },
+    resolve: async (query, _root, args, ctx) =>
+      ctx.prisma.chat.findUniqueOrThrow({ ...query, where: { id: (await chatOf(ctx, args)).id } }),
+  }),
+  typing: t.prismaConnection(
+    {
+      type: "TypingIndicator",
+      cursor: "id",
+      description: "Typing indicators in one chat (GET /v1/typing).",
+      authScopes: { scope: "typing:read" },
+      args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }) },
+      resolve: async (query, _root, args, ctx) =>
+        ctx.prisma.typingIndicator.findMany({ ...query, where: { chatId: (await chatOf(ctx, args)).id }, orderBy: { id: "asc" } }),
+    },
+    TypingIndicatorConnection,
+  ),
+  receipts: t.prismaConnection(
+    {
+      type: "ReadReceipt",
+      cursor: "id",
+      description: "Read receipts in one chat (GET /v1/receipts).",
+      authScopes: { scope: "receipts:read" },
+      args: { from: t.arg.string({ required: true }), to: t.arg.string({ required: true }) },
+      resolve: async (query, _root, args, ctx) =>
+        ctx.prisma.readReceipt.findMany({ ...query, where: { chatId: (await chatOf(ctx, args)).id }, orderBy: { id: "asc" } }),
+    },
+    ReadReceiptConnection,
+  ),
+}));

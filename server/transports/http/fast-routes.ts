@@ -1,0 +1,113 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { processSingleton } from "../../kernel/singleton";
+import { ClientGone, jsonBodyLimit, readNodeBody } from "./body";
+import { type Answer, answerInbound } from "./inbound";
+import { clientGoneSignal, requestUrl, sendWebResponse, webHeaders, webRequest } from "./node-web";
+import { envelopeHeaders, errorAnswer, requestIdOf } from "./responses";
+
+// Routes the production server (scripts/start.mjs) answers on Node's own request and response,
+// before Next's request handling, whose routing, tracing and web-stream conversion cost more
+// than the work of a small request:
+//   - provider webhooks, which arrive at a rate no person's request does (a busy line's Mac or
+//     phone, a backlog replayed after a restart): answered here from Node's request directly;
+//   - the JSON /v1 route files (app/v1/route-table.ts, by exact path): their own handlers run
+//     here on a web Request built from Node's (node-web.ts), as Next would call them. HEAD,
+//     trailing slashes, other spellings of a path and routes left out of the table go to Next.
+// Each route here answers exactly as through Next (same handler or service call, envelope,
+// headers and errors; start.mjs compresses as Next's router does). `next dev` and the tests
+// use the route files through their own paths, so every route here keeps its route file.
+//
+// The table is published on globalThis by startServer (instrumentation), inside Next's bundle,
+// so the start script reaches the same module instances (database, batchers, runners) that the
+// route files use, instead of loading a second copy of them.
+
+export type FastHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+export interface FastRoutes {
+  /** The handler for this request, or null to let Next answer it. */
+  route(req: IncomingMessage): FastHandler | null;
+}
+
+const INBOUND = /^\/api\/inbound\/([^/?#]+)(?:\?|$)/;
+
+function sendAnswer(res: ServerResponse, answer: Answer, requestId: string, close: boolean): void {
+  const body = "text" in answer ? answer.text : JSON.stringify({ ...answer.body, request_id: requestId });
+  const envelope = envelopeHeaders(requestId, answer.headers);
+  if ("text" in answer) envelope["Content-Type"] = answer.contentType;
+  const headers: Record<string, string | number> = { ...envelope, "Content-Length": Buffer.byteLength(body) };
+  // A body refused before it was read whole: the rest is not read, so the connection ends with the answer.
+  if (close) headers.Connection = "close";
+  res.writeHead(answer.status, headers).end(body);
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment; // malformed escapes: no line has such an ID, so the token check refuses it
+  }
+}
+
+function inbound(segment: string): FastHandler {
+  return async (req, res) => {
+    const requestId = requestIdOf(req.headers);
+    let answer: Answer;
+    let close = false;
+    try {
+      const body = await readNodeBody(req, jsonBodyLimit(), "request_too_large");
+      const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
+      answer = await answerInbound(decodeSegment(segment), { url, headers: webHeaders(req), body }, requestId);
+    } catch (err) {
+      if (err instanceof ClientGone) return;
+      answer = errorAnswer(err, requestId);
+      close = true;
+    }
+    sendAnswer(res, answer, requestId, close);
+  };
+}
+
+/** A route file's handler for one method, as Next calls it. */
+export type WebHandler = (request: Request) => Promise<Response> | Response;
+/** A route file's exports: its handler per method. */
+export type RouteModule = Partial<Record<(typeof WEB_METHODS)[number], WebHandler>>;
+
+/** The methods a route file's handler answers here; HEAD (Next derives it from GET) and others go to Next. */
+const WEB_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+
+/** A route file's handler on Node's request and response. */
+function web(handler: WebHandler, url: string): FastHandler {
+  return async (req, res) => {
+    const response = await handler(webRequest(req, url, clientGoneSignal(res)));
+    await sendWebResponse(req, res, response);
+  };
+}
+
+function route(api: ReadonlyMap<string, RouteModule>, req: IncomingMessage): FastHandler | null {
+  const target = req.url;
+  if (!target) return null;
+  if (req.method === "POST") {
+    const m = INBOUND.exec(target);
+    if (m) return inbound(m[1]!);
+  }
+  const query = target.indexOf("?");
+  const module = api.get(query < 0 ? target : target.slice(0, query));
+  const method = WEB_METHODS.find((m) => m === req.method);
+  const handler = module && method ? module[method] : undefined;
+  if (!handler) return null;
+  const url = requestUrl(req);
+  return url ? web(handler, url) : null;
+}
+
+/**
+ * Publishes the table for the start script (called once by startServer): the provider webhook
+ * route, and `api`, route files by their exact path (app/v1/route-table.ts), whose handlers run
+ * here on a web Request built from Node's (node-web.ts) instead of through Next's router.
+ */
+export function registerFastRoutes(api: Readonly<Record<string, RouteModule>> = {}): FastRoutes {
+  const table = processSingleton("fast-routes", () => {
+    const paths = new Map<string, RouteModule>();
+    return { paths, route: (req: IncomingMessage) => route(paths, req) };
+  });
+  for (const [path, module] of Object.entries(api)) table.paths.set(path, module);
+  return table;
+}

@@ -1,0 +1,128 @@
+import type { z } from "zod";
+import { ApiError, invalidParam, missingParam } from "../../kernel/errors";
+import { jsonBodyLimit, readText } from "./body";
+
+// Turns zod failures into the SPEC.md codes: a field that is absent is
+// missing_required_parameter, any other failure invalid_parameter_value; `param` names it.
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = input;
+  for (const key of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+// A lone UTF-16 surrogate (JSON "\ud800") cannot be encoded as UTF-8: the database driver
+// fails on it. Without the u flag the regexp sees code units; each alternative looks one unit
+// around, so the scan is linear.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Refuses strings the database cannot store (NUL, lone surrogates) anywhere in `input`,
+ * naming the field. Iterative, so no input nests deep enough to overflow the stack.
+ */
+export function rejectUnsafeStrings(input: unknown, root = ""): void {
+  const stack: [unknown, string][] = [[input, root]];
+  while (stack.length) {
+    const [value, path] = stack.pop()!;
+    if (typeof value === "string") {
+      const problem = value.includes("\u0000") ? "NUL characters" : LONE_SURROGATE.test(value) ? "unpaired UTF-16 surrogates" : null;
+      if (problem) throw invalidParam(path || "body", `Invalid value for '${path || "body"}': must not contain ${problem}.`);
+    } else if (value !== null && typeof value === "object") {
+      // Pushed in reverse, so the first offending field in document order is reported.
+      const entries = Object.entries(value);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, v] = entries[i]!;
+        stack.push([v, path ? `${path}.${k}` : k]);
+      }
+    }
+  }
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  rejectUnsafeStrings(input);
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const param = issue.path.map(String).join(".") || "body";
+  if (issue.path.length > 0 && valueAt(input, issue.path) === undefined && issue.code === "invalid_type") {
+    throw missingParam(param);
+  }
+  throw invalidParam(param, `Invalid value for '${param}': ${issue.message}`);
+}
+
+/** Query string to a plain object: first value of each name, empty values dropped. */
+export function queryObject(url: URL): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) {
+    if (v !== "" && !(k in out)) out[k] = v;
+  }
+  return out;
+}
+
+/** Deepest nesting of arrays and objects a JSON request may have. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Whether JSON text nests deeper than `max`: one linear pass over the brackets outside
+ * strings, so a hostile body is refused before anything recursive (parsers, validators,
+ * walkers) meets it.
+ */
+export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/** JSON.parse for request input: invalid_json for malformed or too deeply nested text. */
+export function parseJson(text: string, what = "The request body"): unknown {
+  if (jsonTooDeep(text)) throw new ApiError("invalid_json", `${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError("invalid_json", `${what} is not valid JSON.`);
+  }
+}
+
+/** Whether a Content-Type names JSON: application/json or a +json type, any parameters. */
+export function isJsonType(contentType: string | null): boolean {
+  if (!contentType) return false;
+  const semi = contentType.indexOf(";");
+  const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+  return type === "application/json" || (type.startsWith("application/") && type.endsWith("+json"));
+}
+
+function notJson(request: Request): ApiError {
+  const type = request.headers.get("content-type");
+  return new ApiError("unsupported_media_type", `Request bodies are JSON: send Content-Type: application/json${type ? `, not ${type.slice(0, 100)}` : ""}.`);
+}
+
+/**
+ * Reads a JSON object body (at most MAX_JSON_BODY_BYTES); an empty body is {} (then missing
+ * fields are reported). A body sent as anything but JSON is 415 unsupported_media_type: refused
+ * unread when its Content-Length says it has one.
+ */
+export async function jsonBody(request: Request): Promise<Record<string, unknown>> {
+  const json = isJsonType(request.headers.get("content-type"));
+  if (!json && Number(request.headers.get("content-length") ?? 0) > 0) throw notJson(request);
+  const text = await readText(request, jsonBodyLimit());
+  if (text.trim() === "") return {};
+  if (!json) throw notJson(request);
+  const parsed = parseJson(text);
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    throw new ApiError("invalid_json", "The request body must be a JSON object.");
+  }
+  return parsed as Record<string, unknown>;
+}

@@ -1,0 +1,347 @@
+import { z } from "zod";
+import type { Scope } from "../../services/access/scopes";
+import type { ErrorCode } from "../../kernel/errors";
+import * as R from "../../wire/responses";
+import { ChatStateQuery, FileQuery, ListChatsQuery, ListLinesQuery, ListMessagesQuery, ListReactionsQuery, OutboxQuery } from "../../services/schemas/v1";
+import { SendAudioMessageBody } from "../../services/messaging/send-audio";
+import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody } from "../../services/messaging/send";
+import { ListDeliveriesQuery, ResendBody, WebhookIdBody } from "../../services/webhooks/webhook-deliveries";
+import { ListenQuery } from "../../services/webhooks/listen";
+import { CreateWebhookBody, DeleteWebhookBody, ListWebhooksQuery } from "../../services/webhooks/webhooks";
+
+// Every /v1 operation with its schemas: the source of the OpenAPI document (and of the client
+// library's types). tests/openapi.test.ts fails when a route answers that is not listed here,
+// or when a listed operation's scope is not the one the route enforces.
+
+export interface Operation {
+  method: "GET" | "POST" | "DELETE";
+  path: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** Scope the key needs; when absent, every key may call it. */
+  scope?: Scope;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** The body is the file's raw bytes (POST /v1/files). */
+  rawBody?: boolean;
+  status?: number;
+  /** Success body; absent for a redirect or a stream. */
+  response?: z.ZodType;
+  redirect?: boolean;
+  /** Answers server-sent events (each `data` a WebhookEvent). */
+  stream?: boolean;
+  /** Errors besides authentication, scope and rate limit, which every operation may answer. */
+  errors: ErrorCode[];
+  /** A request body or query to show in the reference. */
+  example?: Record<string, unknown>;
+}
+
+export const COMMON_ERRORS: ErrorCode[] = [
+  "missing_api_key",
+  "invalid_api_key",
+  "insufficient_scope",
+  "rate_limit_exceeded",
+  "internal_error",
+  // The database is unreachable or overloaded: retry after Retry-After.
+  "service_unavailable",
+];
+const LINE_ERRORS: ErrorCode[] = ["line_not_found", "line_not_accessible", "sandbox_not_activated", "sandbox_requires_owner", "invalid_parameter_value", "missing_required_parameter"];
+const WRITE_ERRORS: ErrorCode[] = [
+  ...LINE_ERRORS,
+  "chat_not_found",
+  "contact_has_not_messaged",
+  "sandbox_contact_mismatch",
+  "sandbox_quota_exceeded",
+  "idempotency_key_reused",
+  "idempotency_key_in_use",
+  "invalid_json",
+];
+
+/** Operations that name a webhook (or its delivery): another line's is 403, as every object of a line the key may not use. */
+const WEBHOOK_ERRORS: ErrorCode[] = ["webhook_not_found", "line_not_accessible", "invalid_parameter_value"];
+
+const MessagePage = R.page(R.MessageSchema, "Message");
+
+export const OPERATIONS = {
+  listLines: {
+    method: "GET",
+    path: "/v1/lines",
+    tag: "Lines",
+    summary: "List lines",
+    description: "The lines this key can use: its account's, and the sandbox line for accounts with an owner. Oldest first.",
+    scope: "lines:read",
+    query: ListLinesQuery,
+    response: R.page(R.LineSchema, "Line"),
+    errors: ["invalid_parameter_value"],
+  },
+  listChats: {
+    method: "GET",
+    path: "/v1/chats",
+    tag: "Chats",
+    summary: "List chats of a line",
+    description: "Most recent activity first.",
+    scope: "chats:read",
+    query: ListChatsQuery,
+    response: R.page(R.ChatSchema, "Chat"),
+    errors: LINE_ERRORS,
+    example: { from: "+15550001000", limit: 20 },
+  },
+  listMessages: {
+    method: "GET",
+    path: "/v1/messages",
+    tag: "Messages",
+    summary: "List messages, or get one",
+    description:
+      "Messages of a line (`from`), or of one chat (`to`: phone number, account ID or cht_ ID), newest first. With `id` (msg_ ID or platform GUID), one Message instead of a page.",
+    scope: "messages:read",
+    query: ListMessagesQuery,
+    response: z.union([MessagePage, R.MessageSchema]),
+    errors: [...LINE_ERRORS, "chat_not_found", "message_not_found"],
+    example: { from: "+15550001000", to: "+15551230001" },
+  },
+  sendMessage: {
+    method: "POST",
+    path: "/v1/messages",
+    tag: "Messages",
+    summary: "Send a message",
+    description:
+      "Text and/or one uploaded file (file_ ID), optionally as a reply. Every rule is checked before answering; delivery happens after: poll GET /v1/outbox?id= or listen for message.sent.",
+    scope: "messages:write",
+    body: SendMessageBody,
+    response: R.AcceptedSchema,
+    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found"],
+    example: { from: "+15550001000", to: "+15551230001", text: "Hello!" },
+  },
+  sendAudioMessage: {
+    method: "POST",
+    path: "/v1/audio-messages",
+    tag: "Messages",
+    summary: "Send a voice memo",
+    description: "An uploaded audio file (m4a, mp3, wav, caf, aiff), converted to the platform's voice memo format before the answer.",
+    scope: "messages:write",
+    body: SendAudioMessageBody,
+    response: R.AcceptedSchema,
+    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable", "audio_conversion_busy", "storage_unavailable"],
+    example: { from: "+15550001000", to: "+15551230001", audio_message: "file_01h..." },
+  },
+  listReactions: {
+    method: "GET",
+    path: "/v1/reactions",
+    tag: "Reactions",
+    summary: "List reactions to a message",
+    scope: "reactions:read",
+    query: ListReactionsQuery,
+    response: R.page(R.ReactionSchema, "Reaction"),
+    errors: ["message_not_found", "invalid_parameter_value", "line_not_accessible", "sandbox_not_activated"],
+  },
+  sendReaction: {
+    method: "POST",
+    path: "/v1/reactions",
+    tag: "Reactions",
+    summary: "React to a message",
+    scope: "reactions:write",
+    body: SendReactionBody,
+    response: R.AcceptedSchema,
+    errors: [...WRITE_ERRORS, "message_not_found", "advanced_features_required"],
+    example: { from: "+15550001000", to: "+15551230001", message_id: "msg_01h...", type: "love" },
+  },
+  listTyping: {
+    method: "GET",
+    path: "/v1/typing",
+    tag: "Typing",
+    summary: "Typing indicators in a chat",
+    scope: "typing:read",
+    query: ChatStateQuery,
+    response: R.page(R.TypingIndicatorSchema, "TypingIndicator"),
+    errors: [...LINE_ERRORS, "chat_not_found"],
+  },
+  sendTyping: {
+    method: "POST",
+    path: "/v1/typing",
+    tag: "Typing",
+    summary: "Start or stop typing",
+    scope: "typing:write",
+    body: SendTypingBody,
+    response: R.AcceptedSchema,
+    errors: [...WRITE_ERRORS, "advanced_features_required"],
+    example: { from: "+15550001000", to: "+15551230001", state: "on" },
+  },
+  listReceipts: {
+    method: "GET",
+    path: "/v1/receipts",
+    tag: "Receipts",
+    summary: "Read receipts in a chat",
+    scope: "receipts:read",
+    query: ChatStateQuery,
+    response: R.page(R.ReadReceiptSchema, "ReadReceipt"),
+    errors: [...LINE_ERRORS, "chat_not_found"],
+  },
+  sendReceipt: {
+    method: "POST",
+    path: "/v1/receipts",
+    tag: "Receipts",
+    summary: "Mark a chat read",
+    scope: "receipts:write",
+    body: SendReceiptBody,
+    response: R.AcceptedSchema,
+    errors: [...WRITE_ERRORS, "advanced_features_required"],
+    example: { from: "+15550001000", to: "+15551230001" },
+  },
+  getOutbox: {
+    method: "GET",
+    path: "/v1/outbox",
+    tag: "Outbox",
+    summary: "Get an outbox item, or list recent ones",
+    description: "With `id`, one item (follow a write's delivery); otherwise recent items, newest first, filtered by `from` and `status`.",
+    scope: "outbox:read",
+    query: OutboxQuery,
+    response: z.union([R.page(R.OutboxItemSchema, "OutboxItem"), R.OutboxItemSchema]),
+    errors: [...LINE_ERRORS, "outbox_item_not_found"],
+  },
+  getSandbox: {
+    method: "GET",
+    path: "/v1/sandbox",
+    tag: "Sandbox",
+    summary: "Sandbox state",
+    response: R.SandboxSchema,
+    errors: ["sandbox_requires_owner"],
+  },
+  activateSandbox: {
+    method: "POST",
+    path: "/v1/sandbox",
+    tag: "Sandbox",
+    summary: "Start sandbox activation",
+    description: "Issues the activation code to text to the sandbox line from your phone (idempotent while pending or active).",
+    response: R.SandboxSchema,
+    errors: ["sandbox_requires_owner"],
+  },
+  uploadFile: {
+    method: "POST",
+    path: "/v1/files",
+    tag: "Files",
+    summary: "Upload a file",
+    description: "The body is the file's bytes; Content-Type is its type; X-Filename (optional, may be percent-encoded) its name. At most 100 MiB.",
+    scope: "files:write",
+    rawBody: true,
+    status: 201,
+    response: R.FileSchema,
+    errors: ["empty_file", "file_too_large", "invalid_parameter_value", "storage_unavailable"],
+  },
+  downloadFile: {
+    method: "GET",
+    path: "/v1/files",
+    tag: "Files",
+    summary: "Download a file",
+    description: "302 to a signed URL, valid for one hour.",
+    scope: "files:read",
+    query: FileQuery,
+    redirect: true,
+    errors: ["file_not_found", "line_not_accessible", "invalid_parameter_value"],
+  },
+  listWebhooks: {
+    method: "GET",
+    path: "/v1/webhooks",
+    tag: "Webhooks",
+    summary: "List webhooks",
+    description: "Never with their secrets.",
+    scope: "webhooks:read",
+    query: ListWebhooksQuery,
+    response: R.page(R.WebhookSchema, "Webhook"),
+    errors: LINE_ERRORS,
+  },
+  createWebhook: {
+    method: "POST",
+    path: "/v1/webhooks",
+    tag: "Webhooks",
+    summary: "Create a webhook",
+    description: "Subscribes a line's events. The signing secret (whsec_...) is in this response only.",
+    scope: "webhooks:write",
+    body: CreateWebhookBody,
+    response: R.WebhookSchema,
+    errors: [...LINE_ERRORS, "invalid_json"],
+    example: { from: "+15550001000", url: "https://example.com/webhooks/relay", events: ["message.received", "message.sent"] },
+  },
+  deleteWebhook: {
+    method: "DELETE",
+    path: "/v1/webhooks",
+    tag: "Webhooks",
+    summary: "Delete a webhook",
+    scope: "webhooks:write",
+    body: DeleteWebhookBody,
+    response: R.DeletedSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+    example: { id: "wh_01h..." },
+  },
+  listDeliveries: {
+    method: "GET",
+    path: "/v1/webhooks/deliveries",
+    tag: "Webhooks",
+    summary: "Webhook deliveries (extension)",
+    description: "A webhook's deliveries, newest first (`webhook_id`, optional `status`), or one delivery with its data and every attempt (`id`).",
+    scope: "webhooks:read",
+    query: ListDeliveriesQuery,
+    response: z.union([R.page(R.WebhookDeliverySchema, "WebhookDelivery"), R.WebhookDeliverySchema]),
+    errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter"],
+  },
+  resendDeliveries: {
+    method: "POST",
+    path: "/v1/webhooks/deliveries/resend",
+    tag: "Webhooks",
+    summary: "Resend deliveries (extension)",
+    description:
+      "`{ id }` sends one delivery again, or `{ webhook_id, since }` every failing one created since `since` (Unix ms): retries run out, or waiting for the next retry. Same delivery IDs.",
+    scope: "webhooks:write",
+    body: ResendBody,
+    response: R.ResendSchema,
+    errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter", "invalid_json"],
+    example: { webhook_id: "wh_01h...", since: 1767225600000 },
+  },
+  rotateWebhookSecret: {
+    method: "POST",
+    path: "/v1/webhooks/rotate-secret",
+    tag: "Webhooks",
+    summary: "Rotate a webhook's secret (extension)",
+    description: "A new secret, shown once; deliveries are signed with the old one too for 24 hours.",
+    scope: "webhooks:write",
+    body: WebhookIdBody,
+    response: R.WebhookSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+  },
+  enableWebhook: {
+    method: "POST",
+    path: "/v1/webhooks/enable",
+    tag: "Webhooks",
+    summary: "Enable a webhook (extension)",
+    description: "After 410 Gone or 5 days of failure; pending deliveries resume.",
+    scope: "webhooks:write",
+    body: WebhookIdBody,
+    response: R.WebhookSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+  },
+  disableWebhook: {
+    method: "POST",
+    path: "/v1/webhooks/disable",
+    tag: "Webhooks",
+    summary: "Disable a webhook (extension)",
+    description: "Pauses it; events meanwhile are not recorded for it.",
+    scope: "webhooks:write",
+    body: WebhookIdBody,
+    response: R.WebhookSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+  },
+  listen: {
+    method: "GET",
+    path: "/v1/listen",
+    tag: "Webhooks",
+    summary: "Stream events (extension)",
+    description:
+      "The key's webhook events as server-sent events, for a developer's machine that cannot receive webhooks (the CLI's `listen --forward-to`). The first event is `session` ({ session, lines, events }); then one SSE event per delivery: `id` the dlv_ ID, `event` its name, `data` exactly the body a webhook receives. A session hears events only while a client is connected (and, across a server restart, until its client is back); reconnect with `session=` within 10 minutes to resume it (only with the key that opened the session; another key's answers as unknown). Once the key is revoked or expires, an `error` event whose data is the error envelope (code invalid_api_key) ends the stream: do not reconnect. Open streams are capped per key and per account (429 `too_many_streams` with Retry-After). A server that is stopping ends its streams and answers new ones 503 `server_shutting_down` (reconnect with backoff).",
+    scope: "webhooks:read",
+    query: ListenQuery,
+    stream: true,
+    errors: [...LINE_ERRORS, "server_shutting_down", "too_many_streams"],
+  },
+} as const satisfies Record<string, Operation>;
+
+export type OperationId = keyof typeof OPERATIONS;

@@ -1,0 +1,162 @@
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { answerClientError, errorPayload, unroutedMethod } from "../http/methods";
+import { newId } from "../../kernel/ids";
+import { processSingleton } from "../../kernel/singleton";
+import { closeRequest, openRequest, REQUEST_ID_HEADER, type RequestContext } from "../../observability/context";
+import { logRequest } from "../../observability/log";
+import { metrics } from "../../observability/metrics";
+import { routeTemplate } from "./routes";
+
+type Counter = ReturnType<ReturnType<typeof metrics>["httpRequests"]["labels"]>;
+type Histogram = ReturnType<ReturnType<typeof metrics>["httpDuration"]["labels"]>;
+
+// One place sees every HTTP request of the process, whichever server took it (`next start`,
+// the standalone server.js, `npm start` and its fast routes, `next dev`): the `request` event
+// of node:http servers, hooked as OpenTelemetry's HTTP instrumentation does. For each request
+// it opens the request context and hands its ID to the handlers (context.ts), gives the answer
+// that Request-Id (a handler's own Request-Id header, always the same ID, takes its place), and
+// when the response ends writes one log line and the request metrics. It also keeps count of
+// open requests and of the servers, for shutdown.
+//
+// This runs for every request, so it allocates little: one context, one listener.
+
+interface HookState {
+  installed: boolean;
+  /** False only while npm run bench has switched the hook off (BENCH_OBSERVABILITY_SWITCH). */
+  enabled: boolean;
+  servers: Set<http.Server>;
+  open: number;
+  /** Resolved whenever `open` drops to 0. */
+  idleWaiters: (() => void)[];
+}
+
+const state = processSingleton<HookState>("http-hook", () => ({ installed: false, enabled: true, servers: new Set(), open: 0, idleWaiters: [] }));
+
+function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestContext, started: number): void {
+  const seconds = (performance.now() - started) / 1000;
+  const url = req.url ?? "/";
+  const query = url.indexOf("?");
+  const pathname = query === -1 ? url : url.slice(0, query);
+  const route = routeTemplate(pathname);
+  const method = req.method ?? "GET";
+  // Cut off before the answer was complete: 499, as proxies log it.
+  const status = res.writableFinished ? res.statusCode : 499;
+  const series = requestSeries(route, method, status);
+  series.requests.inc();
+  series.duration.observe(seconds);
+  const header = res.getHeader("request-id");
+  logRequest({
+    request_id: typeof header === "string" ? header : context.requestId,
+    method,
+    route,
+    path: route === pathname ? undefined : pathname,
+    status,
+    duration_ms: Math.round(seconds * 10_000) / 10,
+    account_id: context.accountId,
+    key_id: context.keyId,
+  });
+}
+
+/** The request metrics' children by route, method and status, so a request does not hash its labels twice. */
+const seriesCache = new Map<string, { requests: Counter; duration: Histogram }>();
+
+function requestSeries(route: string, method: string, status: number) {
+  const key = `${route} ${method} ${status}`;
+  let series = seriesCache.get(key);
+  if (!series) {
+    const m = metrics();
+    const labels = { route, method, status: String(status) };
+    series = { requests: m.httpRequests.labels(labels), duration: m.httpDuration.labels(labels) };
+    seriesCache.set(key, series);
+  }
+  return series;
+}
+
+function settle(): void {
+  state.open--;
+  if (state.open === 0) for (const resolve of state.idleWaiters.splice(0)) resolve();
+}
+
+/** Installs the hook once per process (startServer calls it). */
+export function installHttpHook(): void {
+  if (state.installed) return;
+  state.installed = true;
+  const emit = http.Server.prototype.emit as (this: http.Server, event: string | symbol, ...args: unknown[]) => boolean;
+  http.Server.prototype.emit = function (this: http.Server, event: string | symbol, req?: unknown, res?: unknown) {
+    // `arguments`, not a rest array: this runs for every event of every server.
+    if (event !== "request" || !state.enabled) {
+      // A request Node's parser refused: the envelope with a Request-Id, where no listener of the server's own answers it.
+      if (event === "clientError" && this.listenerCount("clientError") === 0) {
+        answerClientError(req as Error, res as Socket);
+        return true;
+      }
+      return emit.apply(this, arguments as unknown as [string, ...unknown[]]);
+    }
+    const request = req as IncomingMessage;
+    const response = res as ServerResponse;
+    state.servers.add(this);
+    const context: RequestContext = { requestId: newId("request"), clientAddress: request.socket.remoteAddress };
+    const started = performance.now();
+    // Whatever a client sent under this name is replaced: handlers believe only this value.
+    request.headers[REQUEST_ID_HEADER] = context.requestId;
+    response.setHeader("Request-Id", context.requestId);
+    openRequest(context);
+    state.open++;
+    // 'close' comes once per response, after 'finish' when it was sent whole, alone when the
+    // client went away first.
+    response.once("close", () => {
+      closeRequest(context.requestId);
+      settle();
+      try {
+        onFinish(request, response, context, started);
+      } catch {
+        // Observability must never break a response.
+      }
+    });
+    // A method no route serves (TRACE, PROPFIND, …): answered here, before Next fails on it.
+    const refused = unroutedMethod(request.method, request.url);
+    if (refused) {
+      const { body, headers } = errorPayload(refused, context.requestId);
+      response.writeHead(refused.status, { ...headers, "Content-Length": Buffer.byteLength(body) }).end(body);
+      return true;
+    }
+    return emit.apply(this, arguments as unknown as [string, ...unknown[]]);
+  } as typeof http.Server.prototype.emit;
+}
+
+/**
+ * Bench only (BENCH_OBSERVABILITY_SWITCH): each SIGUSR2 switches the request log and metrics off
+ * or back on. Requests then take the path they take without the hook (no context, no line, no
+ * series; servers are not tracked for shutdown, which a bench does not need).
+ */
+export function switchObservabilityOnSignal(): void {
+  process.on("SIGUSR2", () => {
+    state.enabled = !state.enabled;
+  });
+}
+
+/** Requests under way in this process. */
+export function openRequests(): number {
+  return state.open;
+}
+
+/** Resolves when no request is open, or after `ms`. */
+export function requestsSettled(ms: number): Promise<void> {
+  if (state.open === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    state.idleWaiters.push(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/** Stops every server that took a request from accepting connections; open ones finish. */
+export function stopAccepting(): void {
+  for (const server of state.servers) {
+    server.close();
+    server.closeIdleConnections?.();
+  }
+}

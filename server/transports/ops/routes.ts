@@ -1,0 +1,70 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { trimTrailingSlashes } from "../../kernel/strings";
+
+// The route template of a request path ("/api/files/[id]", not "/api/files/file_3x…"), so that
+// metrics and logs group requests by route without one series per ID. The templates are the
+// app's own routes, read from the build's routes manifest (present under `next start`,
+// `npm start` and the standalone server); under `next dev`, which builds routes on demand, ID
+// segments are folded instead. A path no route matches is "unmatched" (scanners probing random
+// URLs must not grow the metrics without bound).
+
+const ManifestSchema = z.object({
+  staticRoutes: z.array(z.object({ page: z.string() })).default([]),
+  dynamicRoutes: z.array(z.object({ page: z.string(), regex: z.string() })).default([]),
+});
+
+interface Table {
+  exact: Set<string>;
+  dynamic: { page: string; re: RegExp }[];
+}
+
+/** The build's table; null without a manifest (next dev); undefined until first read (once per process). */
+let table: Table | null | undefined;
+
+function loadTable(): Table | null {
+  try {
+    const raw = JSON.parse(readFileSync(path.join(process.cwd(), ".next", "routes-manifest.json"), "utf8")) as unknown;
+    const manifest = ManifestSchema.parse(raw);
+    if (!manifest.staticRoutes.length && !manifest.dynamicRoutes.length) return null;
+    return {
+      exact: new Set(manifest.staticRoutes.map((r) => r.page)),
+      dynamic: manifest.dynamicRoutes.map((r) => ({ page: r.page, re: new RegExp(r.regex) })),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** An ID-like segment: one of our prefixed IDs, a phone number, a UUID or a long token. */
+const ID_SEGMENT = /^(?:[a-z]{2,6}_[A-Za-z0-9]{6,}|\+?\d[\d-]{4,}|[0-9a-f-]{16,}|[A-Za-z0-9_-]{32,})$/;
+
+/** Without a manifest (next dev): the path with ID-like segments folded to [id]. */
+function folded(pathname: string): string {
+  if (pathname.startsWith("/_next/")) return "/_next/[...]";
+  return pathname
+    .split("/")
+    .map((s) => (ID_SEGMENT.test(s) ? "[id]" : s))
+    .join("/");
+}
+
+/** Longer paths are no route's (none of ours is near it): "unmatched", before any regexp sees them. */
+export const MAX_ROUTE_PATH = 2048;
+
+export function routeTemplate(pathname: string, tableOverride?: Table | null): string {
+  if (pathname.length > MAX_ROUTE_PATH) return "unmatched";
+  if (table === undefined) table = loadTable();
+  const t = tableOverride !== undefined ? tableOverride : table;
+  const clean = trimTrailingSlashes(pathname, 1); // "/" stays "/"
+  if (!t) return folded(clean);
+  if (clean.startsWith("/_next/")) return "/_next/[...]";
+  if (t.exact.has(clean)) return clean;
+  for (const route of t.dynamic) if (route.re.test(clean)) return route.page;
+  return "unmatched";
+}
+
+/** For tests: a table built from route pages as the manifest lists them. */
+export function tableOf(staticPages: string[], dynamic: { page: string; regex: string }[]): Table {
+  return { exact: new Set(staticPages), dynamic: dynamic.map((r) => ({ page: r.page, re: new RegExp(r.regex) })) };
+}

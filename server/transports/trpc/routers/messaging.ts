@@ -1,0 +1,45 @@
+import { z } from "zod";
+import { PageQuery } from "../../../wire/pagination";
+import { ListChatsQuery, OutboxQuery } from "../../../services/schemas/v1";
+import { getChat, listChats } from "../../../services/messaging/chats";
+import { ConnectLineBody, connectLine, listConnections, TestLineBody, testLine } from "../../../services/lines/line-connections";
+import { CreateSimulatedLineBody, createSimulatedLine, listLines, UpdateLineBody, updateLine } from "../../../services/lines/lines";
+import { listConversation } from "../../../services/messaging/messages";
+import { getOutboxItem, listOutbox } from "../../../services/messaging/outbox";
+import { activateSandbox, getSandbox } from "../../../services/lines/sandbox";
+import { SendMessageBody, sendMessage } from "../../../services/messaging/send";
+import { protectedProcedure, router } from "../init";
+
+export const linesRouter = router({
+  list: protectedProcedure.input(PageQuery.partial().optional()).query(({ ctx, input }) => listLines(ctx.actor, { limit: input?.limit ?? 100, cursor: input?.cursor })),
+  create: protectedProcedure.input(CreateSimulatedLineBody).mutation(({ ctx, input }) => createSimulatedLine(ctx.actor, input)),
+  update: protectedProcedure.input(UpdateLineBody).mutation(({ ctx, input }) => updateLine(ctx.actor, input)),
+  /** The account's own lines with their provider, its settings (never a secret), health and capabilities. */
+  connections: protectedProcedure.query(({ ctx }) => listConnections(ctx.actor.accountId)),
+  /** Connects a line to a provider (or back to simulated), probes it and registers its webhook. */
+  connect: protectedProcedure.input(ConnectLineBody).mutation(({ ctx, input }) => connectLine(ctx.actor.accountId, input)),
+  /** Probes a line's saved connection again. */
+  test: protectedProcedure.input(TestLineBody).mutation(({ ctx, input }) => testLine(ctx.actor.accountId, input.line_id)),
+});
+
+export const chatsRouter = router({
+  list: protectedProcedure
+    .input(ListChatsQuery.extend({ search: z.string().trim().max(200).optional() }))
+    .query(({ ctx, input }) => listChats(ctx.actor, input)),
+  get: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).query(({ ctx, input }) => getChat(ctx.actor, input.id)),
+  messages: protectedProcedure
+    .input(PageQuery.extend({ chat_id: z.string().trim().min(1).max(100) }))
+    .query(({ ctx, input }) => listConversation(ctx.actor, input)),
+  /** Sends from the page: the same write as POST /v1/messages. */
+  send: protectedProcedure.input(SendMessageBody).mutation(({ ctx, input }) => sendMessage(ctx.actor, input, ctx.requestId)),
+});
+
+export const outboxRouter = router({
+  list: protectedProcedure.input(OutboxQuery.omit({ id: true })).query(({ ctx, input }) => listOutbox(ctx.actor, input)),
+  get: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).query(({ ctx, input }) => getOutboxItem(ctx.actor, input.id)),
+});
+
+export const sandboxRouter = router({
+  get: protectedProcedure.query(({ ctx }) => getSandbox(ctx.actor)),
+  activate: protectedProcedure.mutation(({ ctx }) => activateSandbox(ctx.actor)),
+});

@@ -1,0 +1,242 @@
+import { z } from "zod";
+
+// The JSON bodies /v1 answers with, as zod schemas: the OpenAPI document (and later the client
+// library) is generated from these. server/wire/responses.check.ts makes the compiler
+// compare each with its serializer's return type, so they cannot drift apart.
+
+/** Every provider in server/platform/registry.ts (tests/openapi.test.ts keeps the two equal). */
+export const LINE_PROVIDERS = ["simulated", "bluebubbles", "twilio", "sms-gateway"] as const;
+export type LineProvider = (typeof LINE_PROVIDERS)[number];
+
+const ms = z.number().int().describe("Unix time in milliseconds");
+const msOrNull = ms.nullable();
+
+export const LineSchema = z
+  .object({
+    object: z.literal("line"),
+    id: z.string().describe("ln_ ID"),
+    handle: z.string().describe("Phone number (E.164) or platform account ID"),
+    label: z.string().nullable(),
+    service: z.string().describe("imessage | sms | auto"),
+    is_active: z.boolean(),
+    advanced_features: z.boolean().describe("Reactions, typing indicators and read receipts"),
+    is_sandbox: z.boolean(),
+    created_at: ms,
+    provider: z.enum(LINE_PROVIDERS).describe("Extension: the provider carrying the line"),
+    status: z
+      .enum(["connected", "degraded", "disconnected"])
+      .describe("Extension: the provider's health. degraded: a call or probe failed (or the Private API helper is gone); disconnected: several in a row. Sends wait while disconnected."),
+    status_reason: z.string().nullable().describe("Extension: why the line is degraded or disconnected"),
+    last_event_at: msOrNull.describe("Extension: when the provider last answered or sent an event (Unix ms)"),
+  })
+  .meta({ id: "Line" });
+
+export const ChatSchema = z
+  .object({
+    object: z.literal("chat"),
+    id: z.string().describe("cht_ ID"),
+    line_id: z.string(),
+    identifier: z.string().describe("The contact's handle, or a group identifier"),
+    service: z.string(),
+    name: z.string().nullable(),
+    is_group: z.boolean(),
+    participants: z.array(z.string()),
+    has_received_inbound: z.boolean().describe("Whether the contact has messaged the line (contact-first rule)"),
+    last_message_at: msOrNull,
+    created_at: ms,
+  })
+  .meta({ id: "Chat" });
+
+export const AttachmentSchema = z
+  .object({
+    id: z.string(),
+    file_id: z.string(),
+    filename: z.string(),
+    mime_type: z.string(),
+    size: z.number().int(),
+    url: z.string().describe("Signed download URL, valid for one hour"),
+    transcription: z.string().nullable().describe("Voice memos: the platform's transcription, once available"),
+  })
+  .meta({ id: "Attachment" });
+
+export const MessageSchema = z
+  .object({
+    object: z.literal("message"),
+    id: z.string().describe("msg_ ID"),
+    line_id: z.string(),
+    chat_id: z.string(),
+    guid: z.string().describe("The platform's message GUID"),
+    sender: z.string(),
+    text: z.string().nullable(),
+    attachments: z.array(AttachmentSchema),
+    is_from_me: z.boolean(),
+    is_audio_message: z.boolean().nullable(),
+    service: z.string().nullable(),
+    outbox_id: z.string().nullable().describe("The outbox item that sent it (outgoing messages)"),
+    sent_at: ms,
+    synced_at: ms,
+    reply_to_guid: z.string().nullable(),
+    delivery_status: z
+      .enum(["sent", "delivered", "undelivered", "failed"])
+      .nullable()
+      .describe(
+        "Extension. Outgoing messages on lines whose provider reports delivery (SMS Gateway, Twilio): sent once the provider accepted it, then delivered, undelivered or failed as the carrier reports (a final state is never left). Null for incoming messages and on other lines.",
+      ),
+    delivered_at: msOrNull.describe("Extension. When the provider reported the message delivered"),
+    delivery_error: z.string().nullable().describe("Extension. The provider's error code and reason when undelivered or failed"),
+  })
+  .meta({ id: "Message" });
+
+export const ReactionSchema = z
+  .object({
+    object: z.literal("reaction"),
+    id: z.string(),
+    message_id: z.string(),
+    chat_id: z.string(),
+    type: z.string().describe("love | like | dislike | laugh | emphasize | question"),
+    sender: z.string(),
+    is_from_me: z.boolean(),
+    added: z.boolean(),
+    sent_at: ms,
+    synced_at: ms,
+  })
+  .meta({ id: "Reaction" });
+
+export const TypingIndicatorSchema = z
+  .object({
+    object: z.literal("typing_indicator"),
+    id: z.string(),
+    chat_id: z.string(),
+    handle: z.string(),
+    is_typing: z.boolean(),
+    updated_at: ms,
+  })
+  .meta({ id: "TypingIndicator" });
+
+export const ReadReceiptSchema = z
+  .object({
+    object: z.literal("read_receipt"),
+    id: z.string(),
+    chat_id: z.string(),
+    handle: z.string(),
+    last_read_at: ms,
+    synced_at: ms,
+  })
+  .meta({ id: "ReadReceipt" });
+
+export const OutboxItemSchema = z
+  .object({
+    object: z.literal("outbox_item"),
+    id: z.string().describe("obx_ ID"),
+    line_id: z.string(),
+    kind: z.string().describe("message | audio_message | reaction | typing | receipt"),
+    status: z.string().describe("pending | claimed | sent | failed"),
+    error: z.string().nullable(),
+    attempts: z.number().int(),
+    max_attempts: z.number().int(),
+    created_at: ms,
+    completed_at: msOrNull,
+    segments: z.number().int().nullable().describe("Extension. How many SMS segments the provider split the text into, when it reported it"),
+    payload: z.unknown().describe("What will be (or was) sent"),
+  })
+  .meta({ id: "OutboxItem" });
+
+export const AcceptedSchema = z
+  .object({
+    object: z.literal("outbox_item"),
+    id: z.string().describe("obx_ ID: poll GET /v1/outbox?id= to follow delivery"),
+    status: z.literal("pending"),
+  })
+  .meta({ id: "AcceptedWrite" });
+
+export const FileSchema = z
+  .object({
+    object: z.literal("file"),
+    id: z.string().describe("file_ ID, usable as an attachment or audio message"),
+    url: z.string(),
+    filename: z.string(),
+    mime_type: z.string(),
+    size: z.number().int(),
+    created_at: ms,
+  })
+  .meta({ id: "File" });
+
+export const SandboxSchema = z
+  .object({
+    object: z.literal("sandbox"),
+    status: z.enum(["missing", "pending", "active"]),
+    activation_code: z.string().nullable(),
+    sandbox_line_handle: z.string(),
+    contact_identifier: z.string().nullable(),
+    activated_at: msOrNull,
+    usage: z.object({ used: z.number().int(), limit: z.number().int(), remaining: z.number().int(), resets_at: ms }),
+  })
+  .meta({ id: "Sandbox" });
+
+export const WebhookSchema = z
+  .object({
+    object: z.literal("webhook"),
+    id: z.string().describe("wh_ ID"),
+    line_ids: z.array(z.string()),
+    url: z.string(),
+    events: z.array(z.string()),
+    is_active: z.boolean(),
+    disabled_reason: z.string().nullable(),
+    created_at: ms,
+    secret: z.string().optional().describe("whsec_ signing secret: only in the create and rotate-secret responses"),
+  })
+  .meta({ id: "Webhook" });
+
+export const WebhookAttemptSchema = z
+  .object({
+    started_at: ms,
+    duration_ms: z.number().int(),
+    status_code: z.number().int().nullable(),
+    response_excerpt: z.string().nullable(),
+    error: z.string().nullable(),
+  })
+  .meta({ id: "WebhookAttempt" });
+
+export const WebhookDeliverySchema = z
+  .object({
+    object: z.literal("webhook_delivery"),
+    id: z.string().describe("dlv_ ID, also the X-Webhook-Delivery-Id header"),
+    webhook_id: z.string(),
+    event: z.string(),
+    status: z.string().describe("pending | delivering | succeeded | failed"),
+    attempts: z.number().int(),
+    next_attempt_at: msOrNull,
+    last_status_code: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    created_at: ms,
+    completed_at: msOrNull,
+    data: z.unknown().optional().describe("The event's data (one delivery by ?id= only)"),
+    attempt_log: z.array(WebhookAttemptSchema).optional().describe("Every attempt (one delivery by ?id= only)"),
+  })
+  .meta({ id: "WebhookDelivery" });
+
+export const DeletedSchema = z.object({ id: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });
+export const ResendSchema = z.object({ object: z.literal("resend"), resent: z.number().int() }).meta({ id: "Resend" });
+
+export const ErrorSchema = z
+  .object({
+    error: z.object({
+      type: z.string().describe("authentication_error | authorization_error | invalid_request_error | not_found_error | rate_limit_error | api_error"),
+      code: z.string().describe("A stable code; see the error table"),
+      message: z.string(),
+      param: z.string().optional(),
+    }),
+    request_id: z.string(),
+  })
+  .meta({ id: "Error" });
+
+/** A page of a list: newest (or oldest) first, with an opaque cursor for the next page. */
+export function page<T extends z.ZodType>(item: T, name: string) {
+  return z
+    .object({
+      data: z.array(item),
+      has_more: z.boolean(),
+      next_cursor: z.string().nullable().describe("Pass as ?cursor= for the next page"),
+    })
+    .meta({ id: `${name}Page` });
+}
