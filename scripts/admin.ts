@@ -288,7 +288,7 @@ async function main(argv: string[]): Promise<void> {
           label: values.label ?? null,
           service,
           advancedFeatures: values.advanced ?? false,
-          provider: values.provider ?? "simulated",
+          ...(values.provider ? { provider: values.provider } : {}),
           providerConfig: providerConfig(values),
           ...(values.rate !== undefined ? { sendRatePerSecond: positiveNumber(values.rate, "rate") } : {}),
         }, SERVER_REGISTERS);

@@ -57,6 +57,14 @@ export interface Provider<Config = unknown, Settings = unknown, Secrets = unknow
   deliveryReports?: boolean;
   /** Whether sends are idempotent by key (simulated): then the batch runner may send in parallel. */
   idempotentSends: boolean;
+  /**
+   * Whether its lines live on a device or service outside this process: probed, caught up after
+   * downtime, with a health (connected, degraded, disconnected), and with webhooks that must
+   * reach PUBLIC_URL. The built-in simulated platform is not.
+   */
+  monitored: boolean;
+  /** The built-in other phone: the simulator endpoints play the contacts of its lines. */
+  simulator?: boolean;
   /** Asks the provider what the line can do (and whether it answers at all). */
   probe(line: ProviderLine<Settings, Secrets>): Promise<ProbeResult>;
   /**

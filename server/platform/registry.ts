@@ -11,6 +11,17 @@ const PROVIDERS: readonly AnyProvider[] = [simulatedProvider, blueBubblesProvide
 
 export const PROVIDER_NAMES = PROVIDERS.map((p) => p.name) as [string, ...string[]];
 
+/** What a line is on until it is connected elsewhere: the built-in simulated platform. */
+export const DEFAULT_PROVIDER = simulatedProvider.name;
+
+/** Providers whose lines are probed and caught up (for SQL filters). */
+export const MONITORED_PROVIDERS = PROVIDERS.filter((p) => p.monitored).map((p) => p.name);
+
+/** Whether lines of this provider are probed, caught up and have a health (false for an unknown name). */
+export function isMonitored(name: string): boolean {
+  return findProvider(name)?.monitored === true;
+}
+
 export function findProvider(name: string): AnyProvider | null {
   return PROVIDERS.find((p) => p.name === name) ?? null;
 }

@@ -54,6 +54,7 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
   describe: (s) => ({ url: maskUrl(s.url), sendTimeoutSeconds: s.sendTimeoutSeconds }),
   sendTimeoutMs: (s) => s.sendTimeoutSeconds * 1000,
   idempotentSends: false,
+  monitored: true,
 
   platform: (line) =>
     blueBubblesPlatform(createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password }), {

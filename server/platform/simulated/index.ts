@@ -15,5 +15,7 @@ export const simulatedProvider = defineProvider({
   describe: () => ({}),
   platform: () => simulatedPlatform,
   idempotentSends: true,
+  monitored: false,
+  simulator: true,
   probe: async (line) => ({ ok: true, reason: null, capabilities: { simulated: true }, advancedFeatures: line.advancedFeatures }),
 });

@@ -88,6 +88,7 @@ export const smsGatewayProvider = defineProvider<z.output<typeof Config>, Settin
   service: "sms",
   deliveryReports: true,
   idempotentSends: false,
+  monitored: true,
 
   platform: (line) => smsGatewayPlatform(clientFor(line)),
 

@@ -130,6 +130,7 @@ export const twilioProvider = defineProvider<z.output<typeof Config>, Settings, 
   service: "sms",
   deliveryReports: true,
   idempotentSends: false,
+  monitored: true,
 
   platform: (line) =>
     twilioPlatform(clientFor(line), {

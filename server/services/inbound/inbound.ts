@@ -235,38 +235,37 @@ export async function ingestReaction(line: Line, event: WithoutLine<Extract<Inbo
   });
 }
 
-export async function ingestTyping(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "typing" }>>): Promise<TypingIndicator> {
+/** A contact's state in their direct chat (typing, read): routed to its account, the chat made if new, written by `write`. */
+function inDirectChat<T>(line: Line, event: { sender: string; sentAt?: number }, write: (tx: Tx, chatId: string, handle: string, at: Date) => Promise<T>): Promise<T> {
   const sender = normalizeHandle(event.sender);
   const at = new Date(event.sentAt ?? Date.now());
   return prismaUnitOfWork(async (unit) => {
-    const { tx } = unit;
-    const accountId = await routeAccount(tx, line, sender, null, at);
-    const chat = await directChat(tx, line, accountId, sender);
-    const typing = await tx.typingIndicator.upsert({
-      where: { chatId_handle: { chatId: chat.id, handle: sender } },
-      create: { id: newId("typing"), chatId: chat.id, handle: sender, isTyping: event.isTyping, updatedAt: at },
-      update: { isTyping: event.isTyping, updatedAt: at },
-    });
+    const accountId = await routeAccount(unit.tx, line, sender, null, at);
+    const chat = await directChat(unit.tx, line, accountId, sender);
+    const row = await write(unit.tx, chat.id, sender, at);
     unit.changed([accountId]);
-    return typing;
+    return row;
   });
 }
 
-export async function ingestReceipt(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "receipt" }>>): Promise<ReadReceipt> {
-  const sender = normalizeHandle(event.sender);
-  const at = new Date(event.sentAt ?? Date.now());
-  return prismaUnitOfWork(async (unit) => {
-    const { tx } = unit;
-    const accountId = await routeAccount(tx, line, sender, null, at);
-    const chat = await directChat(tx, line, accountId, sender);
-    const receipt = await tx.readReceipt.upsert({
-      where: { chatId_handle: { chatId: chat.id, handle: sender } },
-      create: { id: newId("receipt"), chatId: chat.id, handle: sender, lastReadAt: at },
+export function ingestTyping(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "typing" }>>): Promise<TypingIndicator> {
+  return inDirectChat(line, event, (tx, chatId, handle, at) =>
+    tx.typingIndicator.upsert({
+      where: { chatId_handle: { chatId, handle } },
+      create: { id: newId("typing"), chatId, handle, isTyping: event.isTyping, updatedAt: at },
+      update: { isTyping: event.isTyping, updatedAt: at },
+    }),
+  );
+}
+
+export function ingestReceipt(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "receipt" }>>): Promise<ReadReceipt> {
+  return inDirectChat(line, event, (tx, chatId, handle, at) =>
+    tx.readReceipt.upsert({
+      where: { chatId_handle: { chatId, handle } },
+      create: { id: newId("receipt"), chatId, handle, lastReadAt: at },
       update: { lastReadAt: at, syncedAt: new Date() },
-    });
-    unit.changed([accountId]);
-    return receipt;
-  });
+    }),
+  );
 }
 
 /** Entry point for platform bridges: validates the event and routes it by line ID. */

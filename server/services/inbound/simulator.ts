@@ -6,6 +6,7 @@ import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Line } from "../../generated/prisma/client";
 import { normalizeHandle } from "../../kernel/handles";
 import { MAX_INBOUND_ATTACHMENT_BYTES } from "../../platform/events";
+import { findProvider } from "../../platform/registry";
 import type {
   SimulatorInboxQuery,
   SimulatorMessageBody,
@@ -49,7 +50,7 @@ async function simulatedLine(actor: Actor, handle: string, from: string, text?: 
   if (!line || (!line.isSandbox && line.accountId !== actor.accountId)) {
     throw new ApiError("line_not_found", `No line with handle '${handle}'.`, { param: "line" });
   }
-  if (line.provider !== "simulated") throw invalidParam("line", "This line is not on the simulated platform.");
+  if (!findProvider(line.provider)?.simulator) throw invalidParam("line", "This line is not on the simulated platform.");
   if (!line.isSandbox) await assertLineAccess(actor, line);
   if (line.isSandbox) {
     requireSandboxOwner(actor);

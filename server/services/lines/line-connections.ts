@@ -5,7 +5,7 @@ import { ApiError } from "../../kernel/errors";
 import type { Line } from "../../generated/prisma/client";
 import { destinationProblem, newInboundToken, providerLine, sealConnection } from "../../platform/connection";
 import type { AnyProvider } from "../../platform/provider";
-import { findProvider, PROVIDER_NAMES } from "../../platform/registry";
+import { DEFAULT_PROVIDER, findProvider, isMonitored, PROVIDER_NAMES } from "../../platform/registry";
 import { CapabilitiesSchema, type ProbeResult } from "../../platform/types";
 import { serializeLine } from "../../wire/serializers";
 import { notifyChange } from "../../cache/changes";
@@ -67,10 +67,10 @@ export function describeLine(line: Line) {
   };
 }
 
-/** What the owner should fix for this line to work fully: empty for simulated lines. */
+/** What the owner should fix for this line to work fully: empty for lines that are not monitored (simulated). */
 function lineWarnings(line: Line): string[] {
   const provider = findProvider(line.provider);
-  if (!provider || provider.name === "simulated") return [];
+  if (!provider?.monitored) return [];
   let settings: unknown = null;
   try {
     settings = provider.load(line.providerSettings, null).settings;
@@ -82,7 +82,7 @@ function lineWarnings(line: Line): string[] {
 
 /** Warnings a working connection may still deserve: a provider cannot call back a local URL. */
 function urlWarnings(providerName: string): string[] {
-  if (providerName === "simulated") return [];
+  if (!isMonitored(providerName)) return [];
   const url = new URL(config().PUBLIC_URL);
   if (["localhost", "127.0.0.1", "::1", "[::1]"].includes(url.hostname)) {
     return [
@@ -129,8 +129,9 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
       // An SMS provider's line carries SMS, without reactions, typing, receipts or voice memos.
       ...(provider.service ? { service: provider.service, advancedFeatures: false } : {}),
       // Catch-up starts at the connection: the provider's older history is not imported.
-      ...(switching ? { catchupAfter: provider.name === "simulated" ? null : new Date(), capabilities: undefined } : {}),
-      ...(provider.name === "simulated" ? { status: "connected", statusReason: null } : {}),
+      ...(switching ? { catchupAfter: provider.monitored ? new Date() : null, capabilities: undefined } : {}),
+      // A line nobody monitors has no health to keep: it is connected.
+      ...(provider.monitored ? {} : { status: "connected", statusReason: null }),
     },
   });
   forgetCachedLines();
@@ -200,7 +201,7 @@ export async function createConnectedLine(
   input: CreateLineInput & { provider?: string; providerConfig?: Record<string, unknown>; sendRatePerSecond?: number },
   options: ConnectOptions = {},
 ): Promise<ConnectionReport> {
-  const provider = input.provider ?? "simulated";
+  const provider = input.provider ?? DEFAULT_PROVIDER;
   if (!findProvider(provider)) {
     throw new ApiError("invalid_parameter_value", `Unknown provider '${provider}'. Providers: ${PROVIDER_NAMES.join(", ")}.`, { param: "provider" });
   }
@@ -213,7 +214,7 @@ export async function createConnectedLine(
     throw err;
   }
   const line = await createLine(input);
-  if (provider === "simulated") return { line: describeLine(line), probe: { ok: true, reason: null, capabilities: {}, advancedFeatures: line.advancedFeatures }, warnings: [] };
+  if (!isMonitored(provider)) return { line: describeLine(line), probe: { ok: true, reason: null, capabilities: {}, advancedFeatures: line.advancedFeatures }, warnings: [] };
   return connectLine(null, {
     line_id: line.id,
     provider,

@@ -3,7 +3,7 @@ import { processSingleton } from "../../kernel/singleton";
 import type { Line } from "../../generated/prisma/client";
 import { CredentialsError } from "../../db/credentials";
 import { providerLine } from "../../platform/connection";
-import { findProvider } from "../../platform/registry";
+import { findProvider, isMonitored } from "../../platform/registry";
 import type { ProbeResult } from "../../platform/types";
 import { fire, subscribe } from "../../kernel/signals";
 import { log } from "../../observability/log";
@@ -91,7 +91,7 @@ export function webhooksExpectedSince(lineId: string): number | null {
 export async function noteWebhooksMissing(lineId: string, reason: string): Promise<void> {
   webhookWatch.missing.set(lineId, reason);
   const line = await load(lineId);
-  if (!line || line.provider === "simulated" || line.status === "disconnected") return;
+  if (!line || !isMonitored(line.provider) || line.status === "disconnected") return;
   await setStatus(line, "degraded", reason);
 }
 
@@ -114,7 +114,7 @@ processSingleton("line-health-subscription", () =>
 export async function noteProviderUp(lineId: string, via: "call" | "webhook" = "call"): Promise<void> {
   if (via === "webhook") webhookWatch.missing.delete(lineId);
   const cached = await findLine(lineId); // the hot inbound path: no read of its own while healthy
-  if (!cached || cached.provider === "simulated") return;
+  if (!cached || !isMonitored(cached.provider)) return;
   const now = Date.now();
   if (cached.status === "connected" && cached.failures === 0) {
     if (now - (lastWritten.get(lineId) ?? 0) < 1_000) return;
@@ -133,7 +133,7 @@ export async function noteProviderUp(lineId: string, via: "call" | "webhook" = "
 /** A call to the provider went unanswered: degraded, then disconnected after DISCONNECT_AFTER. */
 export async function noteProviderDown(lineId: string, reason: string): Promise<void> {
   const line = await load(lineId);
-  if (!line || line.provider === "simulated") return;
+  if (!line || !isMonitored(line.provider)) return;
   const failures = line.failures + 1;
   await setStatus(line, failures >= DISCONNECT_AFTER ? "disconnected" : "degraded", reason, { failures });
 }
@@ -153,11 +153,11 @@ export async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> 
     lastProbeAt: now,
     lastEventAt: now,
     capabilities: probe.capabilities,
-    ...(line.provider === "simulated" ? {} : { advancedFeatures: probe.advancedFeatures }),
+    ...(isMonitored(line.provider) ? { advancedFeatures: probe.advancedFeatures } : {}),
   };
   // Answering but short of what the line had (a Private API helper that stopped) is degraded;
   // so is a line whose webhooks do not arrive.
-  const lost = line.provider !== "simulated" && line.advancedFeatures && !probe.advancedFeatures && probe.reason;
+  const lost = isMonitored(line.provider) && line.advancedFeatures && !probe.advancedFeatures && probe.reason;
   const missing = webhookWatch.missing.get(line.id);
   const reason = lost ? probe.reason : (missing ?? null);
   return setStatus(line, reason ? "degraded" : "connected", reason, fields);

@@ -8,7 +8,7 @@ import { ApiError } from "../../kernel/errors";
 import type { ProviderLine } from "../../platform/provider";
 import type { ProviderInbound } from "../../platform/types";
 import { providerLine } from "../../platform/connection";
-import { findProvider } from "../../platform/registry";
+import { findProvider, MONITORED_PROVIDERS } from "../../platform/registry";
 import { processSingleton } from "../../kernel/singleton";
 import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, probeLine, WEBHOOK_GRACE, webhooksExpectedSince } from "./line-health";
 import { ingestProviderEvent, type InboundOutcome } from "../inbound/provider-inbound";
@@ -199,9 +199,9 @@ export async function probeDueLines(now = new Date(), options: { wait?: boolean 
   const due = new Date(now.getTime() - config().PROVIDER_PROBE_SECONDS * 1000);
   const claimed = await sql<{ id: string }>(
     `UPDATE "Line" SET "lastProbeAt" = $1
-     WHERE platform <> 'simulated' AND NOT "isSandbox" AND "isActive" AND ("lastProbeAt" IS NULL OR "lastProbeAt" < $2)
+     WHERE platform = ANY($3::text[]) AND NOT "isSandbox" AND "isActive" AND ("lastProbeAt" IS NULL OR "lastProbeAt" < $2)
      RETURNING id`,
-    [now, due],
+    [now, due, MONITORED_PROVIDERS],
   );
   if (!claimed.length) return 0;
   const db = await getDb();
@@ -225,7 +225,7 @@ export async function sweepProviderEvents(now = Date.now()): Promise<number> {
 /** Webhook registration and catch-up for every provider line (on start). */
 export async function catchUpAll(): Promise<void> {
   const db = await getDb();
-  const lines = await db.line.findMany({ where: { provider: { not: "simulated" }, isSandbox: false, isActive: true } });
+  const lines = await db.line.findMany({ where: { provider: { in: MONITORED_PROVIDERS }, isSandbox: false, isActive: true } });
   await Promise.all(
     lines.map((l) =>
       checkLine(l.id, "webhook check and catch-up", async () => {
