@@ -129,7 +129,8 @@ function messageValues(m: StoredMessage): unknown[] {
 /**
  * The rule every new message follows: its chat's last_message_at moves to the newest message
  * (never back), and a received message marks the chat as having heard from the contact (which
- * lets the line message them first afterwards). One statement, chats in one lock order.
+ * lets the line message them first afterwards). One statement, chats in one lock order; a
+ * chat it would not change is not written.
  */
 async function moveChats(unit: Unit, messages: Message[]): Promise<void> {
   const chats = new Map<string, { at: Date; received: boolean }>();
@@ -143,7 +144,8 @@ async function moveChats(unit: Unit, messages: Message[]): Promise<void> {
     const v = valuesList(chunk, ["", "::timestamptz", "::boolean"]);
     await unit.query(
       `UPDATE "Chat" c SET "lastMessageAt" = GREATEST(c."lastMessageAt", v.at), "hasReceivedInbound" = c."hasReceivedInbound" OR v.received
-       FROM (VALUES ${v.text}) AS v (id, at, received) WHERE c.id = v.id`,
+       FROM (VALUES ${v.text}) AS v (id, at, received)
+       WHERE c.id = v.id AND (c."lastMessageAt" IS NULL OR c."lastMessageAt" < v.at OR (v.received AND NOT c."hasReceivedInbound"))`,
       v.params,
     );
   }

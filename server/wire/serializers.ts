@@ -1,4 +1,5 @@
 import type {
+  ApiKey,
   Attachment,
   Chat,
   Line,
@@ -157,5 +158,22 @@ export function serializeWebhook(w: Webhook, options: { secret?: string } = {}) 
     disabled_reason: w.disabledReason,
     created_at: ms(w.createdAt),
     ...(options.secret ? { secret: options.secret } : {}),
+  };
+}
+
+/** An API key as its owner sees it (dashboard): never the secret. */
+export function serializeApiKey(key: ApiKey, now = Date.now()) {
+  return {
+    object: "api_key" as const,
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    scopes: key.scopes,
+    line_ids: key.lineRestricted ? key.lineIds : null,
+    expires_at: msOrNull(key.expiresAt),
+    revoked_at: msOrNull(key.revokedAt),
+    last_used_at: msOrNull(key.lastUsedAt),
+    created_at: key.createdAt.getTime(),
+    status: key.revokedAt ? ("revoked" as const) : key.expiresAt && key.expiresAt.getTime() <= now ? ("expired" as const) : ("active" as const),
   };
 }

@@ -1,4 +1,5 @@
 import { ConnectionError, errorFromResponse, errorFromStreamEvent, RelayError, TimeoutError } from "./errors.js";
+import { buildUrl, parseRetryAfter, sleep } from "./http.js";
 import { readServerSentEvents, type ServerSentEvent } from "./sse.js";
 import type { WebhookEvent } from "./webhooks.js";
 import {
@@ -41,6 +42,8 @@ import {
 // are the API's own (snake_case fields), typed from the server's zod schemas (generated.ts).
 // Only fetch, AbortController and crypto.randomUUID are used, so it runs in Node 20+,
 // browsers and edge runtimes.
+
+export { buildUrl, parseRetryAfter };
 
 export interface RelayOptions {
   /** sk_live_... */
@@ -103,42 +106,6 @@ interface Call {
 }
 
 const DEFAULT_BASE_URL = "http://localhost:3000";
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-
-/** Retry-After in ms: delay-seconds or an HTTP date. */
-export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
-  if (value === null) return undefined;
-  const trimmed = value.trim();
-  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
-  const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-/** The URL of an operation: baseUrl + path + query string (undefined and null values left out). */
-export function buildUrl(baseUrl: string, path: string, query?: Record<string, unknown>): string {
-  // Trailing slashes trimmed by a loop: /\/+$/ backtracks quadratically on a long run of them.
-  let end = baseUrl.length;
-  while (end > 0 && baseUrl[end - 1] === "/") end--;
-  const url = new URL(baseUrl.slice(0, end) + path);
-  for (const [name, value] of Object.entries(query ?? {})) {
-    if (value === undefined || value === null) continue;
-    url.searchParams.append(name, String(value));
-  }
-  return url.toString();
-}
-
 export class Relay {
   readonly baseUrl: string;
   private readonly apiKey: string;

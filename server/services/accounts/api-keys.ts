@@ -5,27 +5,10 @@ import { SCOPES } from "../access/scopes";
 import { getDb } from "../../db";
 import { ApiError, invalidParam } from "../../kernel/errors";
 import type { ApiKey } from "../../generated/prisma/client";
+import { serializeApiKey } from "../../wire/serializers";
 
 // The owner's view of API keys (dashboard): create with scopes, an optional line restriction
 // and expiry, list with last use, revoke, replace. The secret is returned once, at creation.
-
-const ms = (d: Date | null) => (d ? d.getTime() : null);
-
-export function serializeApiKey(key: ApiKey, now = Date.now()) {
-  return {
-    object: "api_key" as const,
-    id: key.id,
-    name: key.name,
-    prefix: key.prefix,
-    scopes: key.scopes,
-    line_ids: key.lineRestricted ? key.lineIds : null,
-    expires_at: ms(key.expiresAt),
-    revoked_at: ms(key.revokedAt),
-    last_used_at: ms(key.lastUsedAt),
-    created_at: key.createdAt.getTime(),
-    status: key.revokedAt ? ("revoked" as const) : key.expiresAt && key.expiresAt.getTime() <= now ? ("expired" as const) : ("active" as const),
-  };
-}
 
 export const CreateApiKeyBody = z.object({
   name: z.string().trim().min(1, "must not be empty").max(100),
