@@ -102,7 +102,9 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
     const v = valuesList(chunk);
     await unit.query(`INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size, transcription) VALUES ${v.text}`, v.params);
   }
-  await moveChats(unit, stored.map(({ message }) => message));
+  // Last in the transaction: concurrent batches to one busy chat wait on its row only briefly.
+  const moved = stored.map(({ message }) => message);
+  unit.last(() => moveChats(unit, moved));
   await unit.fanOut(
     stored.map(({ index, message }) => ({
       accountId: message.accountId,

@@ -21,9 +21,15 @@ export interface Unit {
   live(events: readonly LiveEvent[]): void;
   /** Accounts whose cached reads the change makes stale. */
   changed(accountIds: Iterable<string>): void;
+  /**
+   * A statement to run last, just before the commit: for a lock on a row that concurrent
+   * changes share (a busy chat), held for as short a time as the transaction allows.
+   */
+  last(statement: () => Promise<unknown>): void;
 }
 
 interface Effects {
+  last: (() => Promise<unknown>)[];
   deliveries: number;
   live: LiveEvent[];
   accounts: Set<string>;
@@ -43,10 +49,14 @@ function unitOver(query: Query, effects: Effects): Unit {
     changed(accountIds) {
       for (const id of accountIds) effects.accounts.add(id);
     },
+    last(statement) {
+      effects.last.push(statement);
+    },
   };
 }
 
 async function beforeCommit(query: Query, effects: Effects): Promise<void> {
+  for (const statement of effects.last) await statement();
   await notifyLiveAtCommit(query, effects.live);
   await notifyChangeAtCommit(query, effects.accounts);
 }
@@ -57,7 +67,7 @@ function afterCommit(effects: Effects): void {
   if (effects.deliveries > 0) fire("webhooks.due");
 }
 
-const noEffects = (): Effects => ({ deliveries: 0, live: [], accounts: new Set() });
+const noEffects = (): Effects => ({ last: [], deliveries: 0, live: [], accounts: new Set() });
 
 /** Runs `fn` in a transaction straight through the driver (the fast path); its effects follow the commit. */
 export async function unitOfWork<R>(fn: (unit: Unit) => Promise<R>): Promise<R> {

@@ -44,7 +44,11 @@ interface ChatRow {
   lastMessageAt: Date;
 }
 
-/** The batch's chats, created or brought up to date (participants, name, provider ID); last_message_at moves with the messages. */
+/**
+ * The batch's chats, created or brought up to date (participants, name, provider ID). The row
+ * is written here anyway, so it takes the chat rule's move too (last_message_at, heard from
+ * the contact), and the message store finds nothing left to change: one row write per chat.
+ */
 async function upsertChats(query: Query, chats: ChatRow[]): Promise<Map<string, string>> {
   const sorted = [...chats].sort((a, b) => (a.key < b.key ? -1 : 1)); // one lock order for concurrent batches
   const v = valuesList(
@@ -55,6 +59,8 @@ async function upsertChats(query: Query, chats: ChatRow[]): Promise<Map<string, 
     `INSERT INTO "Chat" (id, "accountId", "lineId", identifier, service, name, "isGroup", participants, "providerChatId", "lastMessageAt", "hasReceivedInbound")
      VALUES ${v.text}
      ON CONFLICT ("lineId", "accountId", identifier) DO UPDATE SET
+       "hasReceivedInbound" = true,
+       "lastMessageAt" = GREATEST("Chat"."lastMessageAt", EXCLUDED."lastMessageAt"),
        "providerChatId" = COALESCE(EXCLUDED."providerChatId", "Chat"."providerChatId"),
        participants = CASE WHEN "Chat"."isGroup" AND cardinality(EXCLUDED.participants) > 0 THEN EXCLUDED.participants ELSE "Chat".participants END,
        name = CASE WHEN "Chat"."isGroup" THEN COALESCE(EXCLUDED.name, "Chat".name) ELSE "Chat".name END
