@@ -5,6 +5,7 @@ import { type FormEvent, useState } from "react";
 import { ErrorText } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 import type { AppRouter } from "@/server/transports/trpc/router";
+import { aboutProvider, type ConnectionField, PROVIDER_ABOUTS } from "@/server/platform/about";
 
 // A line's provider and health on the lines page, and the "Connect a line" form: connect a
 // line to a provider (or back to simulated) and test the connection. The provider's secrets
@@ -14,13 +15,8 @@ type Outputs = inferRouterOutputs<AppRouter>;
 export type LineConnection = Outputs["lines"]["connections"][number];
 type Report = Outputs["lines"]["connect"];
 
-/** The providers of server/platform/registry.ts (not imported: it is server code). */
-export const PROVIDERS = [
-  { name: "simulated", label: "Simulated", short: "Simulated" },
-  { name: "bluebubbles", label: "BlueBubbles (iMessage on a Mac)", short: "BlueBubbles" },
-  { name: "sms-gateway", label: "SMS Gateway for Android (SMS through a phone)", short: "SMS Gateway" },
-  { name: "twilio", label: "Twilio (SMS and MMS)", short: "Twilio" },
-] as const;
+/** The providers, as each describes itself (server/platform/about.ts: plain data, no server code). */
+export const PROVIDERS = PROVIDER_ABOUTS;
 
 export const providerLabel = (name: string, short = false) => {
   const p = PROVIDERS.find((x) => x.name === name);
@@ -119,44 +115,6 @@ function ProbeResult({ report }: { report: Report }) {
 
 const lineName = (l: LineConnection) => (l.label ? `${l.label} (${l.handle})` : l.handle);
 
-/** One setting of a provider's connection, as the form asks for it. Secrets are never shown again. */
-interface Field {
-  key: string;
-  label: string;
-  type: "url" | "text" | "number" | "password";
-  placeholder: string;
-  /** Stored encrypted and never returned: typed again to change any setting. */
-  secret?: boolean;
-  optional?: boolean;
-  min?: number;
-  max?: number;
-  width?: number;
-}
-
-/** The settings each provider's --provider-config takes (server/platform/<name>/index.ts). */
-export const PROVIDER_FIELDS: Record<string, Field[]> = {
-  simulated: [],
-  bluebubbles: [
-    { key: "url", label: "Server URL", type: "url", placeholder: "http://mac.local:1234", width: 240 },
-    { key: "password", label: "Password", type: "password", placeholder: "BlueBubbles server password", secret: true },
-    { key: "sendTimeoutSeconds", label: "Send timeout (seconds)", type: "number", placeholder: "150", optional: true, min: 5, max: 600, width: 120 },
-  ],
-  "sms-gateway": [
-    { key: "url", label: "Gateway URL", type: "url", placeholder: "http://phone.lan:8080 or https://api.sms-gate.app/3rdparty/v1", width: 300 },
-    { key: "username", label: "Username", type: "text", placeholder: "sms" },
-    { key: "password", label: "Password", type: "password", placeholder: "shown in the app", secret: true },
-    { key: "signingKey", label: "Webhook signing key", type: "password", placeholder: "Settings > Webhooks > Signing key", secret: true },
-    { key: "timeoutSeconds", label: "Request timeout (seconds)", type: "number", placeholder: "20", optional: true, min: 1, max: 120, width: 120 },
-  ],
-  twilio: [
-    { key: "accountSid", label: "Account SID", type: "text", placeholder: "AC…", width: 300 },
-    { key: "authToken", label: "Auth token", type: "password", placeholder: "Twilio auth token", secret: true },
-    { key: "messagingServiceSid", label: "Messaging Service SID", type: "text", placeholder: "MG… (optional)", optional: true, width: 260 },
-    { key: "baseUrl", label: "API base URL", type: "url", placeholder: "https://api.twilio.com (optional)", optional: true, width: 240 },
-    { key: "sendTimeoutSeconds", label: "Send timeout (seconds)", type: "number", placeholder: "15", optional: true, min: 2, max: 120, width: 120 },
-  ],
-};
-
 /** A saved setting is shown again unless it was masked (a URL that carried credentials). */
 function savedSetting(line: LineConnection | undefined, provider: string, key: string): string {
   const value = line?.provider === provider ? line.provider_settings[key] : undefined;
@@ -182,13 +140,14 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
 
   const line = lines.find((l) => l.id === lineId) ?? lines[0];
   const chosenProvider = provider ?? line?.provider ?? "bluebubbles";
-  const fields = PROVIDER_FIELDS[chosenProvider] ?? [];
-  const saved = line?.provider === chosenProvider && chosenProvider !== "simulated";
-  const shown = (f: Field) => typed[f.key] ?? (f.secret ? "" : savedSetting(line, chosenProvider, f.key));
+  const chosen = aboutProvider(chosenProvider);
+  const fields: readonly ConnectionField[] = chosen?.fields ?? [];
+  const saved = line?.provider === chosenProvider && !!chosen?.monitored;
+  const shown = (f: ConnectionField) => typed[f.key] ?? (f.secret ? "" : savedSetting(line, chosenProvider, f.key));
   const unchanged = !!line && chosenProvider === line.provider && fields.every((f) => shown(f) === (f.secret ? "" : savedSetting(line, chosenProvider, f.key)));
   // Nothing new to save: probe what is saved.
   const testSaved = unchanged;
-  const switchingToSimulated = !!line && chosenProvider === "simulated" && line.provider !== "simulated";
+  const switchingToSimulated = !!line && !!chosen && !chosen.monitored && line.provider !== chosenProvider;
 
   const clear = () => {
     setProvider(null);
@@ -295,7 +254,7 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
       <ErrorText error={connect.error ?? test.error} />
       <div>
         <button className="primary" type="submit" disabled={pending || !line}>
-          {pending ? "Testing…" : switchingToSimulated ? "Switch to simulated" : "Test connection"}
+          {pending ? "Testing…" : switchingToSimulated ? `Switch to ${chosen!.short.toLowerCase()}` : "Test connection"}
         </button>
       </div>
       {report ? <ProbeResult report={report} /> : null}

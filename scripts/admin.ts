@@ -17,14 +17,18 @@ import net from "node:net";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { z, ZodError } from "zod";
+import { PROVIDER_ABOUTS, providerConfigHelp } from "../server/platform/about";
+
+const PROVIDERS = PROVIDER_ABOUTS.map((p) => p.name).join("|");
 
 const USAGE = `usage:
   admin account create --email E [--password P] [--no-owner]
   admin line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
-                    [--provider simulated|bluebubbles|sms-gateway|twilio SETTINGS] [--rate MESSAGES_PER_SECOND]
-  admin line connect --line ln_... --provider simulated|bluebubbles|sms-gateway|twilio SETTINGS [--rate MESSAGES_PER_SECOND]
+                    [--provider ${PROVIDERS} SETTINGS] [--rate MESSAGES_PER_SECOND]
+  admin line connect --line ln_... --provider ${PROVIDERS} SETTINGS [--rate MESSAGES_PER_SECOND]
       SETTINGS: --provider-config-file PATH (a JSON file; - reads stdin) or --provider-config JSON (- reads stdin);
-      the file or stdin keeps passwords and tokens out of shell history and the process list
+      the file or stdin keeps passwords and tokens out of shell history and the process list;
+      the settings (? optional): ${providerConfigHelp()}
   admin line test --line ln_...
   admin line list [--account E] [--json]
   admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]

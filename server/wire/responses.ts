@@ -1,12 +1,14 @@
 import { z } from "zod";
+import { PROVIDER_NAME_LIST, type ProviderName } from "../platform/about";
 
 // The JSON bodies /v1 answers with, as zod schemas: the OpenAPI document (and later the client
 // library) is generated from these. server/wire/responses.check.ts makes the compiler
 // compare each with its serializer's return type, so they cannot drift apart.
 
 /** Every provider in server/platform/registry.ts (tests/openapi.test.ts keeps the two equal). */
-export const LINE_PROVIDERS = ["simulated", "bluebubbles", "twilio", "sms-gateway"] as const;
-export type LineProvider = (typeof LINE_PROVIDERS)[number];
+/** The providers (server/platform/about.ts): each describes itself there. */
+export const LINE_PROVIDERS = PROVIDER_NAME_LIST;
+export type LineProvider = ProviderName;
 
 const ms = z.number().int().describe("Unix time in milliseconds");
 const msOrNull = ms.nullable();

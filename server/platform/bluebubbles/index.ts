@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineProvider } from "../provider";
+import { blueBubblesAbout } from "./about";
 import { providerUrlSetting } from "../settings-url";
 import type { ProbeResult } from "../types";
 import { type BBWebhookEventName, createBlueBubblesClient, describeBlueBubblesError, privateApiUsable, redactUrl } from "./client";
@@ -45,8 +46,8 @@ function maskUrl(url: string): string {
 }
 
 export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Settings, Secrets>({
-  name: "bluebubbles",
-  label: "BlueBubbles (iMessage on a Mac)",
+  name: blueBubblesAbout.name,
+  label: blueBubblesAbout.label,
   configSchema: Config,
   split: (c) => ({ settings: { url: c.url, sendTimeoutSeconds: c.sendTimeoutSeconds }, secrets: { password: c.password } }),
   load: (settings, secrets) => ({ settings: Settings.parse(settings), secrets: Secrets.safeParse(secrets).data ?? { password: "" } }),
@@ -54,7 +55,7 @@ export const blueBubblesProvider = defineProvider<z.output<typeof Config>, Setti
   describe: (s) => ({ url: maskUrl(s.url), sendTimeoutSeconds: s.sendTimeoutSeconds }),
   sendTimeoutMs: (s) => s.sendTimeoutSeconds * 1000,
   idempotentSends: false,
-  monitored: true,
+  monitored: blueBubblesAbout.monitored,
 
   platform: (line) =>
     blueBubblesPlatform(createBlueBubblesClient({ url: line.settings.url, password: line.secrets.password }), {

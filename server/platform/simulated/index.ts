@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { defineProvider } from "../provider";
+import { simulatedAbout } from "./about";
 import { simulatedPlatform } from "./platform";
 
 // The built-in other phone: no settings, always connected, every advanced feature.
@@ -7,15 +8,15 @@ import { simulatedPlatform } from "./platform";
 const Config = z.object({}).strict();
 
 export const simulatedProvider = defineProvider({
-  name: "simulated",
-  label: "Simulated",
+  name: simulatedAbout.name,
+  label: simulatedAbout.label,
   configSchema: Config,
   split: () => ({ settings: {}, secrets: null }),
   load: () => ({ settings: {}, secrets: null }),
   describe: () => ({}),
   platform: () => simulatedPlatform,
   idempotentSends: true,
-  monitored: false,
-  simulator: true,
+  monitored: simulatedAbout.monitored,
+  simulator: simulatedAbout.simulator,
   probe: async (line) => ({ ok: true, reason: null, capabilities: { simulated: true }, advancedFeatures: line.advancedFeatures }),
 });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { config } from "../../kernel/config";
 import { defineProvider, type ProviderLine } from "../provider";
+import { smsGatewayAbout } from "./about";
 import { providerUrlSetting } from "../settings-url";
 import type { ProbeResult, ProviderInbound } from "../types";
 import { createSmsGatewayClient, describeSmsGatewayError, type SGWebhookEventName, type SmsGatewayClient } from "./client";
@@ -73,8 +74,8 @@ const CAPABILITIES = {
 } as const;
 
 export const smsGatewayProvider = defineProvider<z.output<typeof Config>, Settings, Secrets>({
-  name: "sms-gateway",
-  label: "SMS Gateway for Android",
+  name: smsGatewayAbout.name,
+  label: smsGatewayAbout.label,
   configSchema: Config,
   split: (c) => ({
     settings: { url: c.url, username: c.username, timeoutSeconds: c.timeoutSeconds },
@@ -88,7 +89,7 @@ export const smsGatewayProvider = defineProvider<z.output<typeof Config>, Settin
   service: "sms",
   deliveryReports: true,
   idempotentSends: false,
-  monitored: true,
+  monitored: smsGatewayAbout.monitored,
 
   platform: (line) => smsGatewayPlatform(clientFor(line)),
 

@@ -5,6 +5,7 @@ import { isPhoneNumber } from "../../kernel/handles";
 import { processSingleton } from "../../kernel/singleton";
 import { filesBaseUrl } from "../../storage/signed-urls";
 import { defineProvider, type InboundRequest, type ProviderLine } from "../provider";
+import { twilioAbout } from "./about";
 import type { ProbeResult } from "../types";
 import { createTwilioClient, type TwilioClient } from "./client";
 import { describeTwilioError } from "./errors";
@@ -115,8 +116,8 @@ const catchUpLists = processSingleton("twilio-catch-up", () => new Map<string, {
 const CATCH_UP_LIST_TTL_MS = 10 * 60_000;
 
 export const twilioProvider = defineProvider<z.output<typeof Config>, Settings, Secrets>({
-  name: "twilio",
-  label: "Twilio Programmable Messaging",
+  name: twilioAbout.name,
+  label: twilioAbout.label,
   configSchema: Config,
   split: (c) => ({
     settings: { accountSid: c.accountSid, messagingServiceSid: c.messagingServiceSid ?? null, baseUrl: c.baseUrl ?? TWILIO_API_URL, sendTimeoutSeconds: c.sendTimeoutSeconds },
@@ -130,7 +131,7 @@ export const twilioProvider = defineProvider<z.output<typeof Config>, Settings, 
   service: "sms",
   deliveryReports: true,
   idempotentSends: false,
-  monitored: true,
+  monitored: twilioAbout.monitored,
 
   platform: (line) =>
     twilioPlatform(clientFor(line), {

@@ -5,6 +5,7 @@ import { ConnectLineBody, type ConnectionReport, connectLine, TestLineBody, test
 import { builder } from "../builder";
 import { parseArgs } from "../inputs";
 import { JSONScalar } from "./json";
+import { providerConfigHelp } from "../../../platform/about";
 
 // Connecting a line to its provider and testing the connection: the dashboard's "Connect a
 // line" (and the operator's `line connect`) for GraphQL.
@@ -68,7 +69,7 @@ const ConnectLineInput = builder.inputType("ConnectLineInput", {
     providerConfig: f.field({
       type: JSONScalar,
       description:
-        "The provider's settings. bluebubbles: { url, password, sendTimeoutSeconds? }; sms-gateway: { url, username, password, signingKey }; twilio: { accountSid, authToken, messagingServiceSid?, baseUrl? }. Passwords, keys and tokens are stored encrypted and never returned. simulated: {} or omitted.",
+        `The provider's settings. ${providerConfigHelp()}. Passwords, keys and tokens are stored encrypted and never returned.`,
     }),
     sendRatePerSecond: f.float({ description: "Sends per second on this line (provider lines pace their sends); 1 unless set." }),
   }),

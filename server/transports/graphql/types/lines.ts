@@ -31,7 +31,7 @@ export const Line = builder.prismaObject("Line", {
     providerSettings: t.field({
       type: JSONScalar,
       nullable: true,
-      description: `The provider's settings as shown to the owner (BlueBubbles: url, masked where it carries credentials, and sendTimeoutSeconds); never a password. For the account's owner only (the dashboard's signed-in session, which also authenticates GraphQL): null for API keys, whatever their scopes.`,
+      description: `The provider's settings as shown to the owner: those that are not secret, URLs masked where they carry credentials; never a password, key or token. For the account's owner only (the dashboard's signed-in session, which also authenticates GraphQL): null for API keys, whatever their scopes.`,
       resolve: (line, _args, ctx) => (isOwnerSession(ctx.actor) ? describeLine(line).provider_settings : null),
     }),
     chats: t.relatedConnection(

@@ -1,0 +1,41 @@
+// What a provider says of itself, as plain data (server/platform/<name>/about.ts): its name and
+// labels, its flags, and the connection settings an owner or operator gives it. The dashboard's
+// connect form, the GraphQL and CLI help texts and the wire enum of providers are made from it.
+// Imports nothing: a page's client code may use it.
+
+export interface ConnectionField {
+  /** The key in --provider-config / provider_config. */
+  key: string;
+  label: string;
+  /** How the form asks for it. */
+  type: "url" | "text" | "number" | "password";
+  /** What the form shows empty. */
+  placeholder: string;
+  /** A valid value, for help texts and tests (never a real secret). */
+  example: string | number;
+  /** Stored encrypted and never returned: typed again to change any setting. */
+  secret?: boolean;
+  /** May be left out (the provider has a default). */
+  optional?: boolean;
+  min?: number;
+  max?: number;
+  /** The form's input width in pixels (a hint). */
+  width?: number;
+}
+
+export interface ProviderAbout {
+  name: string;
+  /** The dashboard's name for it. */
+  label: string;
+  /** A short name for tables. */
+  short: string;
+  /**
+   * Whether its lines live on a device or service outside this process: probed, caught up after
+   * downtime, with a health (connected, degraded, disconnected), and with webhooks that must
+   * reach PUBLIC_URL. The built-in simulated platform is not.
+   */
+  monitored: boolean;
+  /** The built-in other phone: the simulator endpoints play the contacts of its lines. */
+  simulator?: boolean;
+  fields: readonly ConnectionField[];
+}

@@ -1,0 +1,36 @@
+import type { ConnectionField, ProviderAbout } from "./about-types";
+import { blueBubblesAbout } from "./bluebubbles/about";
+import { simulatedAbout } from "./simulated/about";
+import { smsGatewayAbout } from "./sms-gateway/about";
+import { twilioAbout } from "./twilio/about";
+
+// Every provider's description (about-types.ts), in the registry's order. Plain data: the
+// dashboard's client code, the wire schemas and the CLIs read it without loading any provider.
+
+export type { ConnectionField, ProviderAbout };
+
+export const PROVIDER_ABOUTS = [simulatedAbout, blueBubblesAbout, twilioAbout, smsGatewayAbout] as const satisfies readonly ProviderAbout[];
+
+export type ProviderName = (typeof PROVIDER_ABOUTS)[number]["name"];
+
+/** The names, for a wire enum. */
+export const PROVIDER_NAME_LIST = PROVIDER_ABOUTS.map((p) => p.name) as [ProviderName, ...ProviderName[]];
+
+export function aboutProvider(name: string): ProviderAbout | null {
+  return (PROVIDER_ABOUTS as readonly ProviderAbout[]).find((p) => p.name === name) ?? null;
+}
+
+/** `{ url, password, sendTimeoutSeconds? }`: a provider's settings as one line of help. */
+export function fieldsHelp(about: ProviderAbout): string {
+  return `{ ${about.fields.map((f) => `${f.key}${f.optional ? "?" : ""}`).join(", ")} }`;
+}
+
+/** Every provider's settings, for a help text: `bluebubbles: { url, password, sendTimeoutSeconds? }; …`. */
+export function providerConfigHelp(): string {
+  return (PROVIDER_ABOUTS as readonly ProviderAbout[]).map((p) => `${p.name}: ${p.fields.length ? fieldsHelp(p) : "{} or omitted"}`).join("; ");
+}
+
+/** A provider's settings as an example --provider-config (secrets as placeholders). */
+export function exampleConfig(about: ProviderAbout): Record<string, string | number> {
+  return Object.fromEntries(about.fields.filter((f) => !f.optional).map((f) => [f.key, f.example]));
+}
