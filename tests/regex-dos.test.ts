@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildUrl, parseRetryAfter } from "@/packages/client/src/client";
+import { parseRetryAfter as serverRetryAfter } from "@/server/kernel/retry-after";
 import { readSignedHeaders } from "@/packages/client/src/webhook-checks";
 import { authenticate } from "@/server/services/access/api-keys";
 import { graphqlActor } from "@/server/transports/graphql/context";
@@ -37,25 +38,25 @@ import { checkWebhookUrl, isForbiddenAddress } from "@/server/webhooks/url-guard
 //   cleanFilename's /[\\/]/ and control-character class; schemas/simulator.ts mime_type (same
 //   as MIME) and content_base64 /^[A-Za-z0-9+/=\s_-]+$/ (one class); platform/events.ts
 //   mimeType (same as MIME).
-// - services/sandbox.ts /\s+/g, services/simulator.ts /\s/g: one class.
-// - graphql/context.ts SESSION_COOKIE (;\s* then a literal), graphql/inputs.ts /[A-Z]/g,
-//   graphql/errors.ts /_([a-z])/g.
+// - services/lines/sandbox.ts /\s+/g, services/inbound/simulator.ts /\s/g: one class.
+// - transports/graphql/context.ts SESSION_COOKIE (;\s* then a literal), graphql/inputs.ts /[A-Z]/g,
+//   transports/graphql/errors.ts /_([a-z])/g.
 // - storage/signed-urls.ts /^\d{1,12}$/; storage/index.ts keys (internal, one class).
 // - webhooks/url-guard.ts: /^\[(.*)\]$/ (anchored both ends); REWRITTEN: /%.*$/ (quadratic on
 //   many '%') is an indexOf, and the unanchored /(\d+)\.(\d+)\.(\d+)\.(\d+)$/ (quadratic on
 //   long digit runs) is an anchored test of the part after the last colon. /\.$/ is linear.
-// - webhooks/http-post.ts Retry-After /^\s*\d+\s*$/ (disjoint neighbours; a response header).
-// - zod's email regexp (accounts.ts EmailSchema): segments split by literal '.' and '@'.
+// - kernel/retry-after.ts /^\d+$/ on a trimmed response header (provider clients and the webhook sender).
+// - zod's email regexp (services/accounts/accounts.ts EmailSchema): segments split by literal '.' and '@'.
 // - packages/client: client.ts /^\d+(\.\d+)?$/ (Retry-After); REWRITTEN: buildUrl's /\/+$/
 //   (quadratic on a long run of '/') is a loop; webhook-checks.ts /^\d{1,16}$/ and /\s+/
-//   splits; sse.ts /^ /; cli/run.ts /\s+/g and /^\d+$/.
-// - observability/routes.ts (every request path, no account needed): REWRITTEN: /\/+$/ is a
+//   splits; sse.ts /^ /; cli/args.ts and cli/run.ts /\s+/g and /^\d+$/.
+// - transports/ops/routes.ts (every request path, no account needed): REWRITTEN: /\/+$/ is a
 //   loop, and a path over 2,048 characters is "unmatched" before the ID_SEGMENT test (anchored,
 //   linear alternatives) or the manifest's route regexps see it.
 // - platform/bluebubbles/platform.ts classify: /chat .* not found/ on the server's error text is
 //   quadratic on one long line ("chat chat chat …"): the text is capped at 4 KiB first.
 //   platform/matching.ts /\.[^.]*$/ and /\s+/g: one run per '.', linear.
-// - fast-routes.ts INBOUND /^\/api\/inbound\/([^/?#]+)(?:\?|$)/: anchored, one class.
+// - transports/http/fast-routes.ts INBOUND /^\/api\/inbound\/([^/?#]+)(?:\?|$)/: anchored, one class.
 // - platform/*: the /\/+$/ on provider URL settings (bluebubbles, sms-gateway, twilio index and
 //   client files) is quadratic: rewritten with the URL length cap in the provider-URL change.
 //   Provider answers: sms-gateway/schemas.ts timestamps (anchored; the offset regexp is
@@ -151,7 +152,10 @@ describe("regular expressions on user input are linear (1 MB of the worst input 
     expect(isForbiddenAddress("fe80::1%eth0")).toBe(true);
     expect(isForbiddenAddress("2606:4700::6810:84e5")).toBe(false);
     quickly("checkWebhookUrl", () => expect(() => checkWebhookUrl(`https://${rep("1")}.example/`, { allowInsecure: false })).toThrow());
-    for (const value of [`${rep(" ")}x`, `1${rep(" ")}x`, `${rep("1")}.`, `1.${rep("1")}x`]) quickly("parseRetryAfter", () => parseRetryAfter(value));
+    for (const value of [`${rep(" ")}x`, `1${rep(" ")}x`, `${rep("1")}.`, `1.${rep("1")}x`]) {
+      quickly("parseRetryAfter", () => parseRetryAfter(value));
+      quickly("server parseRetryAfter", () => serverRetryAfter(value));
+    }
     quickly("buildUrl", () => expect(() => buildUrl(`${rep("/")}x`, "/v1/lines")).toThrow());
     expect(buildUrl("https://relay.example///", "/v1/lines")).toBe("https://relay.example/v1/lines");
     for (const headers of [

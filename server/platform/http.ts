@@ -19,6 +19,7 @@ import https from "node:https";
 import { Readable } from "node:stream";
 import { config } from "../kernel/config";
 import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup, isForbiddenAddress, isOwnAddress, unbracketed } from "../webhooks/url-guard";
+import { parseRetryAfter } from "../kernel/retry-after";
 
 /**
  * What a failed provider call proves, the kinds every provider client's error class reports
@@ -242,11 +243,7 @@ function errorCode(err: unknown): string | null {
 
 /** Retry-After as ms (delta-seconds or an HTTP date); null when absent or unreadable. */
 export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
-  const value = headers.get("retry-after")?.trim();
-  if (!value) return null;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isFinite(at) ? Math.max(0, at - now) : null;
+  return parseRetryAfter(headers.get("retry-after"), now);
 }
 
 /** The media type of a Content-Type header, lowercased, without parameters. */

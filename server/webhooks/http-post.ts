@@ -1,6 +1,7 @@
 import http from "node:http";
 import https from "node:https";
 import { performance } from "node:perf_hooks";
+import { parseRetryAfter } from "../kernel/retry-after";
 import { checkWebhookUrl, guardedLookup, unbracketed } from "./url-guard";
 
 /**
@@ -42,13 +43,6 @@ const agents = {
   "http:": new http.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK }),
   "https:": new https.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK }),
 };
-
-function parseRetryAfter(value: string | undefined, now: number): number | null {
-  if (!value) return null;
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? null : Math.max(0, date - now);
-}
 
 function describeError(err: Error): string {
   // Happy eyeballs (several addresses tried) reports an AggregateError of the attempts.
