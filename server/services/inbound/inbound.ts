@@ -191,7 +191,9 @@ export async function ingestMessage(line: Line, event: WithoutLine<InboundMessag
       return written.message;
     });
   } catch (err) {
-    if (!(err instanceof Repeat)) throw err;
+    // The same GUID taken in concurrently: the other request stored it (this one found it
+    // stored, or lost the race to create the chat, P2002). This one is a repeat.
+    if (!(err instanceof Repeat) && (err as { code?: unknown }).code !== "P2002") throw err;
     const existing = event.guid ? await db.message.findUnique({ where: { lineId_guid: { lineId: line.id, guid: event.guid } } }) : null;
     if (!existing) throw err;
     return { message: existing, created: false };
