@@ -226,6 +226,10 @@ function positiveInt(value: string, name: string): number {
 }
 
 async function main(argv: string[]): Promise<void> {
+  // Results go to stdout for scripts; what the service logs while the command runs (a line's
+  // status change, a migration warning) goes to stderr beside the errors.
+  const { resetLogger } = await import("../server/observability/log");
+  resetLogger({ write: (line: string) => void process.stderr.write(line) });
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
