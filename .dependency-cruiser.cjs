@@ -6,7 +6,7 @@
 // points down or sideways. A module in no floor is unchecked (app/, components/, inngest/ and
 // scripts/ sit above them all).
 const FLOORS = [
-  ["kernel", "^server/kernel/", "^server/observability/(log|heartbeats|context)\\.ts$", "^server/platform/(about|about-types)\\.ts$", "^server/platform/[^/]+/about\\.ts$"],
+  ["kernel", "^server/kernel/", "^server/observability/(log|heartbeats|context)\\.ts$", "^server/platform/(about|about-types)\\.ts$", "^server/platform/[^/]+/(about|error-codes)\\.ts$"],
   ["data", "^server/db/", "^server/generated/", "^server/storage/", "^server/audio/", "^server/events/", "^server/cache/", "^server/wire/", "^server/observability/(metrics|line-counts)\\.ts$"],
   ["platform", "^server/platform/", "^server/webhooks/", "^server/http-out/"],
   ["write path", "^server/write/", "^server/messages/"],

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { aboutProvider, exampleConfig, PROVIDER_ABOUTS, type ProviderAbout, providerConfigHelp } from "@/server/platform/about";
 import { PROVIDER_NAMES, providerFor } from "@/server/platform/registry";
+import { TWILIO_ERROR_CODES } from "@/server/platform/twilio";
+import { openApiDocument } from "@/server/transports/openapi/openapi";
 import { LINE_PROVIDERS } from "@/server/wire/responses";
 
 // Each provider describes itself in plain data (server/platform/<name>/about.ts); the dashboard's
@@ -46,5 +48,17 @@ describe("provider descriptions", () => {
     expect(providerConfigHelp()).toBe(
       "simulated: {} or omitted; bluebubbles: { url, password, sendTimeoutSeconds? }; twilio: { accountSid, authToken, messagingServiceSid?, baseUrl?, sendTimeoutSeconds? }; sms-gateway: { url, username?, password, signingKey, timeoutSeconds? }",
     );
+  });
+
+  it("give the API reference each provider's refusals, with the codes mapped by number as a table", () => {
+    const doc = openApiDocument();
+    const text = doc.info.description;
+    for (const about of PROVIDER_ABOUTS as readonly ProviderAbout[]) {
+      if (about.monitored) expect(text, about.name).toContain(`${about.label}: ${about.errors!.summary}`);
+    }
+    expect(doc["x-provider-error-codes"]).toEqual({ twilio: TWILIO_ERROR_CODES });
+    expect(text).toContain("| 21610 | fails the item | the recipient replied STOP to this sender (unsubscribed); they must reply START first |");
+    expect(text).toContain("| 20003 | line waits |");
+    expect(text).toContain("| 20429 | retried |");
   });
 });

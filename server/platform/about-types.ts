@@ -23,6 +23,15 @@ export interface ConnectionField {
   width?: number;
 }
 
+/** One provider error code as this service treats it on a send. */
+export interface ProviderErrorCode {
+  code: number;
+  /** fail: the item fails at once. retry: backed off and retried. wait: the line is unreachable until its settings are fixed. */
+  action: "fail" | "retry" | "wait";
+  /** What it means, as an item's error and the dashboard say it. */
+  reason: string;
+}
+
 export interface ProviderAbout {
   name: string;
   /** The dashboard's name for it. */
@@ -38,4 +47,6 @@ export interface ProviderAbout {
   /** The built-in other phone: the simulator endpoints play the contacts of its lines. */
   simulator?: boolean;
   fields: readonly ConnectionField[];
+  /** How its refusals reach a send, for the API reference: a paragraph, and the codes it maps by number. */
+  errors?: { summary: string; codes?: readonly ProviderErrorCode[] };
 }

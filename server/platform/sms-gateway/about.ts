@@ -12,4 +12,7 @@ export const smsGatewayAbout = {
     { key: "signingKey", label: "Webhook signing key", type: "password", placeholder: "Settings > Webhooks > Signing key", example: "signing-key", secret: true },
     { key: "timeoutSeconds", label: "Request timeout (seconds)", type: "number", placeholder: "20", example: 20, optional: true, min: 1, max: 120, width: 120 },
   ],
+  errors: {
+    summary: "400 (the gateway's message quoted) and 413 fail the item; 401/403 make the line wait; 429, 5xx and the cloud's 503 (phone offline, queue full) are retried; a send whose answer was lost is sent again under the same ID, which the gateway answers 409 and the service adopts.",
+  },
 } as const satisfies ProviderAbout;

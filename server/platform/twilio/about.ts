@@ -1,4 +1,5 @@
 import type { ProviderAbout } from "../about-types";
+import { TWILIO_ERROR_CODES } from "./error-codes";
 
 export const twilioAbout = {
   name: "twilio",
@@ -12,4 +13,8 @@ export const twilioAbout = {
     { key: "baseUrl", label: "API base URL", type: "url", placeholder: "https://api.twilio.com (optional)", example: "https://api.twilio.com", optional: true, width: 240 },
     { key: "sendTimeoutSeconds", label: "Send timeout (seconds)", type: "number", placeholder: "15", example: 15, optional: true, min: 2, max: 120, width: 120 },
   ],
+  errors: {
+    summary: "Twilio's error codes below are mapped by number (they also name the ErrorCode of status callbacks); 401/403/404 make the line wait; 429 waits out Retry-After; any other 4xx fails the item with Twilio's own message; a 5xx, a timeout or a lost answer leaves the outcome unknown, and the outbox looks the message up in the line's Twilio message list before anything is sent again.",
+    codes: TWILIO_ERROR_CODES,
+  },
 } as const satisfies ProviderAbout;

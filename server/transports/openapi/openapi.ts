@@ -2,7 +2,7 @@ import { z } from "zod";
 import { SCOPES } from "../../services/access/scopes";
 import { config } from "../../kernel/config";
 import { ERROR_CODES, type ErrorCode } from "../../kernel/errors";
-import { TWILIO_ERROR_CODES } from "../../platform/twilio/errors";
+import { PROVIDER_ABOUTS, type ProviderAbout } from "../../platform/about";
 import { IDEMPOTENCY_KEY_PATTERN } from "../../services/access/idempotency";
 import { ErrorSchema } from "../../wire/responses";
 import { WEBHOOK_EVENTS } from "../../webhooks/event-names";
@@ -224,22 +224,28 @@ function buildDocument() {
       schemas: components,
     },
     "x-error-codes": Object.fromEntries(Object.entries(ERROR_CODES).map(([code, { type, status }]) => [code, { type, status }])),
-    "x-provider-error-codes": { twilio: TWILIO_ERROR_CODES },
+    "x-provider-error-codes": Object.fromEntries(ABOUTS.flatMap((p) => (p.errors?.codes ? [[p.name, p.errors.codes]] : []))),
   };
 }
 
-/** How provider refusals reach an outbox item, with every Twilio code the service maps by name. */
+const ABOUTS: readonly ProviderAbout[] = PROVIDER_ABOUTS;
+const ON_SEND = { fail: "fails the item", retry: "retried", wait: "line waits" } as const;
+
+/** How provider refusals reach an outbox item: each provider's own description, with the codes it maps by number. */
 const PROVIDER_ERRORS = [
   "## Provider errors and delivery status",
   "On SMS lines an outbox item is `sent` once the provider accepted the message; the message's `delivery_status` (extension: `sent` | `delivered` | `undelivered` | `failed`, with `delivered_at` and `delivery_error`) then follows the provider's reports, and the opt-in webhook events `message.delivered` and `message.undelivered` tell each final state once. A provider refusal that will not change fails the item at once (`message.failed`, `error` = the provider's code and reason); throttling and the provider's own trouble are retried within the outbox window; refused credentials make the line wait, degraded, until it is connected again.",
-  "",
-  "Twilio codes (`x-provider-error-codes`; any other 4xx fails the item with Twilio's own message):",
-  "",
-  "| code | on a send | meaning |",
-  "|---|---|---|",
-  ...TWILIO_ERROR_CODES.map((c) => `| ${c.code} | ${c.action === "fail" ? "fails the item" : c.action === "retry" ? "retried" : "line waits"} | ${c.reason} |`),
-  "",
-  "SMS Gateway for Android: 400 (the gateway's message quoted) and 413 fail the item; 401/403 make the line wait; 429, 5xx and the cloud's 503 (phone offline, queue full) are retried; a send whose answer was lost is sent again under the same ID, which the gateway answers 409 and the service adopts.",
+  ...ABOUTS.flatMap((p) =>
+    p.errors
+      ? [
+          "",
+          `${p.label}: ${p.errors.summary}`,
+          ...(p.errors.codes
+            ? ["", `${p.short} codes (\`x-provider-error-codes\`):`, "", "| code | on a send | meaning |", "|---|---|---|", ...p.errors.codes.map((c) => `| ${c.code} | ${ON_SEND[c.action]} | ${c.reason} |`)]
+            : []),
+        ]
+      : [],
+  ),
 ].join("\n");
 
 let cached: { base: string; doc: ReturnType<typeof buildDocument> } | undefined;
