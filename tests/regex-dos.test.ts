@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildUrl, parseRetryAfter } from "@/packages/client/src/client";
-import { parseRetryAfter as serverRetryAfter } from "@/server/kernel/retry-after";
+import { parseRetryAfter as serverRetryAfter } from "@/server/http-out/retry-after";
 import { readSignedHeaders } from "@/packages/client/src/webhook-checks";
 import { authenticate } from "@/server/services/access/api-keys";
 import { graphqlActor } from "@/server/transports/graphql/context";
@@ -18,7 +18,7 @@ import { classify } from "@/server/platform/bluebubbles/platform";
 import { EmailSchema } from "@/server/services/accounts/accounts";
 import { cleanFilename, mimeTypeOf } from "@/server/services/messaging/files";
 import { verifyFileUrl } from "@/server/storage/signed-urls";
-import { checkWebhookUrl, isForbiddenAddress } from "@/server/webhooks/url-guard";
+import { checkWebhookUrl, isForbiddenAddress } from "@/server/http-out/url-guard";
 
 // Every regular expression that sees user input (handles, IDs, keys, cursors, URLs, headers,
 // webhooks, signatures), fed about 1 MB of the input that would make it backtrack worst, must

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MAX_URL_LENGTH } from "../webhooks/url-guard";
+import { MAX_URL_LENGTH } from "../http-out/url-guard";
 import { trimTrailingSlashes } from "../kernel/strings";
 import { providerUrlProblem } from "./http";
 

@@ -92,6 +92,19 @@ describe("postWebhook", () => {
     expect(r).toMatchObject({ ok: true, statusCode: 200, responseExcerpt: "partial", error: null });
   });
 
+  it("keeps the status when the connection drops mid-body, and reports a drop before the status as an error", async () => {
+    handler = (_req, res) => {
+      res.writeHead(503, { "Content-Length": "100", "Retry-After": "3" });
+      res.write("half of it", () => res.socket?.destroy());
+    };
+    expect(await postWebhook(base, body, {}, dev)).toMatchObject({ ok: false, statusCode: 503, responseExcerpt: "half of it", retryAfterMs: 3000, error: null });
+
+    handler = (req) => req.socket.destroy();
+    const r = await postWebhook(base, body, {}, dev);
+    expect(r).toMatchObject({ ok: false, statusCode: null, responseExcerpt: null });
+    expect(r.error).toMatch(/socket hang up|connection reset/);
+  });
+
   it("reports a refused connection", async () => {
     const closed = http.createServer();
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));

@@ -1,8 +1,11 @@
-import http from "node:http";
-import https from "node:https";
 import { performance } from "node:perf_hooks";
-import { parseRetryAfter } from "../kernel/retry-after";
-import { checkWebhookUrl, guardedLookup, unbracketed } from "./url-guard";
+import { exchange, retryAfterMs, TransportError } from "../http-out/exchange";
+import { guardedFetch } from "../http-out/guarded-fetch";
+import { checkWebhookUrl, FORBIDDEN_DESTINATION, guardedLookup } from "../http-out/url-guard";
+
+// The webhook sender's POST, on the outbound HTTP core (../http-out) that the provider clients
+// use too: the same deadline, byte cap, Retry-After and failure reading. A delivery's outcome is
+// its status line, so the answer is read with `statusDecides`: the body is only an excerpt.
 
 /**
  * How many deliveries of one webhook may be in flight at once (also the keep-alive pool's
@@ -35,37 +38,27 @@ export interface PostOptions {
 
 const USER_AGENT = "Relay-Webhooks/1.0";
 
-// One keep-alive pool per protocol, shared by all deliveries: most webhooks point at a few
-// receivers, and reusing their connections saves a TCP + TLS handshake per delivery. A pooled
-// socket was checked by guardedLookup when it was opened. Sockets per receiving host match the
-// sender's in-flight limit per webhook.
-const agents = {
-  "http:": new http.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK }),
-  "https:": new https.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK }),
-};
-
-function describeError(err: Error): string {
-  // Happy eyeballs (several addresses tried) reports an AggregateError of the attempts.
-  const first: NodeJS.ErrnoException = err instanceof AggregateError && err.errors[0] instanceof Error ? err.errors[0] : err;
-  switch (first.code) {
-    case "ECONNREFUSED":
-      return "connection refused";
-    case "ECONNRESET":
-      return "connection reset";
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-      return `host not found (${first.code})`;
-    case "EHOSTUNREACH":
-    case "ENETUNREACH":
-      return "host unreachable";
-    default:
-      return first.message || String(first.code ?? "request failed");
-  }
-}
+// Two guards, one per setting of allowInsecure (local development lets http and local targets
+// through); each keeps one keep-alive pool per protocol, shared by all deliveries, with sockets
+// per receiving host matching the sender's in-flight limit per webhook.
+const senders = new Map(
+  [false, true].map((allowInsecure) => [
+    allowInsecure,
+    guardedFetch({
+      check: (url) => checkWebhookUrl(url, { allowInsecure }),
+      lookup: () => guardedLookup(allowInsecure),
+      forbidden: FORBIDDEN_DESTINATION,
+      what: "webhook URL",
+      maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK,
+    }),
+  ]),
+);
 
 /**
- * POSTs one delivery. Never throws: network failures come back in `error`. Redirects are not
- * followed (a 3xx is a failed delivery), so a receiver cannot bounce us to another host.
+ * POSTs one delivery. Never throws: failures before an answer come back in `error`. Redirects
+ * are not followed (a 3xx is a failed delivery), so a receiver cannot bounce us to another host.
+ * The deadline covers connect, request and response headers; once the status is in, the
+ * outcome is known and the body read just stops with what it has.
  */
 export async function postWebhook(
   url: string,
@@ -84,86 +77,35 @@ export async function postWebhook(
     gone: false,
     ...fields,
   });
-
-  let target: URL;
   try {
-    // Checked again at delivery time (settings may have changed since the URL was saved). This
-    // also judges a literal-IP host, for which the connection does no lookup.
-    target = checkWebhookUrl(url, { allowInsecure });
+    // Checked again at delivery time (settings may have changed since the URL was saved), for a
+    // readable refusal; the guarded fetch judges it once more, and every address at connect time.
+    checkWebhookUrl(url, { allowInsecure });
   } catch (err) {
     return result({ error: (err as Error).message });
   }
-
-  return new Promise<PostResult>((resolve) => {
-    let settled = false;
-    const finish = (r: PostResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(r);
-    };
-
-    const protocol = target.protocol as keyof typeof agents;
-    const req = (protocol === "https:" ? https : http).request({
-      protocol,
-      hostname: unbracketed(target.hostname),
-      port: target.port || undefined,
-      path: target.pathname + target.search,
-      method: "POST",
-      agent: agents[protocol],
-      lookup: guardedLookup(allowInsecure),
-      headers: {
-        ...headers,
-        "User-Agent": USER_AGENT,
-        "Content-Length": String(Buffer.byteLength(rawBody)),
+  try {
+    const answer = await exchange(
+      url,
+      {
+        method: "POST",
+        headers: { ...headers, "User-Agent": USER_AGENT, "Content-Length": String(Buffer.byteLength(rawBody)) },
+        body: rawBody,
+        timeoutMs,
+        maxBytes: maxResponseBytes,
+        statusDecides: true,
       },
+      senders.get(allowInsecure)!,
+    );
+    const status = answer.status;
+    return result({
+      ok: status >= 200 && status < 300,
+      statusCode: status,
+      responseExcerpt: Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength).toString("utf8"),
+      retryAfterMs: status === 429 || status === 503 ? retryAfterMs(answer.headers) : null,
+      gone: status === 410,
     });
-
-    // One deadline for connect, request and response headers. Once the status is in, the
-    // delivery's outcome is known: at the deadline the body read just stops with what it has.
-    let onDeadline = () => {
-      req.destroy();
-      finish(result({ error: `timed out after ${timeoutMs} ms` }));
-    };
-    const timer = setTimeout(() => onDeadline(), timeoutMs);
-
-    req.on("error", (err) => finish(result({ error: describeError(err) })));
-
-    req.on("response", (res) => {
-      const statusCode = res.statusCode ?? 0;
-      const chunks: Buffer[] = [];
-      let received = 0;
-      const done = () => {
-        const retryable = statusCode === 429 || statusCode === 503;
-        const retryAfter = res.headers["retry-after"];
-        finish(
-          result({
-            ok: statusCode >= 200 && statusCode < 300,
-            statusCode,
-            responseExcerpt: Buffer.concat(chunks).subarray(0, maxResponseBytes).toString("utf8"),
-            retryAfterMs: retryable ? parseRetryAfter(retryAfter, Date.now()) : null,
-            gone: statusCode === 410,
-          }),
-        );
-      };
-      onDeadline = () => {
-        res.destroy();
-        done();
-      };
-      res.on("data", (chunk: Buffer) => {
-        chunks.push(chunk);
-        received += chunk.length;
-        // More than the excerpt needs: drop the connection rather than read a body of any size.
-        if (received > maxResponseBytes) {
-          res.destroy();
-          done();
-        }
-      });
-      res.on("end", done);
-      // A body cut short after the status arrived still leaves the outcome known.
-      res.on("error", done);
-    });
-
-    req.end(rawBody);
-  });
+  } catch (err) {
+    return result({ error: err instanceof TransportError ? err.reason : (err as Error).message });
+  }
 }

@@ -8,7 +8,7 @@ import { newId } from "../../kernel/ids";
 import { serializeWebhook } from "../../wire/serializers";
 import { newWebhookSecret } from "../../webhooks/signing";
 import { WEBHOOK_EVENTS, type WebhookEvent } from "../../webhooks/event-names";
-import { checkWebhookUrl } from "../../webhooks/url-guard";
+import { checkWebhookUrl } from "../../http-out/url-guard";
 import { requireIdKind } from "../access/id-params";
 import { assertLineIdAccess, resolveLine } from "../lines/lines";
 import { whereForActor, whereOnLine } from "../lines/tenancy";
