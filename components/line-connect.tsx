@@ -16,7 +16,7 @@ export type LineConnection = Outputs["lines"]["connections"][number];
 type Report = Outputs["lines"]["connect"];
 
 /** The providers, as each describes itself (server/platform/about.ts: plain data, no server code). */
-export const PROVIDERS = PROVIDER_ABOUTS;
+const PROVIDERS = PROVIDER_ABOUTS;
 
 export const providerLabel = (name: string, short = false) => {
   const p = PROVIDERS.find((x) => x.name === name);
@@ -64,7 +64,7 @@ const CAPABILITIES: [key: string, label: string][] = [
 ];
 
 /** What a probe found, as a small list: known capabilities first, in a fixed order. */
-export function CapabilityList({ capabilities }: { capabilities: Record<string, unknown> | null | undefined }) {
+function CapabilityList({ capabilities }: { capabilities: Record<string, unknown> | null | undefined }) {
   const entries = Object.entries(capabilities ?? {});
   if (!entries.length) return null;
   const known = new Map(CAPABILITIES);

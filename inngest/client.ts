@@ -28,7 +28,7 @@ function fetchWithTimeout(ms: number): typeof fetch {
   };
 }
 
-export function createInngestClient(options: { fetch?: typeof fetch } = {}) {
+function createInngestClient(options: { fetch?: typeof fetch } = {}) {
   const c = config();
   return new Inngest({
     id: "relay",

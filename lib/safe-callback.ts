@@ -2,7 +2,7 @@
 // and tab-prefixed variants to another origin, and `/.//host` normalises to the path `//host`,
 // which a later redirect reads as another origin again: all fall back.
 
-export const DEFAULT_CALLBACK = "/dashboard";
+const DEFAULT_CALLBACK = "/dashboard";
 
 /** The same-origin path (with query and fragment) that `value` names, or `fallback`. */
 export function safeCallbackPath(value: string | null | undefined, origin: string, fallback = DEFAULT_CALLBACK): string {

@@ -82,7 +82,7 @@ describe("an unreachable database", () => {
   it("answers a valid provider webhook 503, so the provider retries, and stores it once the database is back", async () => {
     const bb = await startFakeBlueBubbles({ deliver: async () => {} });
     fakes.push(bb);
-    const f = await blueBubblesLine(bb);
+    await blueBubblesLine(bb);
     const message = bb.receive({ from: phone(), text: "during the outage", emit: false });
     const body = { type: "new-message", data: message };
     const url = new URL(bb.webhooks[0]!.url);

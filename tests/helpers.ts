@@ -132,7 +132,7 @@ export const gql = (key: string | null, query: string, variables?: Record<string
   call("POST", "/api/graphql", { key, body: { query, variables }, headers });
 
 /** What the subscriptions under test answer (one of the two fields per event). */
-export interface SubscriptionData {
+interface SubscriptionData {
   messageReceived: { id: string; text: string | null } & Record<string, unknown>;
   outboxItemUpdated: { status: string; outboxId: string; item: unknown };
 }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SCOPES } from "@/server/services/access/scopes";
 import { openApiDocument } from "@/server/transports/openapi/openapi";
 import { OPERATIONS, type Operation } from "@/server/transports/openapi/operations";
-import { dispatch, inbound, makeAccount, makeKey, phone, post, call, type Fixture } from "./helpers";
+import { dispatch, inbound, makeAccount, makeKey, phone, post, call } from "./helpers";
 import { type PrismMock, startPrismProxy } from "./prism";
 
 // Our own OpenAPI document against what the server really answers: the real route handlers on a
@@ -115,7 +115,7 @@ describe("the OpenAPI document behind a validating proxy", () => {
     await call("GET", "/v1/lines", { key: limited });
     const hook = await post("/v1/webhooks", f.key, { from: f.line.handle, url: "https://example.com/hook", events: ["message.received"] });
     const hook2 = await post("/v1/webhooks", f.key, { from: f.line.handle, url: "https://example.com/hook2", events: ["message.received"] });
-    const upload = await call("POST", "/v1/files", { key: f.key, raw: "hello", headers: { "content-type": "text/plain" } });
+    await call("POST", "/v1/files", { key: f.key, raw: "hello", headers: { "content-type": "text/plain" } });
     const q = (o: Record<string, string>) => `?${new URLSearchParams(o)}`;
     const from = f.line.handle;
     const send1 = { from, to: alice, text: "contract" };

@@ -6,7 +6,7 @@ import { connectLine, createConnectedLine, listConnections, testLine } from "@/s
 import { catchUpLine } from "@/server/services/lines/line-monitor";
 import { type FakeSmsGateway, type FakeSmsGatewayOptions, startFakeSmsGateway, type WebhookPost } from "./fakes/sms-gateway";
 import { call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
-import { type ApiMessage, messagesOf, outbox, send, sentMessage, settled } from "./line-flows";
+import { messagesOf, outbox, send, sentMessage, settled } from "./line-flows";
 
 // SMS Gateway for Android lines end to end: the real service (routes, outbox runner, inbound
 // route, delivery reports) against a scripted fake of the app's local server on a loopback

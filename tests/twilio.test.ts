@@ -8,7 +8,7 @@ import { catchUpLine } from "@/server/services/lines/line-monitor";
 import { storage } from "@/server/storage";
 import { type DeliveredAnswer, type FakeTwilio, newSid, startFakeTwilio, twilioSign } from "./fakes/twilio";
 import { call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
-import { type ApiMessage, messagesOf, outbox, send, sentMessage, settled } from "./line-flows";
+import { messagesOf, send, sentMessage, settled } from "./line-flows";
 
 // Twilio lines end to end: the real service (routes, outbox runner, inbound route) against a
 // scripted fake of Twilio's Messages API on a loopback port, whose signed status callbacks and

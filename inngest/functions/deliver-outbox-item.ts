@@ -12,7 +12,7 @@ import { outboxItemCreated } from "../events";
 // is sent or failed (attempts run out in the record step).
 
 /** Real lines send one message at a time, and a conversation's order matters. */
-export const PER_LINE_CONCURRENCY = 1;
+const PER_LINE_CONCURRENCY = 1;
 /** A bound on the loop; the item's own max_attempts ends it long before. */
 const MAX_ROUNDS = 50;
 

@@ -13,7 +13,7 @@ import { outboxItemCreated } from "../events";
 
 /** Due for this long without being claimed means no run is coming for it. */
 export const OVERDUE_MS = 60_000;
-export const SWEEP_BATCH = 1_000;
+const SWEEP_BATCH = 1_000;
 
 export function createRunChores(client: Inngest.Any) {
   return client.createFunction(

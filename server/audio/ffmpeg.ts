@@ -18,15 +18,15 @@ import { declareSampleRate } from "./caf";
 // it holds a slot, so waiting requests hold no audio in memory; and at most QUEUE_PER_SLOT
 // requests per slot may wait: past that, 503 audio_conversion_busy with Retry-After at once.
 
-export const ACCEPTED_AUDIO_FORMATS = ["m4a", "mp3", "wav", "caf", "aiff"] as const;
+const ACCEPTED_AUDIO_FORMATS = ["m4a", "mp3", "wav", "caf", "aiff"] as const;
 /** ffprobe demuxer names of the accepted formats (m4a is read by the mov/mp4 demuxer). */
 const ACCEPTED_DEMUXERS = new Set(["mov", "mp4", "m4a", "mp3", "wav", "caf", "aiff"]);
 /** Below this ffmpeg itself warns "misdetection possible" (AVPROBE_SCORE_RETRY). */
 const MIN_PROBE_SCORE = 26;
-export const CONVERSION_TIMEOUT_MS = 60_000;
+const CONVERSION_TIMEOUT_MS = 60_000;
 /** The sample rate voice memos are encoded from and declare. */
 const VOICE_MEMO_RATE = 24_000;
-export const MAX_AUDIO_SECONDS = 30 * 60;
+const MAX_AUDIO_SECONDS = 30 * 60;
 /** Waiting conversions allowed per slot before new ones are refused. */
 const QUEUE_PER_SLOT = 4;
 /** Suggested wait after a refusal for a full queue: a typical conversion takes a few seconds. */

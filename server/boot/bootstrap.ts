@@ -13,11 +13,11 @@ import { log } from "../observability/log";
 // secret exist, and on embedded PGlite open a Unix socket (DATA_DIR/run, this OS user only)
 // so the operator CLI can reach the same database while the server runs.
 
-export const SERVER_INFO_FILE = "server.json";
+const SERVER_INFO_FILE = "server.json";
 /** Holds the PGlite sockets; mode 0700. */
-export const SOCKET_DIR = "run";
+const SOCKET_DIR = "run";
 
-export interface ServerInfo {
+interface ServerInfo {
   pid: number;
   /** A Unix socket: `host` is its directory (as for libpq and node-postgres), `port` names the file. */
   pgliteSocket: { host: string; port: number };

@@ -27,7 +27,7 @@ const CLOSE_DATABASE_MS = 5_000;
 const state = processSingleton("lifecycle", () => ({ installed: false, exiting: null as Promise<void> | null }));
 
 /** Runs the shutdown once; resolves when it is done (the caller exits). */
-export function shutdown(reason: string): Promise<void> {
+function shutdown(reason: string): Promise<void> {
   state.exiting ??= run(reason);
   return state.exiting;
 }

@@ -10,8 +10,8 @@ import { processSingleton } from "../kernel/singleton";
 // and the process creates files privately from then on (umask 077), including those the
 // embedded database writes later.
 
-export const PRIVATE_DIR_MODE = 0o700;
-export const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_DIR_MODE = 0o700;
+const PRIVATE_FILE_MODE = 0o600;
 
 const secured = processSingleton("data-dir-secured", () => new Set<string>());
 

@@ -11,7 +11,7 @@ import { processSingleton } from "../kernel/singleton";
 // GET /healthz fails too, so an orchestrator restarts the process.
 
 /** Seconds a client is told to wait after a database failure. */
-export const DATABASE_RETRY_AFTER_SECONDS = 5;
+const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export type DatabaseFailureKind = "unreachable" | "overloaded";
 

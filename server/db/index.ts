@@ -16,7 +16,6 @@ import { processSingleton } from "../kernel/singleton";
 // The Prisma client: embedded PGlite in DATA_DIR when DATABASE_URL is unset, PostgreSQL
 // through @prisma/adapter-pg when it is set. Migrations are applied on first use.
 
-export type Db = PrismaClient;
 export type { Prisma } from "../generated/prisma/client";
 import type { Prisma } from "../generated/prisma/client";
 import { log } from "../observability/log";
@@ -177,12 +176,12 @@ async function observed<R>(fn: () => Promise<R>): Promise<R> {
  * protocol parser breaks for good (every later query fails). Builders of multi-row statements
  * chunk their rows to stay under this, with room for a few extra parameters.
  */
-export const MAX_STATEMENT_PARAMS = 30_000;
+const MAX_STATEMENT_PARAMS = 30_000;
 /** The protocol's own limit: a statement with more parameters is never sent. */
-export const PROTOCOL_MAX_PARAMS = 65_535;
+const PROTOCOL_MAX_PARAMS = 65_535;
 
 /** Throws (before anything is sent) when a statement carries more parameters than the protocol allows. */
-export function checkParamCount(params: readonly unknown[]): void {
+function checkParamCount(params: readonly unknown[]): void {
   if (params.length > PROTOCOL_MAX_PARAMS) {
     throw new Error(`a statement with ${params.length} bind parameters was not sent (the protocol allows ${PROTOCOL_MAX_PARAMS}); its builder must chunk its rows`);
   }

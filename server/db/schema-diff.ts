@@ -10,7 +10,7 @@ import { pgliteRunner } from "./runners";
 // computed offline by Prisma's WebAssembly schema engine against a scratch in-memory PGlite.
 // Empty when the migrations folder is up to date.
 
-export const SCHEMA_PATH = path.resolve("prisma", "schema.prisma");
+const SCHEMA_PATH = path.resolve("prisma", "schema.prisma");
 
 interface SchemaEngine {
   diff(params: unknown): Promise<{ exitCode: number; stdout: string | null }>;

@@ -12,7 +12,7 @@ import type { PGliteThread } from "./pglite-thread";
 // second CLI command waits for the first to finish instead of failing.
 
 /** PostgreSQL's name for a server socket: clients take the directory as host and this port. */
-export const SOCKET_PORT = 5432;
+const SOCKET_PORT = 5432;
 const SOCKET_FILE = `.s.PGSQL.${SOCKET_PORT}`;
 const INNER_FILE = "pglite-inner.sock";
 /** Linux's sun_path holds 107 bytes (macOS 103). */

@@ -27,7 +27,7 @@ export class Sleeper {
 }
 
 /** After an error, a loop sleeps this long before its next round. */
-export const ERROR_PAUSE_MS = 1_000;
+const ERROR_PAUSE_MS = 1_000;
 
 export interface LoopSpec {
   /** Heartbeat name (readiness reads it) and log label; helpers beside a primary loop pass none. */

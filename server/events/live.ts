@@ -16,7 +16,7 @@ import { log } from "../observability/log";
 // the change, so it costs no extra round trip and is heard exactly when the change commits;
 // each instance's LISTEN connection, opened with its first subscriber, hands them on.
 
-export const OUTBOX_LIVE_STATUSES = ["pending", "sent", "failed"] as const;
+const OUTBOX_LIVE_STATUSES = ["pending", "sent", "failed"] as const;
 
 export type LiveEvent =
   | { type: "message.received"; accountId: string; lineId: string; chatId: string; messageId: string }

@@ -17,8 +17,6 @@ import { type Unit, unitOfWork } from "../write/unit";
 // or `sent` to a final state, atomically, so a final state is never left and its event
 // (message.delivered, message.undelivered) fires once.
 
-export const FINAL_DELIVERY_STATUSES = ["delivered", "undelivered", "failed"] as const;
-
 export interface ReportKey {
   lineId: string;
   guid: string;
@@ -98,7 +96,7 @@ export async function applyReports(
   );
 }
 
-export interface IncomingReport extends ReportKey {
+interface IncomingReport extends ReportKey {
   report: DeliveryReport;
   segments: number | null;
 }

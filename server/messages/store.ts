@@ -13,7 +13,7 @@ import type { Unit } from "../write/unit";
 // message.received / message.sent webhook events of the rows actually written are fanned out in
 // the same unit of work, and received ones are published live. A single message is a batch of one.
 
-export interface NewAttachment {
+interface NewAttachment {
   fileId: string;
   filename: string;
   mimeType: string;

@@ -21,7 +21,7 @@ const MAX_BACKOFF_MS = 60_000;
 export const workerId = `${process.pid}-${randomUUID().slice(0, 8)}`;
 
 /** Delay before retry n (1-based): 0.5 s doubling, at most a minute, with ±20% jitter. */
-export function backoffMs(attempt: number): number {
+function backoffMs(attempt: number): number {
   const base = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }

@@ -51,7 +51,7 @@ export async function serialBacklog(): Promise<boolean> {
 }
 
 /** How long a claim on this line must last: past the provider's own send timeout. */
-export function leaseMsFor(line: Line | null): number {
+function leaseMsFor(line: Line | null): number {
   if (!line) return LEASE_MS;
   const provider = providerFor(line.provider);
   const timeout = provider.sendTimeoutMs?.(provider.load(line.providerSettings, null).settings) ?? LEASE_MS;
@@ -85,7 +85,7 @@ export async function claimHead(id: string, lineId: string, claimedBy: string, n
 }
 
 /** When a blocked item on a provider line should be looked at again. */
-export async function nextChanceAt(lineId: string, now = new Date()): Promise<Date> {
+async function nextChanceAt(lineId: string, now = new Date()): Promise<Date> {
   const line = await findLine(lineId);
   const slot = line?.nextSendAt && line.nextSendAt > now ? line.nextSendAt : null;
   return slot ?? new Date(now.getTime() + 1_000);

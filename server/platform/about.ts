@@ -21,7 +21,7 @@ export function aboutProvider(name: string): ProviderAbout | null {
 }
 
 /** `{ url, password, sendTimeoutSeconds? }`: a provider's settings as one line of help. */
-export function fieldsHelp(about: ProviderAbout): string {
+function fieldsHelp(about: ProviderAbout): string {
   return `{ ${about.fields.map((f) => `${f.key}${f.optional ? "?" : ""}`).join(", ")} }`;
 }
 

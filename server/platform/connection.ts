@@ -20,7 +20,7 @@ import type { Platform } from "./types";
 
 const Sealed = z.object({ inboundToken: z.string().min(16), secrets: z.unknown() });
 
-export function hashToken(token: string): string {
+function hashToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
@@ -76,7 +76,7 @@ export async function sealUnboundSecrets(): Promise<number> {
   return rewritten;
 }
 
-export function inboundUrl(lineId: string, token: string): string {
+function inboundUrl(lineId: string, token: string): string {
   return `${trimTrailingSlashes(config().PUBLIC_URL)}/api/inbound/${lineId}?token=${encodeURIComponent(token)}`;
 }
 

@@ -4,12 +4,11 @@ import { z } from "zod";
 // the one entry point; the simulator and future bridges (iMessage, SMS carriers) call it.
 
 export const REACTION_TYPES = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
-export type ReactionType = (typeof REACTION_TYPES)[number];
 
 export const MAX_TEXT_LENGTH = 20_000;
 export const MAX_INBOUND_ATTACHMENT_BYTES = 100 * 1024 * 1024;
 
-export const InboundAttachmentSchema = z.object({
+const InboundAttachmentSchema = z.object({
   filename: z.string().min(1).max(255),
   mimeType: z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, "must be a MIME type such as image/png"),
   content: z.custom<Uint8Array>((v) => v instanceof Uint8Array, "must be bytes"),
@@ -22,7 +21,7 @@ const base = {
   sentAt: z.number().int().positive().optional(),
 };
 
-export const InboundMessageSchema = z.object({
+const InboundMessageSchema = z.object({
   type: z.literal("message"),
   ...base,
   /** Platform message GUID; generated when absent. Re-ingesting a GUID is a no-op. */
@@ -45,7 +44,7 @@ export const InboundMessageSchema = z.object({
   providerChatId: z.string().min(1).max(500).optional(),
 });
 
-export const InboundReactionSchema = z.object({
+const InboundReactionSchema = z.object({
   type: z.literal("reaction"),
   ...base,
   /** msg_ ID or platform GUID of the message reacted to. */
@@ -54,8 +53,8 @@ export const InboundReactionSchema = z.object({
   added: z.boolean(),
 });
 
-export const InboundTypingSchema = z.object({ type: z.literal("typing"), ...base, isTyping: z.boolean() });
-export const InboundReceiptSchema = z.object({ type: z.literal("receipt"), ...base });
+const InboundTypingSchema = z.object({ type: z.literal("typing"), ...base, isTyping: z.boolean() });
+const InboundReceiptSchema = z.object({ type: z.literal("receipt"), ...base });
 
 export const InboundEventSchema = z.discriminatedUnion("type", [
   InboundMessageSchema,

@@ -23,7 +23,7 @@ export {
   type FetchLike,
   retryAfterMs,
   TransportError,
-  type TransportFailureKind,
+  
   truncate,
 } from "../http-out/exchange";
 /**

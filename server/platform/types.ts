@@ -8,7 +8,7 @@ import { z } from "zod";
 export type ServiceName = "imessage" | "sms";
 
 /** What a provider may know of the chat it sends to. */
-export interface ChatRef {
+interface ChatRef {
   /** Our chat identifier: a contact's handle, or a group chat's identifier. */
   to: string;
   isGroup: boolean;
@@ -23,7 +23,7 @@ export interface OutgoingAction extends ChatRef {
   lineHandle: string;
 }
 
-export interface OutgoingAttachment {
+interface OutgoingAttachment {
   fileId: string;
   filename: string;
   mimeType: string;
@@ -83,7 +83,7 @@ export type SendResult =
     };
 
 /** Where a sent message stands after the provider accepted it (ranked: sent, then one final state). */
-export const DELIVERY_STATUSES = ["sent", "delivered", "undelivered", "failed"] as const;
+const DELIVERY_STATUSES = ["sent", "delivered", "undelivered", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 /** One delivery report for one of our sent messages. */
@@ -179,7 +179,7 @@ export type ProviderInbound =
 
 /** Probed capabilities as stored (Line.capabilities): flat facts, provider-specific names. */
 export const CapabilitiesSchema = z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]));
-export type Capabilities = z.infer<typeof CapabilitiesSchema>;
+type Capabilities = z.infer<typeof CapabilitiesSchema>;
 
 /** What a provider says a line can do, probed. */
 export interface ProbeResult {

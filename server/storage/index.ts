@@ -53,7 +53,7 @@ export function localStorage(root: string): Storage {
   };
 }
 
-export function memoryStorage(): Storage {
+function memoryStorage(): Storage {
   const blobs = new Map<string, Buffer>();
   return {
     async put(key, source) {

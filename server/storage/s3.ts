@@ -89,7 +89,7 @@ async function* watched(source: Exclude<BlobSource, Uint8Array>, onError: (error
 const bucketName = (location: S3Location) => `bucket "${location.bucket}" ${location.endpoint ? `at ${location.endpoint}` : `in ${location.region}`}`;
 
 /** What a failure of the store means, in one line an operator can act on; undefined for an error that is not the store's (a bug). */
-export function explainS3Error(location: S3Location, err: unknown): string | undefined {
+function explainS3Error(location: S3Location, err: unknown): string | undefined {
   const bucket = bucketName(location);
   if (err instanceof S3ServiceException) {
     const status = err.$metadata.httpStatusCode;

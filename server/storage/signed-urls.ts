@@ -7,7 +7,7 @@ import { instanceSecret } from "../db/secrets";
 // app instance signs and verifies alike.
 
 const SECRET_KEY = "url_signing_secret";
-export const FILE_URL_TTL_SECONDS = 3600;
+const FILE_URL_TTL_SECONDS = 3600;
 
 /** The instance-wide URL signing key. */
 export async function loadSigningSecret(): Promise<Buffer> {

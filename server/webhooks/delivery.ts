@@ -7,7 +7,7 @@ import { newId } from "../kernel/ids";
 import { storableText } from "../db/storable";
 
 /** Text PostgreSQL can store (a receiver's reply or an error message may hold NUL characters): see db/storable.ts. */
-export { storableText };
+;
 import { fileUrlSigner } from "../storage/signed-urls";
 import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
 import { signWebhook } from "./signing";
@@ -19,13 +19,13 @@ import { metrics } from "../observability/metrics";
 // 410 Gone disables the webhook; so do 5 days of continuous failure.
 
 /** Waits after failed attempt n (1-based), before ±20% jitter: the schedule docs/api.md publishes. */
-export const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
-export const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
+const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
 /** Claimed with a lease (longer than the 15 s response deadline plus recording): a worker that dies mid-attempt delays a retry by at most that. */
 const queue = leasedQueue<WebhookDelivery>({ table: "WebhookDelivery", claimedStatus: "delivering", dueColumn: "nextAttemptAt" });
 const RESPONSE_TIMEOUT_MS = 15_000;
 
-export function retryDelayMs(attempt: number, retryAfterMs: number | null = null): number | null {
+function retryDelayMs(attempt: number, retryAfterMs: number | null = null): number | null {
   const base = RETRY_SCHEDULE_MS[attempt - 1];
   if (base === undefined) return null;
   const jittered = Math.round(base * (0.8 + Math.random() * 0.4));

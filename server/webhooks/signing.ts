@@ -11,7 +11,7 @@ import {
 import { newId } from "../kernel/ids";
 
 export {
-  DEFAULT_TOLERANCE_MS,
+  
   WebhookVerificationError,
   type SignInput,
   type VerifyOptions,

@@ -7,7 +7,7 @@ import { invalidParam } from "../kernel/errors";
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 100;
 
-export const LimitSchema = z.coerce
+const LimitSchema = z.coerce
   .number({ message: "must be an integer from 1 to 100" })
   .int("must be an integer from 1 to 100")
   .min(1, "must be an integer from 1 to 100")
@@ -27,11 +27,11 @@ export interface Page<T> {
 
 type CursorValue = string | number | null;
 
-export function encodeCursor(values: CursorValue[]): string {
+function encodeCursor(values: CursorValue[]): string {
   return Buffer.from(JSON.stringify(values)).toString("base64url");
 }
 
-export function decodeCursor(cursor: string, arity: number): CursorValue[] {
+function decodeCursor(cursor: string, arity: number): CursorValue[] {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
     if (

@@ -49,7 +49,7 @@ export const ChatSchema = z
   })
   .meta({ id: "Chat" });
 
-export const AttachmentSchema = z
+const AttachmentSchema = z
   .object({
     id: z.string(),
     file_id: z.string(),
@@ -189,7 +189,7 @@ export const WebhookSchema = z
   })
   .meta({ id: "Webhook" });
 
-export const WebhookAttemptSchema = z
+const WebhookAttemptSchema = z
   .object({
     started_at: ms,
     duration_ms: z.number().int(),

@@ -54,7 +54,7 @@ export function serializeChat(chat: Chat) {
 
 export type MessageWithAttachments = Message & { attachments: Attachment[] };
 
-export function serializeAttachment(a: Attachment, url: FileUrlSigner) {
+function serializeAttachment(a: Attachment, url: FileUrlSigner) {
   return {
     id: a.id,
     file_id: a.fileId,
@@ -105,7 +105,7 @@ export function serializeReaction(r: Reaction) {
 }
 
 /** Typing older than this is reported as stopped: the platform's indicators time out too. */
-export const TYPING_TTL_MS = 60_000;
+const TYPING_TTL_MS = 60_000;
 
 export function serializeTyping(t: TypingIndicator, now = Date.now()) {
   return {

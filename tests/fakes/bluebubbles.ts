@@ -36,7 +36,7 @@ export interface FakeBBOptions {
 }
 
 /** A row of chat.db's handle table, serialized (HandleSerializer, non-notification shape). */
-export interface BBHandleRecord {
+interface BBHandleRecord {
   originalROWID: number;
   address: string;
   service: string;
@@ -45,7 +45,7 @@ export interface BBHandleRecord {
 }
 
 /** A chat (ChatSerializer, non-notification shape, participants included). */
-export interface BBChatRecord {
+interface BBChatRecord {
   originalROWID: number;
   guid: string;
   /** 43 = group, 45 = 1:1 */
@@ -61,10 +61,10 @@ export interface BBChatRecord {
 }
 
 /** How a chat appears inside a message's `chats` (no participants). */
-export type BBChatSummary = Omit<BBChatRecord, "participants">;
+type BBChatSummary = Omit<BBChatRecord, "participants">;
 
 /** AttachmentSerializer, non-notification shape with metadata. */
-export interface BBAttachmentRecord {
+interface BBAttachmentRecord {
   originalROWID: number;
   guid: string;
   uti: string | null;
@@ -87,7 +87,7 @@ export interface BBAttachmentRecord {
  * A message as the "Mac database" holds it, in MessageSerializer's full (non-notification) shape with
  * the parsed attributedBody. Projections (webhooks, query results…) are derived from this record.
  */
-export interface BBMessageRecord {
+interface BBMessageRecord {
   originalROWID: number;
   guid: string;
   text: string | null;
@@ -142,7 +142,7 @@ export interface BBMessageRecord {
   partCount: number;
 }
 
-export interface BBWebhookRow {
+interface BBWebhookRow {
   id: number;
   url: string;
   events: string[];
@@ -150,16 +150,16 @@ export interface BBWebhookRow {
   created: number;
 }
 
-export interface BBRequestRecord {
+interface BBRequestRecord {
   method: string;
   path: string;
   query: Record<string, string>;
   body: unknown;
 }
 
-export type BBFailure = "not-registered" | "unknown-chat" | "match-timeout" | "private-api" | "attachment-too-large";
+type BBFailure = "not-registered" | "unknown-chat" | "match-timeout" | "private-api" | "attachment-too-large";
 
-export interface BBFaults {
+interface BBFaults {
   /** Delay before answering a send (text/attachment/react/new chat), ms. */
   sendDelayMs: number;
   /** Next N sends: the message IS created (and webhooks emitted) but the HTTP response never comes. */
@@ -176,7 +176,7 @@ export interface BBFaults {
   matchTimeoutMs: number;
 }
 
-export interface BBPrivateApiCall {
+interface BBPrivateApiCall {
   type: "start-typing" | "stop-typing" | "mark-read" | "mark-unread";
   chatGuid: string;
   at: number;
@@ -213,7 +213,7 @@ export interface FakeBlueBubbles {
   faults: BBFaults;
 }
 
-export interface ReceiveOptions {
+interface ReceiveOptions {
   from: string;
   text?: string;
   chatGuid?: string;
@@ -231,7 +231,7 @@ export interface ReceiveOptions {
 // ------------------------------------------------------------------------------------------------
 
 /** B/api/http/constants.ts webhookEventOptions (values). */
-export const BB_WEBHOOK_EVENTS = [
+const BB_WEBHOOK_EVENTS = [
   "*",
   "new-message",
   "updated-message",
@@ -360,7 +360,7 @@ function sanitizeStr(val: string | null): string | null {
  * libphonenumber is approximated: "+" + digits; without "+", "+1" is prepended (so "15551234567"
  * becomes "+115551234567", as the real code does).
  */
-export function bbAddressFormat(address: string, preSlugged = false): string {
+function bbAddressFormat(address: string, preSlugged = false): string {
   let addr = address ?? "";
   if (!preSlugged) {
     const slugRegex = addr.includes("@") ? /[^\w@.-_]+/g : /[^\d+]+/g;
@@ -1189,11 +1189,6 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
       parseAttributedBody: true,
       withAttachments,
     });
-  }
-
-  /** Error data: MessageSerializer.serialize({message, config:{loadChatParticipants:false}}) */
-  private errorDataShape(rec: BBMessageRecord) {
-    return this.serialize(rec, {});
   }
 
   // ---------------------------------------------------------------------------- webhooks

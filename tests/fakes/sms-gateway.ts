@@ -25,9 +25,9 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { listenLoopback, readBody } from "./http";
 
-export type FakeState = "Pending" | "Processed" | "Sent" | "Delivered" | "Failed";
+type FakeState = "Pending" | "Processed" | "Sent" | "Delivered" | "Failed";
 
-export interface FakeMessage {
+interface FakeMessage {
   id: string;
   text: string;
   phoneNumbers: string[];
@@ -38,13 +38,13 @@ export interface FakeMessage {
   states: Partial<Record<FakeState, number>>;
 }
 
-export interface FakeWebhook {
+interface FakeWebhook {
   id: string;
   url: string;
   event: string;
 }
 
-export interface FakeRequest {
+interface FakeRequest {
   method: string;
   path: string;
   query: URLSearchParams;
@@ -53,7 +53,7 @@ export interface FakeRequest {
   status: number;
 }
 
-export interface FakeDelivery {
+interface FakeDelivery {
   event: string;
   envelopeId: string;
   webhookId: string;
@@ -82,7 +82,7 @@ export interface FakeSmsGatewayOptions {
   deliver?: (url: string, post: WebhookPost) => Promise<number>;
 }
 
-export interface FakeFaults {
+interface FakeFaults {
   /** Answers for the next POST /messages, one used per request (nothing is stored); a string body is sent as HTML. */
   failNext: { status: number; body?: unknown; headers?: Record<string, string> }[];
   /** Next N POST /messages: the message is stored, then the connection drops without an answer. */
@@ -120,7 +120,7 @@ export interface FakeSmsGateway {
   close(): Promise<void>;
 }
 
-export interface EmitOptions {
+interface EmitOptions {
   /** Seconds added to X-Timestamp (a phone clock that is off, a replay). */
   skewSeconds?: number;
   /** Signs with another key. */

@@ -32,13 +32,13 @@ export interface FakeTwilioOptions {
   deliver: (url: string, init: { body: string; headers: Record<string, string> }) => Promise<DeliveredAnswer>;
 }
 
-export interface FakeMedia {
+interface FakeMedia {
   sid: string;
   contentType: string;
   bytes: Uint8Array;
 }
 
-export interface FakeMessage {
+interface FakeMessage {
   sid: string;
   accountSid: string;
   messagingServiceSid: string | null;
@@ -58,7 +58,7 @@ export interface FakeMessage {
   statusCallback: string | null;
 }
 
-export interface FakeRequest {
+interface FakeRequest {
   method: string;
   path: string;
   query: URLSearchParams;
@@ -66,13 +66,13 @@ export interface FakeRequest {
   authorized: boolean;
 }
 
-export interface Callback {
+interface Callback {
   url: string;
   params: [string, string][];
   answer: DeliveredAnswer;
 }
 
-export type CreateFault =
+type CreateFault =
   /** An error answer, as Twilio gives it. */
   | { status: number; code: number; message: string; retryAfter?: number }
   /** The message is created, but its answer is written only after `ms` (the caller has given up). */
@@ -80,7 +80,7 @@ export type CreateFault =
   /** Nothing is created; after `ms` the connection is cut. */
   | { hang: "before-create"; ms: number };
 
-export interface FakeTwilioFaults {
+interface FakeTwilioFaults {
   /** One per create call, in order. */
   creates: CreateFault[];
   /** Statuses whose callbacks are posted (and answered) before the create's own answer is written. */
@@ -123,7 +123,7 @@ export interface FakeTwilio {
   close(): Promise<void>;
 }
 
-export interface ReceiveOptions {
+interface ReceiveOptions {
   from: string;
   to?: string;
   body?: string;
@@ -143,7 +143,7 @@ const hex = (n: number) => randomBytes(n).toString("hex");
 export const newSid = (prefix: string) => `${prefix}${hex(16)}`;
 
 /** "Thu, 24 Aug 2023 05:01:45 +0000" */
-export function rfc2822(ms: number): string {
+function rfc2822(ms: number): string {
   return new Date(ms).toUTCString().replace("GMT", "+0000");
 }
 

@@ -14,7 +14,7 @@ export function chatAddress(chatGuid: string): string | null {
   return i >= 0 ? chatGuid.slice(i + 3) || null : null;
 }
 
-export const isGroupGuid = (chatGuid: string) => chatGuid.includes(";+;");
+const isGroupGuid = (chatGuid: string) => chatGuid.includes(";+;");
 
 function serviceOf(chat: BBMessageChat | undefined, m: BBMessage): ServiceName | null {
   const prefix = chat?.guid.split(";")[0]?.toLowerCase();

@@ -10,7 +10,7 @@ import { blueBubblesPlatform } from "./platform";
 // BlueBubbles Server: a Mac's iMessage (and, through a paired iPhone, SMS) over REST and
 // webhooks. See PLATFORMS.md section 1 and docs/providers.md "Connecting BlueBubbles".
 
-export const DEFAULT_SEND_TIMEOUT_SECONDS = 150;
+const DEFAULT_SEND_TIMEOUT_SECONDS = 150;
 
 /** Whether a registered webhook URL is this line's inbound URL, at any address and with any token. */
 function isLinesHook(url: string, lineId: string): boolean {
@@ -22,7 +22,7 @@ function isLinesHook(url: string, lineId: string): boolean {
 }
 
 /** Events the line needs: names from the server's webhookEventOptions, checked at compile time (a wrong name is a 400 and silently lost inbound). */
-export const WEBHOOK_EVENTS: readonly BBWebhookEventName[] = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
+const WEBHOOK_EVENTS: readonly BBWebhookEventName[] = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
 
 const Config = z
   .object({

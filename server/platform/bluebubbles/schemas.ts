@@ -34,20 +34,19 @@ const zeroDefault = z
 // Handle (BB/api/serializers/HandleSerializer.ts): {originalROWID, address, service}; the full
 // shape adds uncanonicalizedId and country. `address` is handle.id (a phone number or email).
 
-export const BBHandleSchema = z.object({
+const BBHandleSchema = z.object({
   originalROWID: nullable(z.number()),
   address: z.string(),
   service: nullable(z.string()),
   uncanonicalizedId: z.string().nullish(),
   country: z.string().nullish(),
 });
-export type BBHandle = z.output<typeof BBHandleSchema>;
 
 // ------------------------------------------------------------------------------------------------
 // Attachment (BB/api/serializers/AttachmentSerializer.ts). `mimeType` is the raw DB column (may be
 // null); the download route derives its own Content-Type.
 
-export const BBAttachmentSchema = z.object({
+const BBAttachmentSchema = z.object({
   originalROWID: nullable(z.number()),
   guid: z.string(),
   uti: nullable(z.string()),
@@ -66,7 +65,6 @@ export const BBAttachmentSchema = z.object({
   width: z.number().nullish(),
   metadata: z.record(z.string(), z.unknown()).nullish(),
 });
-export type BBAttachment = z.output<typeof BBAttachmentSchema>;
 
 // ------------------------------------------------------------------------------------------------
 // Chat as embedded in a message's `chats[]` (ChatSerializer with includeParticipants: false,
@@ -87,7 +85,7 @@ const chatFields = {
   lastAddressedHandle: z.string().nullish(),
 };
 
-export const BBMessageChatSchema = z.object(chatFields);
+const BBMessageChatSchema = z.object(chatFields);
 export type BBMessageChat = z.output<typeof BBMessageChatSchema>;
 
 // ------------------------------------------------------------------------------------------------
@@ -229,7 +227,7 @@ export const BBWebhookSchema = z.object({
 export type BBWebhook = z.output<typeof BBWebhookSchema>;
 
 /** Event names accepted by POST /api/v1/webhook (BB/api/http/constants.ts webhookEventOptions). */
-export const BB_WEBHOOK_EVENTS = [
+const BB_WEBHOOK_EVENTS = [
   "*",
   "new-message",
   "updated-message",
@@ -255,7 +253,7 @@ export type BBWebhookEventName = (typeof BB_WEBHOOK_EVENTS)[number];
 // ------------------------------------------------------------------------------------------------
 // Reactions (BB/api/interfaces/messageInterface.ts possibleReactions).
 
-export const BB_REACTIONS = [
+const BB_REACTIONS = [
   "love",
   "like",
   "dislike",
@@ -279,21 +277,15 @@ export function stripAssociatedPrefix(guid: string): string {
   return guid.replace(/^(?:p:\d+\/|bp:)/, "");
 }
 
-/** The part index of a "p:<part>/<GUID>" association, else null. */
-export function associatedPartIndex(guid: string): number | null {
-  const m = /^p:(\d+)\//.exec(guid);
-  return m ? Number(m[1]) : null;
-}
-
 // ------------------------------------------------------------------------------------------------
 // Inbound webhook bodies (BB/services/webhookService/index.ts: axios.post(url, {type, data})).
 
 export const BBWebhookEventSchema = z.object({ type: z.string().min(1), data: z.unknown() });
 
 /** typing-indicator (BB/api/privateApi/eventHandlers/PrivateApiTypingEventHandler.ts); 1:1 chats only. */
-export const BBTypingIndicatorSchema = z.object({ display: z.boolean(), guid: z.string() });
+const BBTypingIndicatorSchema = z.object({ display: z.boolean(), guid: z.string() });
 /** chat-read-status-changed (BB/index.ts): `{chatGuid, read: true}`. */
-export const BBChatReadStatusSchema = z.object({ chatGuid: z.string(), read: z.boolean() });
+const BBChatReadStatusSchema = z.object({ chatGuid: z.string(), read: z.boolean() });
 
 export type BBWebhookEvent =
   | { type: "new-message" | "updated-message" | "message-send-error"; data: BBMessage }

@@ -9,7 +9,7 @@ import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping,
 // records): a retried send of an accepted item, even after a crash, returns the first GUID
 // instead of sending again.
 
-export const TEST_RECIPIENTS = {
+const TEST_RECIPIENTS = {
   /** Always fails permanently. */
   unreachable: "+15005550001",
   /** Fails transiently twice per outbox item, then succeeds. */

@@ -75,7 +75,7 @@ export interface HttpJsonOptions {
   secrets?: string[];
 }
 
-export interface HttpJsonRequest {
+interface HttpJsonRequest {
   method: "GET" | "POST" | "DELETE";
   path: string;
   query?: Record<string, string | number | boolean | undefined>;
@@ -84,7 +84,7 @@ export interface HttpJsonRequest {
   timeoutMs?: number;
 }
 
-export interface HttpJsonResponse {
+interface HttpJsonResponse {
   status: number;
   headers: Headers;
   /** Parsed JSON; null for an empty body; `{ text }` for an error body that is not JSON. */

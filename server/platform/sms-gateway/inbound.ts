@@ -22,7 +22,7 @@ import {
 // inbox listing gives, so a webhook and a catch-up of one SMS are one message.
 
 /** How far X-Timestamp may be from our clock. */
-export const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
+const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
 
 /** The signature the gateway sends for `body` at `timestamp`: hex HMAC-SHA256(key, body + timestamp). */
 export function webhookSignature(key: string, body: Uint8Array | string, timestamp: string): string {

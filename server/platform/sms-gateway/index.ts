@@ -12,7 +12,7 @@ import { smsGatewayPlatform } from "./platform";
 // receives SMS, through the app's local server or the cloud/private server that relays to it.
 // See PLATFORMS.md section 2.
 
-export const DEFAULT_TIMEOUT_SECONDS = 20;
+const DEFAULT_TIMEOUT_SECONDS = 20;
 
 /** The events a line registers, one webhook each, under IDs of its own (see webhookId). */
 export const WEBHOOK_EVENTS = {

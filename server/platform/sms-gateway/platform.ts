@@ -19,7 +19,7 @@ function dateOf(states: Record<string, string>, name: string): number | null {
 }
 
 /** A final state the gateway already holds for our recipient, as a delivery report. */
-export function deliveryOf(state: SGMessageState, to: string): DeliveryReport | undefined {
+function deliveryOf(state: SGMessageState, to: string): DeliveryReport | undefined {
   const mine =
     state.recipients.find((r) => normalizeHandle(r.phoneNumber) === normalizeHandle(to)) ??
     (state.recipients.length === 1 ? state.recipients[0] : undefined);
@@ -40,7 +40,7 @@ function acceptedAt(state: SGMessageState): number {
 }
 
 /** What a failed call means for a send (PLATFORMS.md 2.1-2.3; the cloud's 503 is a full queue or an offline phone). */
-export function classify(err: unknown): Failure {
+function classify(err: unknown): Failure {
   const reason = describeSmsGatewayError(err);
   if (!(err instanceof SmsGatewayError)) return { ok: false, permanent: false, unknown: true, unreachable: true, reason };
   switch (err.kind) {

@@ -21,7 +21,7 @@ export function parseIsoDate(value: string): number | null {
 }
 
 /** An ISO 8601 date with an offset, as Unix ms. */
-export const IsoDateSchema = z.string().transform((value, ctx) => {
+const IsoDateSchema = z.string().transform((value, ctx) => {
   const ms = parseIsoDate(value);
   if (ms === null) {
     ctx.addIssue({ code: "custom", message: "must be an ISO 8601 date with an offset" });
@@ -34,17 +34,17 @@ export const IsoDateSchema = z.string().transform((value, ctx) => {
 // Messages: POST /messages (202) and GET /messages/{id} answer the message's state
 // (localserver/domain/messages/Message.kt; cloud smsgateway.GetMessageResponse).
 
-/** ProcessingState.kt; the spec's enum lacks Cancelling and Cancelled. Other names are kept as given. */
-export const SG_STATES = ["Pending", "Processed", "Sent", "Delivered", "Failed", "Cancelling", "Cancelled"] as const;
-
-export const SGRecipientSchema = z.object({
+const SGRecipientSchema = z.object({
   /** The number as sent, or the first 16 characters of its SHA-256 when the message is hashed. */
   phoneNumber: z.string(),
+  /**
+   * ProcessingState.kt: Pending, Processed, Sent, Delivered, Failed, Cancelling, Cancelled (the
+   * spec's enum lacks the last two). Other names are kept as given.
+   */
   state: z.string(),
   /** The failure reason of a Failed recipient. */
   error: z.string().nullish(),
 });
-export type SGRecipient = z.output<typeof SGRecipientSchema>;
 
 export const SGMessageStateSchema = z.object({
   id: z.string().min(1),
@@ -68,7 +68,7 @@ export type SGMessageState = z.output<typeof SGMessageStateSchema>;
 // cloud smsgateway.Webhook). One event per registration; upserted by `id`.
 
 /** Events the app emits (webhooks/domain/WebHookEvent.kt); the spec's enum lacks the last two. */
-export const SG_WEBHOOK_EVENTS = [
+const SG_WEBHOOK_EVENTS = [
   "sms:received",
   "sms:sent",
   "sms:delivered",

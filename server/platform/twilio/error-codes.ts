@@ -8,10 +8,10 @@ import type { ProviderErrorCode } from "../about-types";
 // carry only the number. Plain data (about.ts gives it to the API reference, which renders it
 // as it is).
 
-export type TwilioErrorCategory = "recipient" | "content" | "account" | "throttling" | "delivery";
+type TwilioErrorCategory = "recipient" | "content" | "account" | "throttling" | "delivery";
 
 /** fail: the item fails at once. retry: backed off and retried. wait: the line is unreachable until its settings are fixed. */
-export type TwilioErrorAction = "fail" | "retry" | "wait";
+type TwilioErrorAction = "fail" | "retry" | "wait";
 
 export interface TwilioErrorCodeInfo extends ProviderErrorCode {
   code: number;

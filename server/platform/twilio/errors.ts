@@ -2,11 +2,11 @@ import { FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, truncate } fr
 import type { SendResult } from "../types";
 import { TWILIO_ERROR_CODES, type TwilioErrorCodeInfo } from "./error-codes";
 
-export { TWILIO_ERROR_CODES, type TwilioErrorAction, type TwilioErrorCategory, type TwilioErrorCodeInfo } from "./error-codes";
+export { TWILIO_ERROR_CODES,    } from "./error-codes";
 
 const BY_CODE = new Map(TWILIO_ERROR_CODES.map((c) => [c.code, c]));
 
-export function twilioErrorCode(code: number | null | undefined): TwilioErrorCodeInfo | undefined {
+function twilioErrorCode(code: number | null | undefined): TwilioErrorCodeInfo | undefined {
   return code === null || code === undefined ? undefined : BY_CODE.get(code);
 }
 

@@ -23,8 +23,8 @@ export interface TwilioLineView {
 // "Twilio support for opt-out keywords (SMS STOP filtering)"; REVOKE and OPTOUT were added in 2025
 // for the FCC's revocation rules). Only a message that is the keyword alone counts ("STOP please"
 // does not), as Twilio itself decides.
-export const OPT_OUT_KEYWORDS = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"] as const;
-export const OPT_IN_KEYWORDS = ["START", "YES", "UNSTOP"] as const;
+const OPT_OUT_KEYWORDS = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"] as const;
+const OPT_IN_KEYWORDS = ["START", "YES", "UNSTOP"] as const;
 
 /** Whether a contact's message opts them out of or back into this sender's messages. */
 export function optOutChange(body: string | null, optOutType?: string): "stop" | "start" | undefined {

@@ -17,15 +17,15 @@ import { inboundSince, listedEvent, twilioPlatform } from "./platform";
 import { ACCOUNT_SID, MESSAGING_SERVICE_SID, type TwilioMessage } from "./schemas";
 import { formParams, validTwilioJsonSignature, validTwilioSignature } from "./signature";
 
-export { TWILIO_ERROR_CODES, type TwilioErrorCodeInfo } from "./errors";
+export { TWILIO_ERROR_CODES,  } from "./errors";
 
 // Twilio Programmable Messaging: SMS and MMS from a Twilio number, or from a Messaging
 // Service's pool. See PLATFORMS.md section 3. Twilio signs its webhooks (X-Twilio-Signature)
 // with the account's Auth Token, so the line's inbound URL is checked by signature; its
 // number's webhook is set by the operator in the Twilio Console (registerWebhooks says how).
 
-export const TWILIO_API_URL = "https://api.twilio.com";
-export const DEFAULT_SEND_TIMEOUT_SECONDS = 15;
+const TWILIO_API_URL = "https://api.twilio.com";
+const DEFAULT_SEND_TIMEOUT_SECONDS = 15;
 /** Twilio's "do nothing" answer to a webhook: an empty TwiML document. */
 export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 
@@ -80,8 +80,8 @@ function calledUrl(url: URL): string {
 }
 
 /** Twilio's webhook forms are a few KiB with a few dozen fields (ten media at most): larger ones are refused before any signature work. */
-export const MAX_WEBHOOK_BYTES = 64 * 1024;
-export const MAX_WEBHOOK_PARAMS = 256;
+const MAX_WEBHOOK_BYTES = 64 * 1024;
+const MAX_WEBHOOK_PARAMS = 256;
 
 /** Refuses (413 request_too_large) a webhook body over the byte or parameter bound, counted in one pass. */
 function boundWebhook(body: Uint8Array): void {

@@ -27,7 +27,7 @@ export interface TwilioPlatformLine {
  * How long the MMS media link we hand Twilio stays valid: as long as Twilio may keep a message
  * queued before sending it (ValidityPeriod, 36000 s by default), since it fetches the media then.
  */
-export const MEDIA_URL_TTL_SECONDS = 36_000;
+const MEDIA_URL_TTL_SECONDS = 36_000;
 
 /** Pages read at most when listing (1000 messages each). */
 const MAX_PAGES = 20;
@@ -83,7 +83,7 @@ export function catchUpQuery(line: Pick<TwilioPlatformLine, "handle" | "messagin
 }
 
 /** Every message of a listing, following next_page_uri (bounded). */
-export async function listAll(client: TwilioClient, query: ListMessagesQuery, maxPages = MAX_PAGES): Promise<TwilioMessage[]> {
+async function listAll(client: TwilioClient, query: ListMessagesQuery, maxPages = MAX_PAGES): Promise<TwilioMessage[]> {
   const out: TwilioMessage[] = [];
   let page: TwilioMessagePage = await client.listMessages(query);
   for (let n = 1; ; n++) {

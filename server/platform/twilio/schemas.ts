@@ -12,7 +12,7 @@ import { z } from "zod";
 export const ACCOUNT_SID = /^AC[0-9a-fA-F]{32}$/;
 export const MESSAGING_SERVICE_SID = /^MG[0-9a-fA-F]{32}$/;
 /** SM… (SMS) or MM… (MMS) message SIDs. */
-export const MESSAGE_SID = /^(SM|MM)[0-9a-fA-F]{32}$/;
+const MESSAGE_SID = /^(SM|MM)[0-9a-fA-F]{32}$/;
 
 /** An RFC 2822 date string as Unix ms; null when absent or unreadable. */
 const rfc2822 = z
@@ -75,7 +75,7 @@ const paging = {
 export const TwilioMessagePageSchema = z.object({ ...paging, messages: z.array(TwilioMessageSchema) });
 export type TwilioMessagePage = z.output<typeof TwilioMessagePageSchema>;
 
-export const TwilioMediaSchema = z.object({
+const TwilioMediaSchema = z.object({
   sid: z.string().min(1),
   parent_sid: text,
   content_type: text,
@@ -117,7 +117,6 @@ export const StatusCallbackSchema = z.object({
   RawDlrDoneDate: optional(z.string()),
   NumSegments: optional(z.string().regex(/^\d+$/, "must be a number")),
 });
-export type StatusCallback = z.output<typeof StatusCallbackSchema>;
 
 /** An inbound message to the number's (or Messaging Service's) "A message comes in" webhook (§3.3). */
 export const InboundMessageSchema = z.object({
@@ -136,4 +135,3 @@ export const InboundMessageSchema = z.object({
   /** Advanced Opt-Out (Messaging Services): STOP, START or HELP when the body was such a keyword. */
   OptOutType: optional(z.string()),
 });
-export type InboundMessage = z.output<typeof InboundMessageSchema>;

@@ -12,7 +12,7 @@ import { log } from "../../observability/log";
 // keys are cached for API_KEY_CACHE_SECONDS so the hot path costs no database round trip;
 // a revocation is honoured by every instance within that time (at once in this process).
 
-export const KEY_PREFIX = "sk_live_";
+const KEY_PREFIX = "sk_live_";
 const KEY_FORMAT = /^sk_live_[A-Za-z0-9_-]{20,200}$/;
 const LAST_USED_EVERY_MS = 60_000;
 
@@ -20,11 +20,11 @@ export function hashKey(secret: string): string {
   return createHash("sha256").update(secret).digest("hex");
 }
 
-export function generateKeySecret(): string {
+function generateKeySecret(): string {
   return KEY_PREFIX + randomBytes(24).toString("base64url");
 }
 
-export function visiblePrefix(secret: string): string {
+function visiblePrefix(secret: string): string {
   return `${secret.slice(0, KEY_PREFIX.length + 4)}…${secret.slice(-4)}`;
 }
 
@@ -81,10 +81,6 @@ const lastUsedWritten = processSingleton("api-key-last-used", () => new Map<stri
 /** Forgets a key in this process's cache (after a revocation here). */
 export function forgetKey(hash: string): void {
   cache.delete(hash);
-}
-
-export function clearKeyCache(): void {
-  cache.clear();
 }
 
 async function loadKey(hash: string): Promise<CachedKey | null> {

@@ -13,7 +13,7 @@ import { slidingHit as hit, type WindowState } from "./rate-limit";
 
 const WINDOW_MS = 15 * 60_000;
 
-export const AUTH_LIMITS = {
+const AUTH_LIMITS = {
   sign_in: { perIp: 30, perUnknownIp: 300, perEmail: 10 },
   sign_up: { perIp: 10, perUnknownIp: 100, perEmail: 5 },
 } as const;

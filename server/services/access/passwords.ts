@@ -8,7 +8,7 @@ import { promisify } from "node:util";
 
 const scrypt = promisify(scryptCb) as (pw: string, salt: Buffer, len: number, opts: object) => Promise<Buffer>;
 
-export const SCRYPT_PARAMS = { N: 2 ** 17, r: 8, p: 1 } as const;
+const SCRYPT_PARAMS = { N: 2 ** 17, r: 8, p: 1 } as const;
 const KEY_LENGTH = 32;
 /** Node refuses scrypt above maxmem (default 32 MiB); 128 * N * r bytes plus headroom. */
 const maxmem = (n: number, r: number) => 128 * n * r + 16 * 1024 * 1024;

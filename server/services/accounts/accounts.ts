@@ -7,7 +7,7 @@ import { newId } from "../../kernel/ids";
 import { throttleAuthAttempt } from "../access/auth-throttle";
 
 export const EmailSchema = z.string().trim().toLowerCase().email("must be an email address").max(320);
-export const PasswordSchema = z.string().min(8, "must be at least 8 characters").max(200);
+const PasswordSchema = z.string().min(8, "must be at least 8 characters").max(200);
 
 export interface CreateAccountInput {
   email: string;

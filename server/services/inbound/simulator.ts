@@ -31,7 +31,7 @@ import { requireSandboxOwner } from "../lines/sandbox-state";
 export const simulatorEnabled = (): boolean => config().simulatorEnabled;
 
 /** The simulator's routes and procedures answer like an unknown route while it is off. */
-export function requireSimulator(): void {
+function requireSimulator(): void {
   if (!simulatorEnabled()) {
     throw new ApiError("route_not_found", "The simulator is off on this server (SIMULATOR_ENABLED).");
   }

@@ -16,10 +16,10 @@ import { findLine, forgetCachedLines } from "./lines";
 // or event that gets through makes it connected again. Every change is recorded with its
 // reason and told to webhooks subscribed to line.status_changed.
 
-export type LineStatus = "connected" | "degraded" | "disconnected";
+type LineStatus = "connected" | "degraded" | "disconnected";
 
 /** Consecutive failures (calls or probes) after which a line is disconnected. */
-export const DISCONNECT_AFTER = 3;
+const DISCONNECT_AFTER = 3;
 
 type Extra = Pick<Prisma.LineUncheckedUpdateInput, "failures" | "lastEventAt" | "lastProbeAt" | "capabilities" | "advancedFeatures">;
 
@@ -139,7 +139,7 @@ export async function noteProviderDown(lineId: string, reason: string): Promise<
 }
 
 /** Stores what a probe found: capabilities, advanced features, and the health it implies. */
-export async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> {
+async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> {
   const now = new Date();
   if (!probe.ok) {
     const failures = line.failures + 1;

@@ -23,7 +23,7 @@ import { withTimeout } from "../../kernel/timeout";
 
 const PAGE = 500;
 /** Catch-up re-reads this much before its cursor. */
-export const CATCH_UP_OVERLAP_MS = 5 * 60_000;
+const CATCH_UP_OVERLAP_MS = 5 * 60_000;
 /** A bound on one catch-up: 100 pages of 500. */
 const MAX_PAGES = 100;
 
@@ -105,7 +105,7 @@ async function ingestIsolated(line: Line, pl: ProviderLine, event: ProviderInbou
  * PUBLIC_URL), registering again, and removing registrations under an old address, when they
  * do not. Providers whose webhook the operator sets (Twilio) are left as they are.
  */
-export async function syncWebhooks(line: Line): Promise<void> {
+async function syncWebhooks(line: Line): Promise<void> {
   const provider = findProvider(line.provider);
   if (!provider?.inbound || line.isSandbox || !line.isActive) return;
   if (!provider.webhooksRegistered || !provider.registerWebhooks) {
@@ -213,7 +213,7 @@ export async function probeDueLines(now = new Date(), options: { wait?: boolean 
 }
 
 /** How long provider event keys are kept for dedupe: BlueBubbles replays up to a week after a restart. */
-export const PROVIDER_EVENT_RETENTION_MS = 30 * 86_400_000;
+const PROVIDER_EVENT_RETENTION_MS = 30 * 86_400_000;
 
 /** Forgets provider event keys and delivery reports older than their retention (Message rows keep their own GUIDs). */
 export async function sweepProviderEvents(now = Date.now()): Promise<number> {

@@ -41,10 +41,10 @@ const INLINE_TYPES = new Set([
 const MIME = /^[\w.+-]+\/[\w.+-]+$/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
-export const FILE_RESPONSE_CSP = "sandbox; default-src 'none'";
+const FILE_RESPONSE_CSP = "sandbox; default-src 'none'";
 
 /** Content-Type and Content-Disposition for a stored file. */
-export function fileDisposition(mimeType: string, filename: string): { contentType: string; disposition: string } {
+function fileDisposition(mimeType: string, filename: string): { contentType: string; disposition: string } {
   const type = mimeType.toLowerCase();
   const contentType = MIME.test(type) ? type : "application/octet-stream";
   const mode = INLINE_TYPES.has(contentType) ? "inline" : "attachment";

@@ -9,7 +9,7 @@ import { processSingleton } from "../../kernel/singleton";
 // per app instance (a stream lives on the instance that serves it).
 
 /** Seconds a refused client is told to wait: streams end when their clients go. */
-export const STREAM_RETRY_AFTER_SECONDS = 30;
+const STREAM_RETRY_AFTER_SECONDS = 30;
 
 const open = processSingleton("stream-slots", () => ({ byKey: new Map<string, number>(), byAccount: new Map<string, number>() }));
 

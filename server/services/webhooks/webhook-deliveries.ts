@@ -15,7 +15,7 @@ import { findWebhook } from "./webhooks";
 
 export const DELIVERY_STATUSES = ["pending", "delivering", "succeeded", "failed"] as const;
 /** How long the previous secret still verifies (and is signed with) after a rotation. */
-export const PREVIOUS_SECRET_TTL_MS = 24 * 3_600_000;
+const PREVIOUS_SECRET_TTL_MS = 24 * 3_600_000;
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 

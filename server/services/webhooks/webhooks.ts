@@ -16,7 +16,7 @@ import { whereForActor, whereOnLine } from "../lines/tenancy";
 // Webhook subscriptions: one line each, HTTPS URLs that are not private addresses, and only
 // the events SPEC.md delivers (plus the opt-in message.failed extension).
 
-export { WEBHOOK_EVENTS, type WebhookEvent };
+export {  type WebhookEvent };
 /** Names clients may try that are never delivered (SPEC.md "Events"). */
 const NOT_DELIVERED = new Set(["typing.started", "typing.stopped", "receipt.read"]);
 

@@ -18,7 +18,7 @@ import type { GraphQLContext } from "./context";
 // insufficient_scope error. Pages default to 50 and stop at 100 items, as /v1 lists do.
 
 /** Per-operation limits, checked before any resolver runs. */
-export const LIMITS = { depth: 16, breadth: 200, complexity: 20_000 } as const;
+const LIMITS = { depth: 16, breadth: 200, complexity: 20_000 } as const;
 
 /**
  * A field costs 1, and what is selected beneath it is counted once per item it may return: a

@@ -47,7 +47,7 @@ export const introspectionDisabledRule: ValidationRule = (context) => ({
 });
 
 /** Whether every operation of the document is a query of only __schema, __type and __typename. */
-export function isIntrospectionOnly(document: DocumentNode): boolean {
+function isIntrospectionOnly(document: DocumentNode): boolean {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const def of document.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
   const rootOnly = (set: SelectionSetNode, seen: Set<string>): boolean =>

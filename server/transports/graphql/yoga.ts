@@ -21,7 +21,7 @@ import { log } from "../../observability/log";
  * Request bodies above this are refused (413 request_too_large) before parsing, unless the
  * JSON body limit is larger: uploadFile takes 10 MiB, which is 13.3 MiB of base64.
  */
-export const MAX_BODY_BYTES = 16 * 1024 * 1024;
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
 const bodyLimit = () => Math.max(MAX_BODY_BYTES, jsonBodyLimit());
 
 /** Tokens an operation may have (about 50 times what the field limits allow a real one). */
@@ -86,7 +86,7 @@ async function requestParams(request: Request): Promise<GraphQLParams> {
 type ServerContext = { scope: RequestScope };
 
 /** The header a cookie-authenticated request may carry to pass the CSRF check (graphql-yoga's name). */
-export const CSRF_HEADER = "x-graphql-yoga-csrf";
+const CSRF_HEADER = "x-graphql-yoga-csrf";
 /** Content types a cross-site form or a simple fetch can send without a CORS preflight. */
 const SIMPLE_CONTENT_TYPES = new Set(["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"]);
 

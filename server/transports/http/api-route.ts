@@ -23,7 +23,7 @@ import { jsonBody, parseWith, queryObject } from "./validation";
 // The /v1 wrapper: request_id, authentication, rate limit, scope, input parsing, errors. A
 // route file is one call: export const GET = apiRoute({ scope, query }, (ctx) => service(...)).
 
-export interface RouteContext<Q, B> {
+interface RouteContext<Q, B> {
   actor: Actor;
   query: Q;
   body: B;

@@ -21,7 +21,7 @@ import { envelopeHeaders, errorAnswer, requestIdOf } from "./responses";
 // so the start script reaches the same module instances (database, batchers, runners) that the
 // route files use, instead of loading a second copy of them.
 
-export type FastHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+type FastHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 export interface FastRoutes {
   /** The handler for this request, or null to let Next answer it. */
@@ -67,7 +67,7 @@ function inbound(segment: string): FastHandler {
 }
 
 /** A route file's handler for one method, as Next calls it. */
-export type WebHandler = (request: Request) => Promise<Response> | Response;
+type WebHandler = (request: Request) => Promise<Response> | Response;
 /** A route file's exports: its handler per method. */
 export type RouteModule = Partial<Record<(typeof WEB_METHODS)[number], WebHandler>>;
 

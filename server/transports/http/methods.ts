@@ -21,7 +21,7 @@ const ROUTED_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
 const NEVER_SERVED = new Set(["TRACE", "TRACK"]);
 
 /** What a path's routes serve, for the Allow header of a 405. */
-export function allowedMethods(pathname: string): string {
+function allowedMethods(pathname: string): string {
   if (pathname.startsWith("/api/inbound/")) return "POST";
   if (pathname === "/v1" || pathname.startsWith("/v1/")) return "GET, POST, DELETE, OPTIONS";
   if (pathname === "/api/graphql") return "GET, POST, OPTIONS";

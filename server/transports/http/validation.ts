@@ -97,7 +97,7 @@ export function parseJson(text: string, what = "The request body"): unknown {
 }
 
 /** Whether a Content-Type names JSON: application/json or a +json type, any parameters. */
-export function isJsonType(contentType: string | null): boolean {
+function isJsonType(contentType: string | null): boolean {
   if (!contentType) return false;
   const semi = contentType.indexOf(";");
   const type = (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();

@@ -56,7 +56,7 @@ function hasRequired(schema: z.ZodType): boolean {
  * Idempotency-Key on every POST (its format, a key reused for another request, a key still
  * running).
  */
-export function implicitErrors(op: Operation): ErrorCode[] {
+function implicitErrors(op: Operation): ErrorCode[] {
   const codes: ErrorCode[] = [];
   if (op.query || op.body) codes.push("invalid_parameter_value");
   if ((op.query && hasRequired(op.query)) || (op.body && hasRequired(op.body))) codes.push("missing_required_parameter");
@@ -67,7 +67,7 @@ export function implicitErrors(op: Operation): ErrorCode[] {
 }
 
 /** The error codes an operation may answer, in the order they are documented. */
-export function errorCodesOf(op: Operation): ErrorCode[] {
+function errorCodesOf(op: Operation): ErrorCode[] {
   return [...new Set<ErrorCode>([...op.errors, ...implicitErrors(op), ...COMMON_ERRORS])].filter((code) => op.scope || code !== "insufficient_scope");
 }
 

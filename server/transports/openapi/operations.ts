@@ -344,4 +344,3 @@ export const OPERATIONS = {
   },
 } as const satisfies Record<string, Operation>;
 
-export type OperationId = keyof typeof OPERATIONS;

@@ -50,7 +50,7 @@ function folded(pathname: string): string {
 }
 
 /** Longer paths are no route's (none of ours is near it): "unmatched", before any regexp sees them. */
-export const MAX_ROUTE_PATH = 2048;
+const MAX_ROUTE_PATH = 2048;
 
 export function routeTemplate(pathname: string, tableOverride?: Table | null): string {
   if (pathname.length > MAX_ROUTE_PATH) return "unmatched";

@@ -11,7 +11,7 @@ import { log } from "../../observability/log";
 // tRPC for the dashboard. Procedures are thin: parse with the shared zod schema, call one
 // service with the session's Actor. Errors keep the REST code (data.code) and request ID.
 
-export interface TrpcContext {
+interface TrpcContext {
   actor: Actor | null;
   requestId: string;
   /** The caller's address when known (TRUST_PROXY), for sign-up's per-address limit. */

@@ -71,7 +71,7 @@ export const COMMANDS: Record<string, { usage: string[]; about: string }> = {
   },
 };
 
-export const GLOBAL_HELP = `Global: --key, --base-url (or RELAY_API_KEY, RELAY_BASE_URL), --json, --limit N, --help
+const GLOBAL_HELP = `Global: --key, --base-url (or RELAY_API_KEY, RELAY_BASE_URL), --json, --limit N, --help
 Exit codes: 0 ok, 1 API error, 2 usage, 3 authentication, 4 network or timeout, 5 delivery failed, 130 interrupted`;
 
 export function help(command?: string): string {

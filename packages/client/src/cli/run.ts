@@ -1,5 +1,3 @@
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { parseArgs } from "node:util";
 import { Relay } from "../client.js";
 import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } from "../errors.js";

@@ -14,7 +14,7 @@ import { MESSAGE_ORDER, MessageConnection } from "./messages";
 
 export const CHAT_ORDER: Prisma.ChatOrderByWithRelationInput[] = [{ lastMessageAt: { sort: "desc", nulls: "last" } }, { id: "desc" }];
 
-export const Chat = builder.prismaObject("Chat", {
+const Chat = builder.prismaObject("Chat", {
   fields: (t) => ({
     id: t.exposeID("id"),
     lineId: t.exposeString("lineId"),

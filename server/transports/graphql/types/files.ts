@@ -9,7 +9,7 @@ import { parseArgs } from "../inputs";
 // bounded well below the REST upload's 100 MiB; file (GET /v1/files, files:read) hands out
 // a fresh signed download URL.
 
-export const MAX_GRAPHQL_UPLOAD_BYTES = 10 * 1024 * 1024;
+const MAX_GRAPHQL_UPLOAD_BYTES = 10 * 1024 * 1024;
 
 const UploadFileArgs = z.object({
   // A one-pass check: the regex it replaces backtracked quadratically on long whitespace runs.

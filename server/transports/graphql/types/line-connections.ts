@@ -15,7 +15,7 @@ import { providerConfigHelp } from "../../../platform/about";
 // the session's alone today; a provider's settings decide where the line's messages go, so a
 // leaked key, whatever its scopes, must not be able to point a line at another server.
 
-export const OWNER_ONLY =
+const OWNER_ONLY =
   "Only for the account's owner: the dashboard's signed-in session (which also authenticates GraphQL); API keys are refused, whatever their scopes.";
 
 /** Whether the caller is the account's owner (a dashboard session), not an API key. */

@@ -14,7 +14,7 @@ const LineStatus = builder.enumType("LineStatus", {
   values: LINE_STATUSES,
 });
 
-export const Line = builder.prismaObject("Line", {
+const Line = builder.prismaObject("Line", {
   fields: (t) => ({
     id: t.exposeID("id"),
     handle: t.exposeString("handle"),
@@ -48,7 +48,7 @@ export const Line = builder.prismaObject("Line", {
   }),
 });
 
-export const LineConnection = builder.connectionObject({ type: Line, name: "LineConnection" }, { name: "LineEdge" });
+const LineConnection = builder.connectionObject({ type: Line, name: "LineConnection" }, { name: "LineEdge" });
 
 builder.queryFields((t) => ({
   lines: t.prismaConnection(

@@ -46,7 +46,7 @@ const Reaction = builder.prismaObject("Reaction", {
 
 const ReactionConnection = builder.connectionObject({ type: Reaction, name: "ReactionConnection" }, { name: "ReactionEdge" });
 
-export const Message = builder.prismaObject("Message", {
+const Message = builder.prismaObject("Message", {
   fields: (t) => ({
     id: t.exposeID("id"),
     lineId: t.exposeString("lineId"),

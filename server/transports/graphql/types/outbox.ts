@@ -95,7 +95,7 @@ builder.objectRef<Extract<Payload, { kind: "receipt" }>>(PAYLOAD_TYPES.receipt).
   fields: () => ({}),
 });
 
-export const OutboxItem = builder.prismaObject("OutboxItem", {
+const OutboxItem = builder.prismaObject("OutboxItem", {
   fields: (t) => ({
     id: t.exposeID("id"),
     lineId: t.exposeString("lineId"),
