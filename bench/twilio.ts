@@ -11,13 +11,13 @@
 // callbacks are sent are seeded in the database as the outbox records a sent message (an SM
 // SID, `delivery_status: sent`): sending thousands through the line's paced outbox would
 // measure the pacing, not the callbacks. The load comes from the separate generator process
-// of bench/inbound.ts.
+// of bench/generator.ts.
 import { createHmac, randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import pg from "pg";
-import { type GeneratedRequest, generate, prng, run, tableStats } from "./inbound";
+import { type GeneratedRequest, generate, prng, run, tableStats } from "./generator";
 import { cpuSeconds } from "./load";
 
 export interface TwilioResults {
