@@ -47,10 +47,23 @@ export interface NewMessage {
 export type StoredMessage = Message & { attachments: Attachment[] };
 
 /**
+ * The chat rule (see moveChats) as the SET list of an upsert's conflict clause, for a caller that
+ * creates or upserts the chats in the same unit with the message's time as "lastMessageAt" and
+ * whether it was received as "hasReceivedInbound" (the inbound batch). It then writes its
+ * messages with `chatsMoved`, and the chats are not updated a second time.
+ */
+export const CHAT_RULE_ON_UPSERT = `"lastMessageAt" = GREATEST("Chat"."lastMessageAt", EXCLUDED."lastMessageAt"), "hasReceivedInbound" = "Chat"."hasReceivedInbound" OR EXCLUDED."hasReceivedInbound"`;
+
+export interface WriteOptions {
+  /** The caller already applied the chat rule to every message's chat in this unit (CHAT_RULE_ON_UPSERT). */
+  chatsMoved?: boolean;
+}
+
+/**
  * Writes the messages that are new and announces them; returns, in input order, the index and
  * row of each one written (a repeat is left out).
  */
-export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUrlSigner): Promise<{ index: number; message: StoredMessage }[]> {
+export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUrlSigner, options: WriteOptions = {}): Promise<{ index: number; message: StoredMessage }[]> {
   if (!input.length) return [];
   const syncedAt = new Date();
   const rows: StoredMessage[] = input.map((m) => {
@@ -104,7 +117,7 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
   }
   // Last in the transaction: concurrent batches to one busy chat wait on its row only briefly.
   const moved = stored.map(({ message }) => message);
-  unit.last(() => moveChats(unit, moved));
+  if (!options.chatsMoved) unit.last(() => moveChats(unit, moved));
   await unit.fanOut(
     stored.map(({ index, message }) => ({
       accountId: message.accountId,

@@ -4,7 +4,7 @@ import { type Query, valuesList } from "../../db";
 import type { Line } from "../../generated/prisma/client";
 import { normalizeHandle } from "../../kernel/handles";
 import { newId } from "../../kernel/ids";
-import { writeMessages } from "../../messages/store";
+import { CHAT_RULE_ON_UPSERT, writeMessages } from "../../messages/store";
 import type { ProviderInbound } from "../../platform/types";
 import { processSingleton } from "../../kernel/singleton";
 import { fileUrlSigner } from "../../storage/signed-urls";
@@ -46,8 +46,9 @@ interface ChatRow {
 
 /**
  * The batch's chats, created or brought up to date (participants, name, provider ID). The row
- * is written here anyway, so it takes the chat rule's move too (last_message_at, heard from
- * the contact), and the message store finds nothing left to change: one row write per chat.
+ * is written here anyway, so it takes the message store's chat rule too (CHAT_RULE_ON_UPSERT:
+ * last_message_at, heard from the contact), and the store is told so (`chatsMoved`): one
+ * statement and one row write per chat.
  */
 async function upsertChats(query: Query, chats: ChatRow[]): Promise<Map<string, string>> {
   const sorted = [...chats].sort((a, b) => (a.key < b.key ? -1 : 1)); // one lock order for concurrent batches
@@ -59,8 +60,7 @@ async function upsertChats(query: Query, chats: ChatRow[]): Promise<Map<string, 
     `INSERT INTO "Chat" (id, "accountId", "lineId", identifier, service, name, "isGroup", participants, "providerChatId", "lastMessageAt", "hasReceivedInbound")
      VALUES ${v.text}
      ON CONFLICT ("lineId", "accountId", identifier) DO UPDATE SET
-       "hasReceivedInbound" = true,
-       "lastMessageAt" = GREATEST("Chat"."lastMessageAt", EXCLUDED."lastMessageAt"),
+       ${CHAT_RULE_ON_UPSERT},
        "providerChatId" = COALESCE(EXCLUDED."providerChatId", "Chat"."providerChatId"),
        participants = CASE WHEN "Chat"."isGroup" AND cardinality(EXCLUDED.participants) > 0 THEN EXCLUDED.participants ELSE "Chat".participants END,
        name = CASE WHEN "Chat"."isGroup" THEN COALESCE(EXCLUDED.name, "Chat".name) ELSE "Chat".name END
@@ -125,6 +125,7 @@ async function run(inputs: QuickInput[]): Promise<("stored" | "duplicate")[]> {
         sentAt: new Date(r.event.sentAt),
       })),
       url,
+      { chatsMoved: true },
     );
     // The catch-up cursor: the newest message taken in, per line.
     const newest = new Map<string, number>();
