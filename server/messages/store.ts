@@ -99,11 +99,14 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
     };
   });
   const written = new Set<string>();
+  // The arbiter: a GUID the line already has; for our sends also an outbox item already recorded.
+  // Named when it is only the GUID, so each row is checked against one unique index, not all.
+  const conflict = rows.some((m) => m.outboxId !== null) ? "" : `("lineId", guid)`;
   for (const chunk of chunkRows(rows.map(messageValues))) {
     const v = valuesList(chunk, MESSAGE_CASTS);
     const inserted = await unit.query<{ id: string }>(
       `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt", "syncedAt", "deliveryStatus")
-       VALUES ${v.text} ON CONFLICT DO NOTHING RETURNING id`,
+       VALUES ${v.text} ON CONFLICT ${conflict} DO NOTHING RETURNING id`,
       v.params,
     );
     for (const { id } of inserted) written.add(id);
