@@ -10,6 +10,7 @@
 // line is the outcome, and the body is an excerpt: whatever arrived by the deadline, up to the
 // cap, or before the connection was lost.
 
+import { Readable } from "node:stream";
 import { parseRetryAfter } from "./retry-after";
 
 export type TransportFailureKind =
@@ -39,9 +40,12 @@ export class TransportError extends Error {
   }
 }
 
+/** What an answer's headers are read with (a fetch Headers, or node's header object behind it). */
+export type AnswerHeaders = Pick<Headers, "get">;
+
 export interface Exchange {
   status: number;
-  headers: Headers;
+  headers: AnswerHeaders;
   /** The whole body (with `statusDecides`, what arrived of it); empty when a sink took it. */
   body: Uint8Array;
   /** What the sink returned, when one took the body. */
@@ -55,7 +59,7 @@ export interface Exchange {
  * failure) reaches the caller as thrown. A sink that returns without reading to the end has
  * the rest of the body dropped.
  */
-export type BodySink<R> = (chunks: AsyncIterable<Uint8Array>, answer: { status: number; headers: Headers }) => Promise<R>;
+export type BodySink<R> = (chunks: AsyncIterable<Uint8Array>, answer: { status: number; headers: AnswerHeaders }) => Promise<R>;
 
 /** The sink that keeps the whole body in memory (small files, tests). */
 export const collectBytes: BodySink<Uint8Array> = async (chunks) => {
@@ -64,8 +68,47 @@ export const collectBytes: BodySink<Uint8Array> = async (chunks) => {
   return Buffer.concat(parts);
 };
 
-/** What the exchange calls to send: a guarded fetch (./guarded-fetch.ts), or a test's own fetch. */
+/** A fetch, as tests and a client's `fetch` option give one (see fetchTransport). */
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
+
+/** One request as a transport sends it. */
+interface Outgoing {
+  method: string;
+  headers?: Record<string, string>;
+  body?: string | FormData;
+}
+
+/** An answer as it arrives: the status and headers, then the body as a stream (null: none). */
+export interface Answer {
+  status: number;
+  headers: AnswerHeaders;
+  body: Readable | null;
+}
+
+/** A request under way: its answer, and how to drop it (at the deadline, or the rest of a body). */
+interface Sending {
+  answer: Promise<Answer>;
+  abort(): void;
+}
+
+/**
+ * What the exchange sends through: the guarded node:http transport (./guarded.ts), or a fetch
+ * adapted by fetchTransport. Redirects are never followed. The answer rejects when none arrived.
+ */
+export type Transport = (url: string, request: Outgoing) => Sending;
+
+/** A fetch as a transport (tests, a client given its own fetch): redirects answered, not followed. */
+export function fetchTransport(doFetch: FetchLike): Transport {
+  return (url, { method, headers, body }) => {
+    const controller = new AbortController();
+    const answer = doFetch(url, { method, headers, body, signal: controller.signal, redirect: "manual" }).then((res) => ({
+      status: res.status,
+      headers: res.headers,
+      body: res.body ? Readable.fromWeb(res.body as import("node:stream/web").ReadableStream<Uint8Array>) : null,
+    }));
+    return { answer, abort: () => controller.abort() };
+  };
+}
 
 export interface ExchangeInit {
   method: "GET" | "POST" | "DELETE";
@@ -138,7 +181,7 @@ export function truncate(s: string, max: number): string {
 }
 
 /** Retry-After as ms (delta-seconds or an HTTP date); null when absent or unreadable. */
-export function retryAfterMs(headers: Headers, now = Date.now()): number | null {
+export function retryAfterMs(headers: AnswerHeaders, now = Date.now()): number | null {
   return parseRetryAfter(headers.get("retry-after"), now);
 }
 
@@ -146,12 +189,12 @@ export function retryAfterMs(headers: Headers, now = Date.now()): number | null 
  * Sends one request and reads its answer under `timeoutMs` and the byte cap. Throws
  * TransportError; an HTTP error status is an answer, returned like any other.
  */
-export async function exchange(url: string, init: ExchangeInit, doFetch: FetchLike): Promise<Exchange> {
-  const controller = new AbortController();
+export async function exchange(url: string, init: ExchangeInit, transport: Transport): Promise<Exchange> {
   let timedOut = false;
+  let sending: Sending | null = null;
   const timer = setTimeout(() => {
     timedOut = true;
-    controller.abort();
+    sending?.abort();
   }, init.timeoutMs);
 
   const failure = (err: unknown, status: number | null): TransportError => {
@@ -173,72 +216,93 @@ export async function exchange(url: string, init: ExchangeInit, doFetch: FetchLi
   };
 
   try {
-    let res: Response;
+    let res: Answer;
     try {
-      res = await doFetch(url, { method: init.method, headers: init.headers, body: init.body, signal: controller.signal, redirect: "manual" });
+      sending = transport(url, { method: init.method, headers: init.headers, body: init.body });
+      res = await sending.answer;
     } catch (err) {
       throw failure(err, null);
     }
+    const drop = sending.abort;
     const cap = typeof init.maxBytes === "function" ? init.maxBytes(res.status) : init.maxBytes;
     const tooLarge = () => new TransportError("too_large", `answer larger than ${cap} bytes (HTTP ${res.status})`, true, null, res.status);
     const declared = Number(res.headers.get("content-length"));
     if (!init.statusDecides && Number.isFinite(declared) && declared > cap) {
-      controller.abort();
+      drop();
       throw tooLarge();
     }
-    // The body as it arrives, capped: to the sink (a 2xx with one), else held (an excerpt when the status decides).
-    const reader = res.body?.getReader();
-    let finished = !reader;
-    async function* capped(): AsyncGenerator<Uint8Array> {
-      if (!reader) return;
-      let total = 0;
-      for (;;) {
-        let step: ReadableStreamReadResult<Uint8Array>;
-        try {
-          step = await reader.read();
-        } catch (err) {
-          if (init.statusDecides) return;
-          throw failure(err, res.status);
+    const body = res.body;
+    if (!body) return { status: res.status, headers: res.headers, body: new Uint8Array(0) };
+    if (init.sink && res.status >= 200 && res.status < 300) {
+      // A 2xx to the sink as it arrives, capped; a body it did not read to the end is dropped.
+      let finished = false;
+      const reader = body[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
+      const capped = async function* (): AsyncGenerator<Uint8Array> {
+        let total = 0;
+        for (;;) {
+          let step: IteratorResult<Uint8Array>;
+          try {
+            step = await reader.next();
+          } catch (err) {
+            throw failure(err, res.status);
+          }
+          if (step.done) {
+            finished = true;
+            return;
+          }
+          total += step.value.byteLength;
+          if (total > cap) throw tooLarge();
+          yield step.value;
         }
-        if (step.done) {
-          finished = true;
-          return;
-        }
-        total += step.value.byteLength;
-        if (total > cap) {
-          if (!init.statusDecides) throw tooLarge();
-          yield step.value.subarray(0, step.value.byteLength - (total - cap));
-          return;
-        }
-        yield step.value;
-      }
-    }
-    try {
-      if (init.sink && res.status >= 200 && res.status < 300) {
+      };
+      try {
         const sunk = await init.sink(capped(), { status: res.status, headers: res.headers });
         return { status: res.status, headers: res.headers, body: new Uint8Array(0), sunk };
-      }
-      const chunks: Uint8Array[] = [];
-      let total = 0;
-      for await (const chunk of capped()) {
-        chunks.push(chunk);
-        total += chunk.byteLength;
-      }
-      const body = new Uint8Array(total);
-      let offset = 0;
-      for (const c of chunks) {
-        body.set(c, offset);
-        offset += c.byteLength;
-      }
-      return { status: res.status, headers: res.headers, body };
-    } finally {
-      // A body not read to its end (over the cap, a failed read, a sink that stopped early): the rest is dropped.
-      if (!finished) {
-        controller.abort();
-        reader?.cancel().catch(() => {});
+      } finally {
+        if (!finished) drop();
       }
     }
+    return { status: res.status, headers: res.headers, body: await readCapped(body, cap, init.statusDecides === true, drop, tooLarge, (err) => failure(err, res.status)) };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * A body held whole, by its stream's events (no iterator or promise per chunk: webhook answers
+ * are read thousands of times a second). Past the cap it fails, or with `statusDecides` keeps
+ * the first `cap` bytes; a lost connection or the deadline fails, or with `statusDecides` ends
+ * the body with what arrived. A body not read to its end is dropped.
+ */
+function readCapped(body: Readable, cap: number, statusDecides: boolean, drop: () => void, tooLarge: () => TransportError, failed: (err: unknown) => TransportError): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let settled = false;
+    const settle = (err: TransportError | null, complete: boolean) => {
+      if (settled) return;
+      settled = true;
+      body.off("data", onData).off("end", onEnd).off("error", onError).off("close", onClose);
+      if (!complete) {
+        body.on("error", () => {}); // what the dropped stream still says is of no interest
+        drop();
+      }
+      if (err) reject(err);
+      else resolve(Buffer.concat(chunks, total));
+    };
+    const onData = (chunk: Buffer) => {
+      if (total + chunk.byteLength > cap) {
+        if (!statusDecides) return settle(tooLarge(), false);
+        chunks.push(chunk.subarray(0, cap - total));
+        total = cap;
+        return settle(null, false);
+      }
+      chunks.push(chunk);
+      total += chunk.byteLength;
+    };
+    const onEnd = () => settle(null, true);
+    const onError = (err: Error) => settle(statusDecides ? null : failed(err), false);
+    const onClose = () => settle(statusDecides ? null : failed(Object.assign(new Error("the connection closed before the answer ended"), { code: "ECONNRESET" })), false);
+    body.on("data", onData).on("end", onEnd).on("error", onError).on("close", onClose);
+  });
 }

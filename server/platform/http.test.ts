@@ -38,6 +38,29 @@ describe("exchange", () => {
       await server.close();
     }
   });
+
+  it("a connection lost mid-body is a network failure with the answer's status; a chunked body over the cap is dropped", async () => {
+    const server = await listenLoopback((req, res) => {
+      if (req.url === "/cut") {
+        res.writeHead(200, { "content-length": "100" });
+        res.write("half", () => res.socket?.destroy());
+      } else {
+        res.writeHead(200); // chunked: no length to judge by, so the cap is applied while reading
+        res.write("y".repeat(80));
+        res.end("y".repeat(80));
+      }
+    });
+    try {
+      const cut = await failure(exchange(`${server.url}/cut`, { method: "GET", timeoutMs: 2_000, maxBytes: 1_000 }));
+      expect(cut).toMatchObject({ kind: "network", status: 200, sentRequest: true, message: expect.stringContaining("while reading the answer") });
+      const big = await failure(exchange(`${server.url}/big`, { method: "GET", timeoutMs: 2_000, maxBytes: 100 }));
+      expect(big).toMatchObject({ kind: "too_large", status: 200 });
+      // The pool is still usable after both.
+      expect((await exchange(`${server.url}/big`, { method: "GET", timeoutMs: 2_000, maxBytes: 1_000 })).body.byteLength).toBe(160);
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe("helpers", () => {

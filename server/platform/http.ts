@@ -11,11 +11,12 @@
 import dns from "node:dns";
 import net from "node:net";
 import { config } from "../kernel/config";
-import { exchange as send, type Exchange, type ExchangeInit, type FetchLike, truncate } from "../http-out/exchange";
-import { guardedFetch } from "../http-out/guarded-fetch";
+import { type AnswerHeaders, exchange as send, type Exchange, type ExchangeInit, type FetchLike, fetchTransport, truncate } from "../http-out/exchange";
+import { guardedTransport } from "../http-out/guarded";
 import { checkProviderUrl, FORBIDDEN_DESTINATION, ForbiddenAddressError, guardedLookup, isForbiddenAddress, isOwnAddress, unbracketed } from "../http-out/url-guard";
 
 export {
+  type AnswerHeaders,
   type BodySink,
   collectBytes,
   type Exchange,
@@ -73,21 +74,21 @@ export async function providerHostProblem(url: string): Promise<string | null> {
   return addresses.some((a) => isForbiddenAddress(a.address) || isOwnAddress(a.address)) ? FORBIDDEN_PROVIDER_DESTINATION : null;
 }
 
-/** The guarded fetch of every provider request (a client's tests may give their own). */
-export const providerFetch: FetchLike = guardedFetch({
+/** The guarded transport of every provider request. */
+const providerTransport = guardedTransport({
   check: (url) => checkProviderUrl(url, { allowPrivate: config().providerAllowPrivate, ownHosts: ownHosts() }),
   lookup: () => guardedLookup(config().providerAllowPrivate),
   forbidden: FORBIDDEN_PROVIDER_DESTINATION,
   what: "provider URL",
 });
 
-/** One provider request through the core (../http-out/exchange.ts), by providerFetch unless a test gives its own. */
-export function exchange(url: string, init: ExchangeInit, doFetch: FetchLike = providerFetch): Promise<Exchange> {
-  return send(url, init, doFetch);
+/** One provider request through the core (../http-out/exchange.ts): guarded, unless a test gives its own fetch. */
+export function exchange(url: string, init: ExchangeInit, doFetch?: FetchLike): Promise<Exchange> {
+  return send(url, init, doFetch ? fetchTransport(doFetch) : providerTransport);
 }
 
 /** The media type of a Content-Type header, lowercased, without parameters. */
-export function mediaType(headers: Headers): string | null {
+export function mediaType(headers: AnswerHeaders): string | null {
   const essence = headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
   return essence || null;
 }

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { exchange, retryAfterMs, TransportError } from "../http-out/exchange";
-import { guardedFetch } from "../http-out/guarded-fetch";
+import { guardedTransport } from "../http-out/guarded";
 import { checkWebhookUrl, FORBIDDEN_DESTINATION, guardedLookup } from "../http-out/url-guard";
 
 // The webhook sender's POST, on the outbound HTTP core (../http-out) that the provider clients
@@ -38,13 +38,13 @@ export interface PostOptions {
 
 const USER_AGENT = "Relay-Webhooks/1.0";
 
-// Two guards, one per setting of allowInsecure (local development lets http and local targets
+// Two guarded transports, one per setting of allowInsecure (local development lets http and local targets
 // through); each keeps one keep-alive pool per protocol, shared by all deliveries, with sockets
 // per receiving host matching the sender's in-flight limit per webhook.
 const senders = new Map(
   [false, true].map((allowInsecure) => [
     allowInsecure,
-    guardedFetch({
+    guardedTransport({
       check: (url) => checkWebhookUrl(url, { allowInsecure }),
       lookup: () => guardedLookup(allowInsecure),
       forbidden: FORBIDDEN_DESTINATION,
@@ -79,7 +79,7 @@ export async function postWebhook(
   });
   try {
     // Checked again at delivery time (settings may have changed since the URL was saved), for a
-    // readable refusal; the guarded fetch judges it once more, and every address at connect time.
+    // readable refusal; the guarded transport judges it once more, and every address at connect time.
     checkWebhookUrl(url, { allowInsecure });
   } catch (err) {
     return result({ error: (err as Error).message });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type BodySink, collectBytes, type Exchange, exchange, excerpt, issueList, mediaType, providerFetch, scrubber, TransportError, truncate } from "../http";
+import { type BodySink, collectBytes, type Exchange, exchange, excerpt, issueList, mediaType, scrubber, TransportError, truncate } from "../http";
 import { trimTrailingSlashes } from "../../kernel/strings";
 import { type BBErrorKind, BlueBubblesError, type BlueBubblesErrorInit, redactUrl } from "./errors";
 import {
@@ -180,7 +180,7 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
   if (parsed.username || parsed.password) throw new Error("BlueBubbles URL must not contain credentials");
   const base = parsed.origin + trimTrailingSlashes(parsed.pathname);
   const password = conn.password;
-  const doFetch = opts.fetch ?? providerFetch;
+  const doFetch = opts.fetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
 

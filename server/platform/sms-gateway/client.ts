@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { type Exchange, exchange, excerpt, issueList, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, providerFetch, retryAfterMs, scrubber, TransportError, truncate } from "../http";
+import { type AnswerHeaders, type Exchange, exchange, excerpt, issueList, FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, retryAfterMs, scrubber, TransportError, truncate } from "../http";
 import { trimTrailingSlashes } from "../../kernel/strings";
 import {
   SGHealthSchema,
@@ -86,7 +86,7 @@ interface HttpJsonRequest {
 
 interface HttpJsonResponse {
   status: number;
-  headers: Headers;
+  headers: AnswerHeaders;
   /** Parsed JSON; null for an empty body; `{ text }` for an error body that is not JSON. */
   body: unknown;
 }
@@ -118,7 +118,7 @@ function errorMessage(body: unknown): string | null {
 export function createHttpJson(options: HttpJsonOptions): HttpJson {
   const parsed = new URL(options.baseUrl);
   const base = parsed.origin + trimTrailingSlashes(parsed.pathname);
-  const doFetch = options.fetch ?? providerFetch;
+  const doFetch = options.fetch;
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
   const scrub = scrubber(options.secrets ?? []);
   const operationOf = (request: HttpJsonRequest) => `${request.method} ${request.path}`;

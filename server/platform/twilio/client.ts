@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { TwilioError, type TwilioErrorInit } from "./errors";
 import { config } from "../../kernel/config";
-import { type BodySink, collectBytes, type Exchange, exchange, excerpt, isMessageMediaType, issueList, mediaType, providerFetch, retryAfterMs, scrubber, TransportError } from "../http";
+import { type BodySink, collectBytes, type Exchange, exchange, excerpt, isMessageMediaType, issueList, mediaType, retryAfterMs, scrubber, TransportError } from "../http";
 import {
   type TwilioMedia,
   TwilioErrorBodySchema,
@@ -131,7 +131,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
   const origin = base.origin;
   const accountPath = `/2010-04-01/Accounts/${encodeURIComponent(conn.accountSid)}`;
   const authorization = `Basic ${Buffer.from(`${conn.accountSid}:${conn.authToken}`, "utf8").toString("base64")}`;
-  const doFetch = opts.fetch ?? providerFetch;
+  const doFetch = opts.fetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
   const mediaFromBase = opts.mediaFromBaseUrl ?? config().providerAllowPrivate;

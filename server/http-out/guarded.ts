@@ -1,0 +1,88 @@
+// The transport over node:http(s) behind an address guard, for the URLs account owners choose
+// (provider servers, webhook receivers): the URL is checked first (a literal address gets no
+// lookup), and the connection's own lookup refuses forbidden addresses, so a socket goes only
+// to an address that was judged, even when a name resolves elsewhere later (DNS rebinding).
+// Redirects are never followed; keep-alive pools are per guard (a pooled socket was judged when
+// it opened). The answer is node's own stream and header object, read without copies.
+
+import http from "node:http";
+import https from "node:https";
+import type net from "node:net";
+import { Readable } from "node:stream";
+import type { Answer, AnswerHeaders, Transport } from "./exchange";
+import { unbracketed } from "./url-guard";
+
+export interface Guard {
+  /** Parses and judges a URL; throws (ForbiddenAddressError, code EFORBIDDENADDRESS, for a destination not allowed). */
+  check(url: string): URL;
+  /** The connection's lookup (guardedLookup), judged per request. */
+  lookup(): net.LookupFunction;
+  /** What a refused destination is called in errors, with what the operator can do about it. */
+  forbidden: string;
+  /** What the URLs are, for errors ("provider URL"). */
+  what: string;
+  /** Sockets per host in the keep-alive pool (default: unbounded). */
+  maxSockets?: number;
+}
+
+const refused = (guard: Guard) => Object.assign(new Error(guard.forbidden), { code: "EFORBIDDENADDRESS" });
+const isRefusal = (err: unknown) => (err as { code?: unknown } | null)?.code === "EFORBIDDENADDRESS";
+
+/** node's header object as AnswerHeaders (names are lowercased; repeated ones joined as fetch does). */
+function headersOf(res: http.IncomingMessage): AnswerHeaders {
+  return {
+    get(name) {
+      const value = res.headers[name.toLowerCase()];
+      return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
+    },
+  };
+}
+
+/** A Transport that sends only where `guard` allows; the body is a string or FormData. */
+export function guardedTransport(guard: Guard): Transport {
+  const poolOptions = { keepAlive: true, ...(guard.maxSockets ? { maxSockets: guard.maxSockets } : {}) };
+  const agents = { "http:": new http.Agent(poolOptions), "https:": new https.Agent(poolOptions) };
+
+  return (url, request) => {
+    let req: http.ClientRequest | null = null;
+    const answer = new Promise<Answer>((resolve, reject) => {
+      let target: URL;
+      try {
+        target = guard.check(url);
+      } catch (err) {
+        if (isRefusal(err)) return reject(refused(guard));
+        return reject(Object.assign(new Error(`invalid ${guard.what}: ${(err as Error).message}`), { code: "ERR_INVALID_URL" }));
+      }
+      const headers: Record<string, string> = { ...request.headers };
+      let body: Readable | string | null = null;
+      if (request.body instanceof FormData) {
+        const encoded = new Response(request.body);
+        headers["content-type"] = encoded.headers.get("content-type")!;
+        body = Readable.fromWeb(encoded.body! as import("node:stream/web").ReadableStream<Uint8Array>);
+      } else if (typeof request.body === "string") {
+        body = request.body;
+      }
+      const protocol = target.protocol as keyof typeof agents;
+      const sent = (protocol === "https:" ? https : http).request({
+        protocol,
+        hostname: unbracketed(target.hostname),
+        port: target.port || undefined,
+        path: target.pathname + target.search,
+        method: request.method,
+        headers,
+        agent: agents[protocol],
+        lookup: guard.lookup(),
+      });
+      req = sent;
+      sent.on("error", (err) => reject(isRefusal(err) ? refused(guard) : err));
+      sent.on("response", (res) => resolve({ status: res.statusCode ?? 0, headers: headersOf(res), body: res }));
+      if (body instanceof Readable) {
+        body.on("error", (err) => sent.destroy(err));
+        body.pipe(sent);
+      } else {
+        sent.end(body ?? undefined);
+      }
+    });
+    return { answer, abort: () => req?.destroy(Object.assign(new Error("aborted"), { code: "ABORT_ERR" })) };
+  };
+}
