@@ -17,6 +17,8 @@ type Report = Outputs["lines"]["connect"];
 
 /** The providers, as each describes itself (server/platform/about.ts: plain data, no server code). */
 const PROVIDERS = PROVIDER_ABOUTS;
+/** What the form offers first: the first provider whose lines live outside this process. */
+const FIRST_MONITORED = PROVIDERS.find((p) => p.monitored)!.name;
 
 export const providerLabel = (name: string, short = false) => {
   const p = PROVIDERS.find((x) => x.name === name);
@@ -139,7 +141,7 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
   const [report, setReport] = useState<Report | null>(null);
 
   const line = lines.find((l) => l.id === lineId) ?? lines[0];
-  const chosenProvider = provider ?? line?.provider ?? "bluebubbles";
+  const chosenProvider = provider ?? line?.provider ?? FIRST_MONITORED;
   const chosen = aboutProvider(chosenProvider);
   const fields: readonly ConnectionField[] = chosen?.fields ?? [];
   const saved = line?.provider === chosenProvider && !!chosen?.monitored;
