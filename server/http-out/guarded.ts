@@ -83,6 +83,8 @@ export function guardedTransport(guard: Guard): Transport {
         sent.end(body ?? undefined);
       }
     });
-    return { answer, abort: () => req?.destroy(Object.assign(new Error("aborted"), { code: "ABORT_ERR" })) };
+    // Destroyed without an error: a socket that emits one may no longer have a listener (node
+    // reports the request's own failure, "socket hang up", while no answer has arrived).
+    return { answer, abort: () => req?.destroy() };
   };
 }
