@@ -4,15 +4,15 @@
 // Twilio form body with its signature) once each, in list order, CONNECTIONS in flight, over
 // node:http with keep-alive, no retries, and prints its figures as one BENCH_JSON line. Neither
 // wrk nor the autocannon CLI can send a fixed list of distinct bodies exactly once each.
-// Also here: what both parts share (a seeded PRNG, running a command, table statistics).
+// Also here: what both parts share (a seeded PRNG, table statistics).
 
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type pg from "pg";
+import { run } from "./load";
 
 /** A deterministic PRNG (mulberry32), so every run sends the same pattern of repeats. */
 export function prng(seed: number): () => number {
@@ -34,25 +34,6 @@ export interface GeneratorReport {
   outcomes: Record<string, number>;
   p50: number;
   p99: number;
-}
-
-/** Runs a command to its end (bounded); resolves with its stdout, rejects with its stderr. */
-export function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined, timeoutMs: number, onStderr?: (text: string) => void): Promise<string> {
-  return new Promise<string>((resolve, reject) => {
-    const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      onStderr?.(stderr);
-      if (code === 0) resolve(stdout);
-      else reject(new Error(`${path.basename(command)} ${args.join(" ").slice(0, 200)} exited with ${code}: ${stderr.slice(0, 500)}`));
-    });
-  });
 }
 
 /**

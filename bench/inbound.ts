@@ -19,8 +19,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import pg from "pg";
-import { generate, prng, run, tableStats } from "./generator";
-import { cpuSeconds } from "./load";
+import { generate, prng, tableStats } from "./generator";
+import { cpuSeconds, run } from "./load";
 
 /** The events the server registers a BlueBubbles line's webhook for (server/platform/bluebubbles WEBHOOK_EVENTS). */
 const WEBHOOK_EVENTS = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];

@@ -54,19 +54,21 @@ end`);
   return lines.join("\n");
 }
 
-function run(command: string, args: string[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+/** Runs a command to its end (bounded); resolves with its stdout, rejects with its stderr. */
+export function run(command: string, args: string[], env: NodeJS.ProcessEnv | undefined, timeoutMs: number, onStderr?: (text: string) => void): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn(command, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${command} exited with ${code}: ${err.slice(0, 500)}`));
+      onStderr?.(stderr);
+      if (code === 0) resolve(stdout);
+      else reject(new Error(`${path.basename(command)} ${args.join(" ").slice(0, 200)} exited with ${code}: ${stderr.slice(0, 500)}`));
     });
   });
 }
@@ -78,7 +80,7 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
     try {
       const script = path.join(dir, "request.lua");
       writeFileSync(script, wrkScript(o));
-      const out = await run("wrk", ["-t1", `-c${o.connections}`, `-d${o.seconds}s`, "--timeout", "10s", "-s", script, o.url], timeoutMs);
+      const out = await run("wrk", ["-t1", `-c${o.connections}`, `-d${o.seconds}s`, "--timeout", "10s", "-s", script, o.url], undefined, timeoutMs);
       const line = out.split("\n").find((l) => l.startsWith("BENCH_JSON "));
       if (!line) throw new Error(`wrk printed no figures: ${out.slice(0, 500)}`);
       const r = JSON.parse(line.slice("BENCH_JSON ".length)) as {
@@ -105,7 +107,7 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push("-H", `${k}=${v}`);
   if (o.body !== undefined) args.push("-b", o.body);
   args.push(o.url);
-  const out = await run(path.resolve("node_modules/.bin/autocannon"), args, timeoutMs);
+  const out = await run(path.resolve("node_modules/.bin/autocannon"), args, undefined, timeoutMs);
   const r = JSON.parse(out) as {
     requests: { average: number; total: number };
     latency: { p50: number; p99: number };

@@ -17,8 +17,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import pg from "pg";
-import { type GeneratedRequest, generate, prng, run, tableStats } from "./generator";
-import { cpuSeconds } from "./load";
+import { type GeneratedRequest, generate, prng, tableStats } from "./generator";
+import { cpuSeconds, run } from "./load";
 
 export interface TwilioResults {
   /** Distinct events in the requests sent: inbound messages and status callbacks. */
