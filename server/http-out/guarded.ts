@@ -19,8 +19,6 @@ export interface Guard {
   lookup(): net.LookupFunction;
   /** What a refused destination is called in errors, with what the operator can do about it. */
   forbidden: string;
-  /** What the URLs are, for errors ("provider URL"). */
-  what: string;
   /** Sockets per host in the keep-alive pool (default: unbounded). */
   maxSockets?: number;
 }
@@ -51,13 +49,13 @@ export function guardedTransport(guard: Guard): Transport {
         target = guard.check(url);
       } catch (err) {
         if (isRefusal(err)) return reject(refused(guard));
-        return reject(Object.assign(new Error(`invalid ${guard.what}: ${(err as Error).message}`), { code: "ERR_INVALID_URL" }));
+        return reject(Object.assign(new Error((err as Error).message), { code: "ERR_INVALID_URL" })); // the check's own words
       }
-      const headers: Record<string, string> = { ...request.headers };
+      let headers = request.headers ?? {};
       let body: Readable | string | null = null;
       if (request.body instanceof FormData) {
         const encoded = new Response(request.body);
-        headers["content-type"] = encoded.headers.get("content-type")!;
+        headers = { ...headers, "content-type": encoded.headers.get("content-type")! };
         body = Readable.fromWeb(encoded.body! as import("node:stream/web").ReadableStream<Uint8Array>);
       } else if (typeof request.body === "string") {
         body = request.body;

@@ -79,7 +79,6 @@ const providerTransport = guardedTransport({
   check: (url) => checkProviderUrl(url, { allowPrivate: config().providerAllowPrivate, ownHosts: ownHosts() }),
   lookup: () => guardedLookup(config().providerAllowPrivate),
   forbidden: FORBIDDEN_PROVIDER_DESTINATION,
-  what: "provider URL",
 });
 
 /** One provider request through the core (../http-out/exchange.ts): guarded, unless a test gives its own fetch. */

@@ -48,7 +48,6 @@ const senders = new Map(
       check: (url) => checkWebhookUrl(url, { allowInsecure }),
       lookup: () => guardedLookup(allowInsecure),
       forbidden: FORBIDDEN_DESTINATION,
-      what: "webhook URL",
       maxSockets: MAX_IN_FLIGHT_PER_WEBHOOK,
     }),
   ]),
@@ -77,13 +76,8 @@ export async function postWebhook(
     gone: false,
     ...fields,
   });
-  try {
-    // Checked again at delivery time (settings may have changed since the URL was saved), for a
-    // readable refusal; the guarded transport judges it once more, and every address at connect time.
-    checkWebhookUrl(url, { allowInsecure });
-  } catch (err) {
-    return result({ error: (err as Error).message });
-  }
+  // The URL is judged again at delivery time by the guarded transport (settings may have changed
+  // since it was saved), and every address at connect time; a refusal's reason is the check's own words.
   try {
     const answer = await exchange(
       url,
