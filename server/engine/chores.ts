@@ -5,6 +5,7 @@ import { deleteExpiredIdempotencyRecords } from "../services/access/idempotency"
 import { log } from "../observability/log";
 import { deleteStaleListenSessions } from "../services/webhooks/listen";
 import { probeDueLines, sweepProviderEvents } from "../services/lines/line-monitor";
+import { forgetOldStatusChanges } from "../services/lines/line-health";
 import { processSingleton } from "../kernel/singleton";
 import { releaseExpiredDeliveries } from "../webhooks/delivery";
 import { runLoop, Sleeper } from "./loop";
@@ -39,6 +40,7 @@ export const CHORES: readonly Chore[] = [
   // Each line is probed by one instance: the probe time is claimed in the database first.
   { id: "probe-due-lines", everyMs: () => Math.min(5_000, config().PROVIDER_PROBE_SECONDS * 1000), run: ({ background }) => probeDueLines(new Date(), { wait: !background }) },
   { id: "forget-old-provider-events", everyMs: () => 3_600_000, run: () => sweepProviderEvents() },
+  { id: "forget-old-line-status-changes", everyMs: () => 3_600_000, run: () => forgetOldStatusChanges() },
 ];
 
 const LOOK_EVERY_MS = 1_000;

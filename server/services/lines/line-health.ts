@@ -49,6 +49,10 @@ async function setStatus(line: Line, status: LineStatus, reason: string | null, 
         changed_at: now.getTime(),
       };
       await unit.fanOut([{ accountId: line.accountId, lineId: line.id, event: "line.status_changed", data }]);
+      // The history the overview's line health chart is drawn from.
+      await unit.tx.lineStatusChange.create({
+        data: { lineId: line.id, accountId: line.accountId, status, previousStatus: line.status, reason, at: now },
+      });
     }
     return row;
   });
@@ -60,6 +64,15 @@ async function setStatus(line: Line, status: LineStatus, reason: string | null, 
     if (line.status === "disconnected" && status !== "disconnected") fire("line.recovered", { lineId: line.id });
   }
   return updated;
+}
+
+/** How long the history of status changes is kept (the overview shows 14 days). */
+const STATUS_HISTORY_MS = 30 * 86_400_000;
+
+/** Forgets status changes older than STATUS_HISTORY_MS (a chore). */
+export async function forgetOldStatusChanges(now = Date.now()): Promise<number> {
+  const rows = await sql(`DELETE FROM "LineStatusChange" WHERE at < $1 RETURNING 1`, [new Date(now - STATUS_HISTORY_MS)]);
+  return rows.length;
 }
 
 async function load(lineId: string): Promise<Line | null> {
