@@ -2,6 +2,7 @@ import { createCallerFactory, router } from "./init";
 import { accountRouter, keysRouter } from "./routers/account";
 import { chatsRouter, linesRouter, outboxRouter, sandboxRouter } from "./routers/messaging";
 import { simulatorRouter } from "./routers/simulator";
+import { statsRouter } from "./routers/stats";
 import { webhooksRouter } from "./routers/webhooks";
 
 // The dashboard's API (served at /api/trpc).
@@ -14,6 +15,7 @@ export const appRouter = router({
   sandbox: sandboxRouter,
   webhooks: webhooksRouter,
   simulator: simulatorRouter,
+  stats: statsRouter,
 });
 
 export type AppRouter = typeof appRouter;
