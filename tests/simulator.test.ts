@@ -225,6 +225,15 @@ describe("SIMULATOR_ENABLED", () => {
     expect(listed.body.data).toEqual([]);
   });
 
+  it("a phone that has not texted the line has an empty inbox, not chat_not_found (the page's first load)", async () => {
+    const f = await makeAccount();
+    const dashboard = createCaller({ actor: sessionActorFor(f.accountId), requestId: "req_test" });
+    expect(await dashboard.simulator.inbox({ line: f.line.handle, contact: phone(), limit: 20 })).toEqual({ data: [], has_more: false, next_cursor: null });
+    const res = await get(`/api/simulator/messages?line=${q(f.line.handle)}&contact=${q(phone())}`, f.key);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([]);
+  });
+
   it("off: the dashboard's procedures say so (status) and refuse with route_not_found", async () => {
     const f = await makeAccount();
     const dashboard = createCaller({ actor: sessionActorFor(f.accountId), requestId: "req_test" });

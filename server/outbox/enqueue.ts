@@ -18,10 +18,10 @@ export const addToOutbox = processSingleton("outbox-insert", () =>
   batcher<NewOutboxItem, void>(async (items) => {
     // Straight through the driver: the ORM's query compiler costs more CPU than the insert.
     const { text, params } = valuesList(
-      items.map((i) => [i.id, i.accountId, i.lineId, i.apiKeyId, i.kind, JSON.stringify(i.payload), i.requestId]),
-      ["", "", "", "", "", "::jsonb", ""],
+      items.map((i) => [i.id, i.accountId, i.lineId, i.apiKeyId, i.kind, JSON.stringify(i.payload), i.payload.chat_id, i.retryOf ?? null, i.requestId]),
+      ["", "", "", "", "", "::jsonb", "", "", ""],
     );
-    const insert = `INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "requestId") VALUES ${text}`;
+    const insert = `INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "chatId", "retryOf", "requestId") VALUES ${text}`;
     const events = items.map((i) => outboxEvent(i, i.payload.chat_id, "pending"));
     const notify = livePayloads(events);
     if (notify) {
@@ -52,5 +52,7 @@ export interface NewOutboxItem {
   kind: OutboxKind;
   /** Every kind's payload names its chat. */
   payload: { chat_id: string };
+  /** The failed item this one sends again, when it is a retry. */
+  retryOf?: string | null;
   requestId: string;
 }

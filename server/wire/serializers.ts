@@ -16,7 +16,7 @@ import type { FileUrlSigner } from "../storage/signed-urls";
 // One serializer per resource: the JSON shapes of SPEC.md + COMPAT.md (snake_case, Unix ms).
 
 const ms = (d: Date) => d.getTime();
-const msOrNull = (d: Date | null) => (d ? d.getTime() : null);
+export const msOrNull = (d: Date | null) => (d ? d.getTime() : null);
 
 export function serializeLine(line: Line) {
   return {

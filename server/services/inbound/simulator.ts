@@ -119,7 +119,13 @@ export async function simulateMessage(actor: Actor, input: z.output<typeof Simul
 /** What the simulated phones received from the line, newest first. */
 export async function simulatorInbox(actor: Actor, input: z.output<typeof SimulatorInboxQuery>) {
   requireSimulator();
-  return listMessages(actor, { from: input.line, to: input.contact, limit: input.limit, cursor: input.cursor, fromMe: true });
+  try {
+    return await listMessages(actor, { from: input.line, to: input.contact, limit: input.limit, cursor: input.cursor, fromMe: true });
+  } catch (err) {
+    // A phone that has not texted the line yet has an empty inbox, not a missing chat.
+    if (err instanceof ApiError && err.code === "chat_not_found") return { data: [], has_more: false, next_cursor: null };
+    throw err;
+  }
 }
 
 export async function simulateReaction(actor: Actor, input: z.output<typeof SimulatorReactionBody>) {

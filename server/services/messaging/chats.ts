@@ -23,6 +23,23 @@ export async function resolveChat(actor: Actor, line: Line, to: string, param = 
   return chat;
 }
 
+/** Chats whose handle, name or a participant matches `search` (under AND: a page cursor brings an OR of its own). */
+export function chatSearch(search: string | undefined) {
+  const text = search?.trim();
+  if (!text) return {};
+  return {
+    AND: [
+      {
+        OR: [
+          { identifier: { contains: text, mode: "insensitive" as const } },
+          { name: { contains: text, mode: "insensitive" as const } },
+          { participants: { has: text } },
+        ],
+      },
+    ],
+  };
+}
+
 export async function listChats(
   actor: Actor,
   input: { from: string; limit: number; cursor?: string; search?: string },
@@ -30,26 +47,8 @@ export async function listChats(
   const line = await resolveLine(actor, input.from);
   const db = await getDb();
   const page = keysetDesc("lastMessageAt", input.cursor, { nullable: true });
-  const search = input.search?.trim();
   const rows = await db.chat.findMany({
-    where: {
-      ...whereOnLine(actor, line),
-      // Under AND: the page cursor brings an OR of its own.
-      ...(search
-        ? {
-            AND: [
-              {
-                OR: [
-                  { identifier: { contains: search, mode: "insensitive" as const } },
-                  { name: { contains: search, mode: "insensitive" as const } },
-                  { participants: { has: search } },
-                ],
-              },
-            ],
-          }
-        : {}),
-      ...page.where,
-    },
+    where: { ...whereOnLine(actor, line), ...chatSearch(input.search), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
@@ -63,4 +62,12 @@ export async function getChat(actor: Actor, id: string) {
   if (!chat) throw new ApiError("chat_not_found", `No chat with ID '${id}'.`, { param: "id" });
   await assertLineAccess(actor, chat.line);
   return { ...serializeChat(chat), line_handle: chat.line.handle };
+}
+
+/** The owner opened the chat: what arrived until now is read (the marker only moves forward). */
+export async function markChatRead(actor: Actor, id: string, at = new Date()) {
+  const chat = await getChat(actor, id);
+  const db = await getDb();
+  await db.chat.updateMany({ where: { id: chat.id, accountId: actor.accountId, OR: [{ lastReadAt: null }, { lastReadAt: { lt: at } }] }, data: { lastReadAt: at } });
+  return { object: "chat_read" as const, chat_id: chat.id, read_at: at.getTime() };
 }

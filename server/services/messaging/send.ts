@@ -2,7 +2,8 @@ import { z } from "zod";
 import type { Actor } from "../access/actor";
 import { config } from "../../kernel/config";
 import { getDb } from "../../db";
-import type { MessagePayload, OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "../../outbox/payloads";
+import { MessagePayload as MessagePayloadSchema, type MessagePayload, type OutboxKind, type ReactionPayload, type ReceiptPayload, type TypingPayload } from "../../outbox/payloads";
+import { findOutboxItem } from "./outbox";
 import { addToOutbox } from "../../outbox/enqueue";
 import { fire } from "../../kernel/signals";
 import { sendsSerially } from "../../outbox/serial";
@@ -125,9 +126,9 @@ export async function prepareWrite(actor: Actor, from: string, to: string, optio
   return { line, chat };
 }
 
-export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: { chat_id: string }, requestId: string) {
+export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: { chat_id: string }, requestId: string, retryOf: string | null = null) {
   const id = newId("outbox");
-  await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId });
+  await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, retryOf, requestId });
   fire("outbox.stored", { id, lineId: line.id, serial: sendsSerially(line.provider) }); // a pending item changes no cached list (lines, chats, messages): no notification
   return { object: "outbox_item" as const, id, status: "pending" as const };
 }
@@ -197,4 +198,24 @@ export async function sendReceipt(actor: Actor, input: z.output<typeof SendRecei
   const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Read receipts" });
   const payload: ReceiptPayload = target(chat);
   return enqueue(actor, line, "receipt", payload, requestId);
+}
+
+/**
+ * Sends a failed message again (the dashboard's Retry): a new outbox item with the same text,
+ * attachments and reply, through every check a new send passes (the line active, the contact
+ * first rule, the sandbox quota). The failed item stays failed; the new one names it (retryOf),
+ * so the conversation shows the message once. A send already retried is not retried twice.
+ */
+export async function retrySend(actor: Actor, outboxId: string, requestId: string) {
+  const item = await findOutboxItem(actor, outboxId);
+  if (item.kind !== "message" || item.status !== "failed") {
+    throw invalidParam("id", `Only a failed message can be sent again; ${item.id} is a ${item.kind} item with status ${item.status}.`);
+  }
+  const db = await getDb();
+  const again = await db.outboxItem.findFirst({ where: { retryOf: item.id }, select: { id: true } });
+  if (again) throw invalidParam("id", `${item.id} was already sent again as ${again.id}.`);
+  const payload = MessagePayloadSchema.parse(item.payload);
+  const { line, chat } = await prepareWrite(actor, item.lineId, payload.chat_id);
+  if (line.isSandbox) await enforceSandboxQuota(actor);
+  return enqueue(actor, line, "message", { ...payload, ...target(chat) }, requestId, item.id);
 }

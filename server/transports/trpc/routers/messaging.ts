@@ -1,13 +1,14 @@
 import { z } from "zod";
 import { PageQuery } from "../../../wire/pagination";
 import { ListChatsQuery, OutboxQuery } from "../../../services/schemas/v1";
-import { getChat, listChats } from "../../../services/messaging/chats";
+import { getChat, listChats, markChatRead } from "../../../services/messaging/chats";
+import { InboxQuery, listInbox, unsentSends } from "../../../services/messaging/inbox";
 import { ConnectLineBody, connectLine, listConnections, TestLineBody, testLine } from "../../../services/lines/line-connections";
 import { CreateSimulatedLineBody, createSimulatedLine, listLines, UpdateLineBody, updateLine } from "../../../services/lines/lines";
 import { listConversation } from "../../../services/messaging/messages";
 import { getOutboxItem, listOutbox } from "../../../services/messaging/outbox";
 import { activateSandbox, getSandbox } from "../../../services/lines/sandbox";
-import { SendMessageBody, sendMessage } from "../../../services/messaging/send";
+import { retrySend, SendMessageBody, sendMessage } from "../../../services/messaging/send";
 import { protectedProcedure, router } from "../init";
 
 export const linesRouter = router({
@@ -22,6 +23,8 @@ export const linesRouter = router({
   test: protectedProcedure.input(TestLineBody).mutation(({ ctx, input }) => testLine(ctx.actor.accountId, input.line_id)),
 });
 
+const chatId = z.string().trim().min(1).max(100);
+
 export const chatsRouter = router({
   list: protectedProcedure
     .input(ListChatsQuery.extend({ search: z.string().trim().max(200).optional() }))
@@ -32,6 +35,14 @@ export const chatsRouter = router({
     .query(({ ctx, input }) => listConversation(ctx.actor, input)),
   /** Sends from the page: the same write as POST /v1/messages. */
   send: protectedProcedure.input(SendMessageBody).mutation(({ ctx, input }) => sendMessage(ctx.actor, input, ctx.requestId)),
+  /** The inbox: chats of every line (or one) with their last message, unread count and last send's state. */
+  inbox: protectedProcedure.input(InboxQuery).query(({ ctx, input }) => listInbox(ctx.actor, input)),
+  /** A chat's sends that have no message yet (pending, or failed with the reason). */
+  unsent: protectedProcedure.input(z.object({ chat_id: chatId })).query(({ ctx, input }) => unsentSends(ctx.actor, input.chat_id)),
+  /** The owner opened the chat: its messages until now are read. */
+  markRead: protectedProcedure.input(z.object({ id: chatId })).mutation(({ ctx, input }) => markChatRead(ctx.actor, input.id)),
+  /** Sends a failed message again, as a new outbox item. */
+  retry: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).mutation(({ ctx, input }) => retrySend(ctx.actor, input.id, ctx.requestId)),
 });
 
 export const outboxRouter = router({
