@@ -72,6 +72,16 @@ export function keysetDesc(sortField: string | null, cursor: string | undefined,
   };
 }
 
+/**
+ * The keyset of a cursor made for a "time desc, id desc" page of non-null times (toPage with
+ * `[ms, id]`), for statements written in SQL rather than through keysetDesc.
+ */
+export function decodeTimeKeyset(cursor: string): { at: number; id: string } {
+  const [at, id] = decodeCursor(cursor, 2);
+  if (typeof at !== "number" || typeof id !== "string") throw invalidParam("cursor", "Invalid cursor.");
+  return { at, id };
+}
+
 /** Keyset on ID ascending (oldest first). */
 export function keysetAsc(cursor: string | undefined) {
   const orderBy = [{ id: "asc" as const }];

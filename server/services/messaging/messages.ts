@@ -9,6 +9,7 @@ import { getChat, resolveChat } from "./chats";
 import { rejectForeignId } from "../access/id-params";
 import { assertLineIdAccess, resolveLine } from "../lines/lines";
 import { whereOnLine } from "../lines/tenancy";
+import { searchMessages } from "./search";
 
 export type MessageJson = ReturnType<typeof serializeMessage>;
 
@@ -37,10 +38,14 @@ export async function getMessage(actor: Actor, id: string): Promise<MessageJson>
   return serializeMessage(full, await fileUrlSigner());
 }
 
+/** A line's (or one chat's) messages, newest first; with `query`, only those whose text matches it (search.ts). */
 export async function listMessages(
   actor: Actor,
-  input: { from: string; to?: string; limit: number; cursor?: string; fromMe?: boolean },
+  input: { from: string; to?: string; limit: number; cursor?: string; fromMe?: boolean; query?: string },
 ): Promise<Page<MessageJson>> {
+  if (input.query !== undefined) {
+    return searchMessages(actor, { query: input.query, line: input.from, chat: input.to, limit: input.limit, cursor: input.cursor });
+  }
   const line = await resolveLine(actor, input.from);
   const chat = input.to ? await resolveChat(actor, line, input.to) : null;
   const db = await getDb();

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PageQuery } from "../../wire/pagination";
 import { OUTBOX_STATUSES } from "../messaging/outbox";
+import { SearchText } from "../messaging/search";
 
 // One zod schema per /v1 read operation, shared by REST parsing and (later) GraphQL, tRPC and
 // the OpenAPI document.
@@ -16,7 +17,10 @@ export const ListMessagesQuery = PageQuery.extend({
   id: z.string().trim().min(1).max(200).optional().describe("One message by msg_ ID or GUID (instead of a page)"),
   from: line.optional(),
   to: contact.optional().describe("Only this chat"),
+  query: SearchText.optional(),
 });
+/** GraphQL searchMessages: GET /v1/messages?query= with `from` optional (every line the caller may read). */
+export const SearchMessagesQuery = PageQuery.extend({ query: SearchText, from: line.optional(), to: contact.optional().describe("Only this chat") });
 export const ListReactionsQuery = PageQuery.extend({ message_id: z.string().trim().min(1).max(200) });
 export const ChatStateQuery = PageQuery.extend({ from: line, to: contact });
 export const OutboxQuery = PageQuery.extend({

@@ -1,6 +1,7 @@
 import { createCallerFactory, router } from "./init";
 import { accountRouter, keysRouter } from "./routers/account";
 import { chatsRouter, linesRouter, outboxRouter, sandboxRouter } from "./routers/messaging";
+import { searchRouter } from "./routers/search";
 import { simulatorRouter } from "./routers/simulator";
 import { statsRouter } from "./routers/stats";
 import { webhooksRouter } from "./routers/webhooks";
@@ -16,6 +17,7 @@ export const appRouter = router({
   webhooks: webhooksRouter,
   simulator: simulatorRouter,
   stats: statsRouter,
+  search: searchRouter,
 });
 
 export type AppRouter = typeof appRouter;

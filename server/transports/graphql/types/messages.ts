@@ -1,8 +1,9 @@
 import type { Prisma } from "../../../generated/prisma/client";
-import { ListMessagesQuery, ListReactionsQuery } from "../../../services/schemas/v1";
+import { ListMessagesQuery, ListReactionsQuery, SearchMessagesQuery } from "../../../services/schemas/v1";
 import { resolveChat } from "../../../services/messaging/chats";
 import { resolveLine } from "../../../services/lines/lines";
 import { findMessage } from "../../../services/messaging/messages";
+import { searchMessageRows } from "../../../services/messaging/search";
 import { whereOnLine } from "../../../services/lines/tenancy";
 import { builder } from "../builder";
 import { parseArgs } from "../inputs";
@@ -91,7 +92,33 @@ const Message = builder.prismaObject("Message", {
 
 export const MessageConnection = builder.connectionObject({ type: Message, name: "MessageConnection" }, { name: "MessageEdge" });
 
+const MessageSearchPage = builder.objectRef<Awaited<ReturnType<typeof searchMessageRows>>>("MessageSearchPage").implement({
+  description: "A page of searchMessages: the list envelope of GET /v1/messages?query=.",
+  fields: (t) => ({
+    messages: t.field({ type: [Message], description: "Newest first.", resolve: (page) => page.data }),
+    hasMore: t.exposeBoolean("has_more"),
+    nextCursor: t.exposeString("next_cursor", { nullable: true, description: "Pass as `cursor` for the next page." }),
+  }),
+});
+
 builder.queryFields((t) => ({
+  searchMessages: t.field({
+    type: MessageSearchPage,
+    description:
+      "Messages whose text matches `query` (words, \"a phrase\", -word, or; whole words, any language, no stemming), newest first: of every line the caller may read, of one line (`from`) or of one chat (`to`: cht_ ID, or a contact of `from`). GET /v1/messages?query= is the same search.",
+    authScopes: { scope: "messages:read" },
+    args: {
+      query: t.arg.string({ required: true }),
+      from: t.arg.string(),
+      to: t.arg.string(),
+      limit: t.arg.int({ description: "1 to 100, default 50." }),
+      cursor: t.arg.string(),
+    },
+    resolve: (_root, args, ctx) => {
+      const input = parseArgs(SearchMessagesQuery, args);
+      return searchMessageRows(ctx.actor, { query: input.query, line: input.from, chat: input.to, limit: input.limit, cursor: input.cursor });
+    },
+  }),
   messages: t.prismaConnection(
     {
       type: "Message",
