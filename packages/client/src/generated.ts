@@ -332,6 +332,8 @@ export type ListMessagesQuery = {
   from?: string;
   /** Only this chat */
   to?: string;
+  /** Extension: only messages whose text matches, newest first and paged as without it. Whole words, all of them (any language, no stemming); "a phrase" in order, -word to exclude, `or` between alternatives. 1 to 200 characters after trimming. */
+  query?: string;
 };
 
 /** GET /v1/messages response. */

@@ -17,7 +17,9 @@ export const ListMessagesQuery = PageQuery.extend({
   id: z.string().trim().min(1).max(200).optional().describe("One message by msg_ ID or GUID (instead of a page)"),
   from: line.optional(),
   to: contact.optional().describe("Only this chat"),
-  query: SearchText.optional(),
+  query: SearchText.optional().describe(
+    "Extension: only messages whose text matches, newest first and paged as without it. Whole words, all of them (any language, no stemming); \"a phrase\" in order, -word to exclude, `or` between alternatives. 1 to 200 characters after trimming.",
+  ),
 });
 /** GraphQL searchMessages: GET /v1/messages?query= with `from` optional (every line the caller may read). */
 export const SearchMessagesQuery = PageQuery.extend({ query: SearchText, from: line.optional(), to: contact.optional().describe("Only this chat") });

@@ -93,7 +93,7 @@ export const OPERATIONS = {
     tag: "Messages",
     summary: "List messages, or get one",
     description:
-      "Messages of a line (`from`), or of one chat (`to`: phone number, account ID or cht_ ID), newest first. With `id` (msg_ ID or platform GUID), one Message instead of a page.",
+      "Messages of a line (`from`), or of one chat (`to`: phone number, account ID or cht_ ID), newest first. With `id` (msg_ ID or platform GUID), one Message instead of a page. With `query` (an extension), only the messages whose text matches it (full-text search), in the same order and pages.",
     scope: "messages:read",
     query: ListMessagesQuery,
     response: z.union([MessagePage, R.MessageSchema]),
