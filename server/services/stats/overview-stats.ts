@@ -38,6 +38,11 @@ const DAYS_CTE = `days AS (
                        date_trunc('day', $1::timestamptz AT TIME ZONE $2), interval '1 day') AS d
 ), span AS (SELECT min(day_start) AS since, max(day_end) AS until FROM days)`;
 
+// The window's bounds as scalar subqueries: the planner takes them as index conditions (a join
+// with the span would be a filter applied after reading every row of the account).
+const SINCE = "(SELECT since FROM span)";
+const UNTIL = "(SELECT until FROM span)";
+
 /** A day bucket of a row's time `col`, in the window's zone, as the days CTE names it. */
 const bucket = (col: string) => `(date_trunc('day', ${col} AT TIME ZONE $2))::date`;
 
@@ -100,8 +105,8 @@ function messageCounts(w: DayWindow, accountId: string, lineIds: string[]): Prom
     `WITH ${DAYS_CTE}
      SELECT to_char(${bucket(`m."sentAt"`)}, 'YYYY-MM-DD') AS day, m."lineId" AS line_id,
             count(*) FILTER (WHERE m."isFromMe")::int AS sent, count(*) FILTER (WHERE NOT m."isFromMe")::int AS received
-     FROM "Message" m, span
-     WHERE m."lineId" = ANY($3::text[]) AND m."accountId" = $4 AND m."sentAt" >= span.since AND m."sentAt" < span.until
+     FROM "Message" m
+     WHERE m."lineId" = ANY($3::text[]) AND m."accountId" = $4 AND m."sentAt" >= ${SINCE} AND m."sentAt" < ${UNTIL}
      GROUP BY 1, 2`,
     [w.now, w.tz, lineIds, accountId],
   );
@@ -124,8 +129,8 @@ function deliveryCounts(w: DayWindow, accountId: string, lineIds: string[] | nul
             count(*) FILTER (WHERE o.status = 'sent' AND m."deliveryStatus" = 'delivered')::int AS delivered,
             count(*) FILTER (WHERE o.status = 'sent' AND m."deliveryStatus" IN ('undelivered', 'failed'))::int AS undelivered,
             count(*) FILTER (WHERE o.status = 'failed')::int AS failed
-     FROM "OutboxItem" o CROSS JOIN span LEFT JOIN "Message" m ON m."outboxId" = o.id
-     WHERE o."accountId" = $3 AND o."completedAt" >= span.since AND o."completedAt" < span.until
+     FROM "OutboxItem" o LEFT JOIN "Message" m ON m."outboxId" = o.id
+     WHERE o."accountId" = $3 AND o."completedAt" >= ${SINCE} AND o."completedAt" < ${UNTIL}
        AND o.kind = 'message' AND o.status IN ('sent', 'failed') AND ($4::text[] IS NULL OR o."lineId" = ANY($4::text[]))
      GROUP BY 1`,
     [w.now, w.tz, accountId, lineIds],
@@ -147,9 +152,9 @@ function webhookCounts(w: DayWindow, accountId: string, lineIds: string[] | null
             count(*) FILTER (WHERE d.status = 'succeeded')::int AS succeeded,
             count(*) FILTER (WHERE d.status = 'failed')::int AS failed,
             count(*) FILTER (WHERE d.status IN ('pending', 'delivering') AND d.attempts > 0)::int AS retrying
-     FROM "WebhookDelivery" d, span
+     FROM "WebhookDelivery" d
      WHERE d."webhookId" IN (SELECT id FROM "Webhook" WHERE "accountId" = $3 AND kind = 'http' AND ($4::text[] IS NULL OR "lineId" = ANY($4::text[])))
-       AND d.status IN ('pending', 'delivering', 'succeeded', 'failed') AND d."createdAt" >= span.since AND d."createdAt" < span.until
+       AND d.status IN ('pending', 'delivering', 'succeeded', 'failed') AND d."createdAt" >= ${SINCE} AND d."createdAt" < ${UNTIL}
      GROUP BY 1`,
     [w.now, w.tz, accountId, lineIds],
   );
@@ -173,8 +178,8 @@ function healthDays(w: DayWindow, accountId: string, lineIds: string[]): Promise
     `WITH ${DAYS_CTE},
      lines AS (SELECT id, status, "createdAt" FROM "Line" WHERE id = ANY($3::text[]) AND "accountId" = $4),
      changes AS MATERIALIZED (
-       SELECT c."lineId", c.status, c."previousStatus", c.at, c.id FROM "LineStatusChange" c, span
-       WHERE c."accountId" = $4 AND c.at >= span.since
+       SELECT c."lineId", c.status, c."previousStatus", c.at, c.id FROM "LineStatusChange" c
+       WHERE c."accountId" = $4 AND c.at >= ${SINCE}
      ),
      cells AS (
        SELECT d.day, l.id AS line_id, l."createdAt" < d.day_end AS existed,
