@@ -238,4 +238,46 @@ describe("message search", () => {
     expect(tied.map(([id]: [string]) => id)).toEqual(["msg_search002400", "msg_search002399", "msg_search002398", "msg_search002397"]);
     expect(tied[1][1]).toBe(tied[2][1]);
   });
+  it("merges the lines of an account newest first, a busy line and a quiet one, without falling back to the index", async () => {
+    // 2,600 messages alternating between two lines (about 3 in 13 on the quiet one), "blue" in
+    // every 20th: GraphQL without `from` pages through all 130, in order, and the first page
+    // comes from the recent windows (the busy line's window sets how far back they are sure).
+    const f = await makeAccount();
+    const quiet = await createLine({ accountId: f.accountId, handle: phone() });
+    const contact = phone();
+    await inbound(f, contact, "hello");
+    await inbound({ ...f, line: { id: quiet.id, handle: quiet.handle } }, contact, "hello");
+    const prisma = await db();
+    const chats = await prisma.chat.findMany({ where: { accountId: f.accountId } });
+    const chatOf = (lineId: string) => chats.find((c) => c.lineId === lineId)!.id;
+    await prisma.$executeRawUnsafe(
+      `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "sentAt")
+       SELECT 'msg_merge' || lpad(g::text, 6, '0'), $1,
+              CASE WHEN g % 13 < 3 THEN $3 ELSE $2 END, CASE WHEN g % 13 < 3 THEN $5 ELSE $4 END,
+              'merge-' || g, $6, CASE WHEN g % 20 = 0 THEN 'word blue n' ELSE 'word n' END || g, false,
+              to_timestamp(($7::bigint + g * 1000) / 1000.0)
+       FROM generate_series(1, 2600) g`,
+      f.accountId,
+      f.line.id,
+      quiet.id,
+      chatOf(f.line.id),
+      chatOf(quiet.id),
+      contact,
+      Date.now() - 10_000_000,
+    );
+    const expected = Array.from({ length: 2600 }, (_, i) => 2600 - i).filter((g) => g % 20 === 0);
+    const first = await recordQueries(() => gql(f.key, SEARCH_GQL, { query: "blue", limit: 50 }));
+    expect(first.statements.some((s) => s.includes("MATERIALIZED"))).toBe(false);
+    const seen: number[] = [];
+    let page = first.result.body.data.searchMessages;
+    for (let i = 0; i < 20; i++) {
+      seen.push(...page.messages.map((m: { text: string }) => Number(m.text.split(" n")[1])));
+      if (!page.hasMore) break;
+      page = (await gql(f.key, SEARCH_GQL, { query: "blue", limit: 100, cursor: page.nextCursor })).body.data.searchMessages;
+    }
+    expect(seen).toEqual(expected);
+    // One line of the two: only its own, in the same order.
+    const onQuiet = await owner(f).search.messages({ query: "blue", line: quiet.handle, limit: 100 });
+    expect(onQuiet.data.map((m) => Number(m.text!.split(" n")[1]))).toEqual(expected.filter((g) => g % 13 < 3));
+  });
 });

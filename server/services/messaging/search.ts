@@ -142,12 +142,11 @@ async function newestMatches(query: string, scope: Scope, take: number): Promise
     hits.sort((a, b) => (newer(a, b) ? -1 : newer(b, a) ? 1 : 0));
     const sure = edge ? hits.filter((h) => !newer(edge, h)) : hits;
     if (sure.length >= take || !edge) return sure.slice(0, take);
-    // How far the full windows would have to read for a page, at the share of matches seen.
-    const seen = full.reduce((n, r) => n + r.seen, 0);
-    const found = rows.filter((r) => r.seen >= size).reduce((n, r) => n + (r.hit_ids?.length ?? 0), 0);
-    const needed = found ? Math.ceil(((take * seen) / found) * 1.5) : Infinity;
-    if (pass === 1 || needed > MAX_SCANNED) break;
-    size = Math.max(size * 2, Math.ceil(needed / full.length));
+    // How far back a page of matches lies, at the rate found down to the edge: each window
+    // reads as many more messages (the busiest line's, which sets the edge, needs that many).
+    const next = sure.length ? Math.ceil(((size * take) / sure.length) * 1.5) : Infinity;
+    if (pass === 1 || next * full.length > MAX_SCANNED) break;
+    size = Math.max(size * 2, next);
   }
   return indexed(query, scope, take);
 }
