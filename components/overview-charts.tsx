@@ -46,7 +46,8 @@ export function ChartFigure({
   table,
 }: {
   title: string;
-  summary: string;
+  /** What the numbers say, in a sentence; none when the chart is empty (its placeholder says so). */
+  summary?: string;
   note?: ReactNode;
   controls?: ReactNode;
   wide?: boolean;
@@ -56,7 +57,7 @@ export function ChartFigure({
 }) {
   const id = `chart-${testId}`;
   return (
-    <figure className={`${styles.chart} ${wide ? styles.wide : ""}`} aria-labelledby={`${id}-title`} aria-describedby={`${id}-summary`} data-testid={testId}>
+    <figure className={`${styles.chart} ${wide ? styles.wide : ""}`} aria-labelledby={`${id}-title`} aria-describedby={summary ? `${id}-summary` : undefined} data-testid={testId}>
       <figcaption>
         <div className={styles.chartHead}>
           <h3 className={styles.chartTitle} id={`${id}-title`}>
@@ -64,9 +65,11 @@ export function ChartFigure({
           </h3>
           {controls}
         </div>
-        <p className={`${styles.summary} small muted`} id={`${id}-summary`}>
-          {summary}
-        </p>
+        {summary ? (
+          <p className={`${styles.summary} small muted`} id={`${id}-summary`}>
+            {summary}
+          </p>
+        ) : null}
       </figcaption>
       {children}
       {note ? <p className={styles.note}>{note}</p> : null}
@@ -78,7 +81,8 @@ export function ChartFigure({
 export function NoData({ children }: { children: ReactNode }) {
   return (
     <div className={styles.empty} role="note">
-      {children}
+      {/* One flex item: text and links inside it keep their spaces. */}
+      <span>{children}</span>
     </div>
   );
 }

@@ -97,7 +97,7 @@ function Attention({ stats }: { stats: Stats }) {
   );
 }
 
-const PROVIDER_NAMES = PROVIDER_ABOUTS.filter((p) => p.monitored).map((p) => p.label);
+const PROVIDER_NAMES = PROVIDER_ABOUTS.filter((p) => p.monitored).map((p) => p.short);
 const providerList = `${PROVIDER_NAMES.slice(0, -1).join(", ")} or ${PROVIDER_NAMES.at(-1)}`;
 
 function GetStarted({ setup }: { setup: Stats["setup"] }) {
@@ -194,15 +194,12 @@ function MessagesChart({ stats }: { stats: Stats }) {
   const received = sum(data.map((d) => d.received));
   const busiest = data.reduce((a, b) => (b.sent + b.received > a.sent + a.received ? b : a), data[0]!);
   const which = lineId ? lineName(stats.lines.find((l) => l.id === lineId)!) : "all lines";
-  const summary =
-    sent + received
-      ? `${which}: ${sent} sent and ${received} received in 14 days; the busiest day was ${dayLabel(busiest.day)} (${busiest.sent + busiest.received}).`
-      : `${which}: no messages sent or received in the last 14 days.`;
+  const summary = sent + received ? `${which}: ${sent} sent and ${received} received in 14 days; the busiest day was ${dayLabel(busiest.day)} (${busiest.sent + busiest.received}).` : undefined;
   const withMessages = stats.lines.filter((l) => stats.messages.some((m) => m.line_id === l.id));
   return (
     <ChartFigure
       title="Messages per day"
-      summary={summary.charAt(0).toUpperCase() + summary.slice(1)}
+      summary={summary && summary.charAt(0).toUpperCase() + summary.slice(1)}
       testId="chart-messages"
       controls={
         withMessages.length > 1 ? (
@@ -248,7 +245,7 @@ function DeliveryChart({ stats }: { stats: Stats }) {
   const total = good + sum(d.map((x) => x.undelivered + x.failed));
   const summary = total
     ? `${good} of ${total} messages whose send finished in 14 days went out (${percent(good / total)}): ${sum(d.map((x) => x.delivered))} confirmed delivered, ${sum(d.map((x) => x.undelivered))} undelivered, ${sum(d.map((x) => x.failed))} failed.`
-    : "No message sends finished in the last 14 days, so there is no success rate yet.";
+    : undefined;
   return (
     <ChartFigure
       title="Delivery success"
@@ -275,7 +272,7 @@ function DeliveryChart({ stats }: { stats: Stats }) {
           <Legend items={[...DELIVERY_SERIES, RATE_LEGEND]} />
         </>
       ) : (
-        <NoData>No message sends finished in the last 14 days.</NoData>
+        <NoData>No message sends finished in the last 14 days, so there is no success rate yet.</NoData>
       )}
     </ChartFigure>
   );
@@ -293,9 +290,7 @@ function WebhooksChart({ stats }: { stats: Stats }) {
   const total = ok + sum(d.map((x) => x.failed + x.retrying));
   const summary = total
     ? `${ok} of ${total} webhook deliveries in 14 days were accepted (${percent(ok / total)}); ${sum(d.map((x) => x.failed))} failed and ${sum(d.map((x) => x.retrying))} are still being retried.`
-    : stats.setup.webhook
-      ? "No webhook deliveries in the last 14 days."
-      : "You have no webhooks yet.";
+    : undefined;
   return (
     <ChartFigure
       title="Webhook success"
@@ -320,9 +315,9 @@ function WebhooksChart({ stats }: { stats: Stats }) {
           {stats.setup.webhook ? (
             "No events were sent to your webhooks in the last 14 days."
           ) : (
-            <span>
+            <>
               No webhooks yet: <Link href="/dashboard/webhooks">add one</Link> to receive events.
-            </span>
+            </>
           )}
         </NoData>
       )}
@@ -344,7 +339,7 @@ function HealthChart({ stats }: { stats: Stats }) {
   });
   const troubled = rows.filter((r) => r.statuses.some((s) => s === "degraded" || s === "disconnected"));
   const summary = !rows.length
-    ? "No lines yet."
+    ? undefined
     : troubled.length
       ? `${troubled.length} of ${rows.length} ${rows.length === 1 ? "line was" : "lines were"} degraded or disconnected on some days: ${troubled
           .map((r) => {
@@ -374,7 +369,8 @@ function HealthChart({ stats }: { stats: Stats }) {
         </>
       ) : (
         <NoData>
-          No lines yet: <Link href="/dashboard/lines">add one on the Lines page</Link>.
+          No lines yet:{" "}
+          <Link href="/dashboard/lines">add one on the Lines page</Link>.
         </NoData>
       )}
     </ChartFigure>

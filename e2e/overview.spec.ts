@@ -10,7 +10,7 @@ import { freePort, type TestServer, testServer } from "./harness";
 // (messages both ways, a send that fails, a webhook that answers 200 and one that answers 500,
 // a BlueBubbles line whose Mac does not answer) the charts draw it, "Needs attention" names the
 // degraded line and the failing webhook, and the page fits 1280 px and a 390 px phone, in light
-// and dark. Screenshots: e2e/artifacts/overview-{1280,390}[-dark].png.
+// and dark. Screenshots: e2e/artifacts/overview-{1280,390}[-dark].png and overview-empty.png.
 
 const ARTIFACTS = path.resolve("e2e/artifacts");
 const email = `overview-${Date.now()}@example.com`;
@@ -81,6 +81,7 @@ test.describe("the overview in Chromium", () => {
     await expect(page.getByTestId("chart-health")).toContainText("No lines yet");
     await expect(page.getByTestId("needs-attention")).toHaveCount(0);
     await expect(page.locator(".recharts-surface")).toHaveCount(0);
+    await shot("overview-empty");
   });
 
   test("after traffic, draws the charts, names what needs attention and drops the finished setup list", async () => {
@@ -145,6 +146,9 @@ test.describe("the overview in Chromium", () => {
         await expect(page.getByTestId("chart-health").locator(".recharts-bar-rectangle path").first()).toBeVisible();
         await expect(page.getByTestId("chart-messages").locator(".recharts-bar-rectangle path").first()).toBeVisible();
         await noHorizontalScroll();
+        // The bars take their colour from the page's variables, which follow the colour scheme.
+        const fill = await page.getByTestId("chart-messages").locator(".recharts-bar-rectangle path").first().evaluate((el) => getComputedStyle(el).fill);
+        expect(fill).toBe(scheme === "dark" ? "rgb(139, 133, 255)" : "rgb(79, 70, 229)");
         await shot(`overview-${width}${scheme === "dark" ? "-dark" : ""}`);
       }
     }
