@@ -67,10 +67,17 @@ export function SecretOnce({ title, secret, onDone }: { title: string; secret: s
   );
 }
 
-export function Time({ ms }: { ms: number | null | undefined }) {
+/** A time in the viewer's zone; `short`: the time of day for today, else the date. */
+export function Time({ ms, short = false }: { ms: number | null | undefined; short?: boolean }) {
   if (!ms) return <span className="muted">—</span>;
   const d = new Date(ms);
-  return <time dateTime={d.toISOString()}>{d.toLocaleString()}</time>;
+  const today = new Date().toDateString() === d.toDateString();
+  const text = !short ? d.toLocaleString() : today ? d.toLocaleTimeString([], { hour: "numeric", minute: "2-digit" }) : d.toLocaleDateString([], { month: "short", day: "numeric" });
+  return (
+    <time dateTime={d.toISOString()} title={short ? d.toLocaleString() : undefined}>
+      {text}
+    </time>
+  );
 }
 
 const GOOD = new Set(["sent", "succeeded", "active", "delivered"]);

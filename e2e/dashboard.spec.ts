@@ -32,7 +32,7 @@ const HEADINGS: Record<string, string> = {
   "API keys": "API keys",
   Lines: "Lines",
   Simulator: "Simulator",
-  Chats: "Chats",
+  Inbox: "Inbox",
   Webhooks: "Webhooks",
   Outbox: "Outbox",
   Sandbox: "Sandbox",
@@ -108,14 +108,14 @@ test.describe("dashboard in Chromium", () => {
     await expect(page.getByText(/Delivered to the line as msg_/)).toBeVisible();
     await shot("simulator");
 
-    await go("Chats");
+    await go("Inbox");
     await page.getByRole("link", { name: /\+15551230001/ }).click();
     const conversation = page.getByTestId("conversation");
     await expect(conversation.getByText("Hello from the phone")).toBeVisible();
     await page.getByLabel("Message", { exact: true }).fill("Hi from the dashboard");
     await page.getByRole("button", { name: "Send" }).click();
     // Accepted as pending, then delivered by the runner: the bubble becomes a sent message.
-    await expect(conversation.getByTestId("message").filter({ hasText: "Hi from the dashboard" })).toContainText("sent");
+    await expect(conversation.getByTestId("message").filter({ hasText: "Hi from the dashboard" })).toContainText("Sent");
     await shot("conversation");
     await page.setViewportSize({ width: 390, height: 844 });
     await shot("conversation-phone-width");

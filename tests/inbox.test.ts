@@ -3,6 +3,7 @@ import { sessionActorFor } from "@/server/services/access/session";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { createLine } from "@/server/services/lines/lines";
 import { createCaller } from "@/server/transports/trpc/router";
+import { handleDashboardUpload } from "@/server/transports/http/dashboard-upload";
 import { db, inbound, makeAccount, phone, type Fixture } from "./helpers";
 
 // The dashboard's inbox: chats of every line with their last message and unread count, a
@@ -105,5 +106,43 @@ describe("inbox", () => {
     await vi.waitFor(async () => expect((await as(f).outbox.get({ id: sent.id })).status).toBe("sent"));
     expect(await as(f).chats.unsent({ chat_id: chat.id })).toEqual([]);
     expect((await as(f).chats.inbox({ limit: 25 })).data[0]).toMatchObject({ last_send: null, last_message: { preview: "on its way", is_from_me: true } });
+  });
+});
+
+describe("the dashboard's attachment upload", () => {
+  const upload = (f: Pick<Fixture, "accountId"> | null, headers: Record<string, string>, body: BodyInit) =>
+    handleDashboardUpload(new Request("http://localhost/api/dashboard/files", { method: "POST", headers, body }), async () =>
+      f ? sessionActorFor(f.accountId) : null,
+    );
+
+  it("stores a picked file for the session's account, which a send from the page then carries", async () => {
+    const f = await makeAccount();
+    const contact = phone();
+    await inbound(f, contact, "send me the picture");
+    const res = await upload(f, { "content-type": "image/png", "x-filename": "dot.png", "x-relay-dashboard": "1" }, new Uint8Array([137, 80, 78, 71, 1, 2, 3]));
+    expect(res.status).toBe(201);
+    const file = await res.json();
+    expect(file).toMatchObject({ object: "file", filename: "dot.png", mime_type: "image/png", size: 7 });
+    expect(file.id).toMatch(/^file_/);
+    const sent = await as(f).chats.send({ from: f.line.handle, to: contact, text: null, attachments: [file.id] });
+    await vi.waitFor(async () => expect((await as(f).outbox.get({ id: sent.id })).status).toBe("sent"));
+    const chat = (await as(f).chats.inbox({ limit: 5 })).data[0]!;
+    const conversation = await as(f).chats.messages({ chat_id: chat.id, limit: 5 });
+    expect(conversation.data[0]).toMatchObject({ is_from_me: true, attachments: [expect.objectContaining({ filename: "dot.png" })] });
+  });
+
+  it("refuses a signed-out caller (401) and a request without the dashboard's header (400), with a request ID", async () => {
+    const f = await makeAccount();
+    const out = await upload(null, { "content-type": "text/plain", "x-relay-dashboard": "1" }, "hi");
+    expect(out.status).toBe(401);
+    expect((await out.json()).error.code).toBe("session_required");
+    const bare = await upload(f, { "content-type": "text/plain" }, "hi");
+    expect(bare.status).toBe(400);
+    const body = await bare.json();
+    expect(body).toMatchObject({ error: { code: "invalid_parameter_value", param: "x-relay-dashboard" } });
+    expect(body.request_id).toMatch(/^req_/);
+    const empty = await upload(f, { "content-type": "text/plain", "x-relay-dashboard": "1" }, "");
+    expect(empty.status).toBe(400);
+    expect((await empty.json()).error.code).toBe("empty_file");
   });
 });

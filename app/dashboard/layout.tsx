@@ -1,6 +1,8 @@
 import type { ReactNode } from "react";
 import { requireSession } from "./session";
 import { accountOverview } from "@/server/services/accounts/accounts";
+import { simulatorStatus } from "@/server/services/inbound/simulator";
+import { DashboardSettingsProvider } from "@/components/dashboard-settings";
 import { Nav } from "./nav";
 
 // Rendered per request, never at build: `next build` would otherwise try to prerender every
@@ -11,10 +13,18 @@ export const dynamic = "force-dynamic";
 export default async function DashboardLayout({ children }: { children: ReactNode }) {
   const actor = await requireSession();
   const account = await accountOverview(actor.accountId);
+  const settings = { simulator: simulatorStatus().enabled };
   return (
-    <div className="shell">
-      <Nav email={account.email} />
-      <main className="content">{children}</main>
-    </div>
+    <DashboardSettingsProvider value={settings}>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <div className="shell">
+        <Nav email={account.email} />
+        <main className="content" id="main">
+          {children}
+        </main>
+      </div>
+    </DashboardSettingsProvider>
   );
 }

@@ -5,7 +5,26 @@ import { type FormEvent, useState } from "react";
 import { ConnectLineForm, LineHealth, providerLabel } from "@/components/line-connect";
 import { ListTable } from "@/components/table";
 import { ErrorText, StatusBadge, Time } from "@/components/ui";
+import { useDashboardSettings } from "@/components/dashboard-settings";
 import { useTRPC } from "@/lib/trpc";
+
+/** A warning in one short line; the whole text on demand. */
+function Warning({ text }: { text: string }) {
+  const first = text.split(/(?<=[.:;])\s/)[0] ?? text;
+  if (first.length >= text.length) {
+    return (
+      <div className="small warning" role="note">
+        {text}
+      </div>
+    );
+  }
+  return (
+    <details className="small warning" role="note">
+      <summary>{first}</summary>
+      {text.slice(first.length).trim()}
+    </details>
+  );
+}
 
 function LabelEditor({ id, label, onSave }: { id: string; label: string | null; onSave: (id: string, label: string) => void }) {
   const [value, setValue] = useState(label ?? "");
@@ -27,6 +46,7 @@ function LabelEditor({ id, label, onSave }: { id: string; label: string | null; 
 export default function LinesPage() {
   const trpc = useTRPC();
   const qc = useQueryClient();
+  const { simulator } = useDashboardSettings();
   const lines = useQuery(trpc.lines.list.queryOptions());
   // The account's own lines with their provider settings (never a secret) and capabilities.
   const connections = useQuery(trpc.lines.connections.queryOptions());
@@ -52,6 +72,7 @@ export default function LinesPage() {
   return (
     <>
       <h1>Lines</h1>
+      {simulator ? (
       <form className="panel stack" onSubmit={submit} aria-label="Create a simulated line">
         <h2>Create a simulated line</h2>
         <p className="small muted">A line on the built-in simulated platform, with a free +1 555 01… number. Drive its other side from the simulator.</p>
@@ -79,13 +100,23 @@ export default function LinesPage() {
           </button>
         </div>
       </form>
+      ) : lines.data && !lines.data.data.some((l) => !l.is_sandbox) ? (
+        <div className="panel stack">
+          <h2>Add your first line</h2>
+          <p className="small">
+            A line is a phone number or iMessage account carried by a provider: BlueBubbles Server on a Mac, SMS Gateway for Android on a phone, or Twilio.
+            The server&apos;s operator creates it, then you connect it here:
+          </p>
+          <pre className="mono small code-block">npm run -s admin -- line create --account you@example.com --handle +15551234567</pre>
+        </div>
+      ) : null}
       <ConnectLineForm lines={connections.data ?? []} />
       <div className="panel">
         <ErrorText error={lines.error ?? connections.error ?? update.error} />
         <ListTable
           loading={lines.isPending}
           rows={lines.data?.data ?? []}
-          empty="No lines yet: create one above."
+          empty={simulator ? "No lines yet: create one above." : "No lines yet."}
           headers={["Handle", "Label", "Service", "Provider", "Health", "Status", "Created", ""]}
           row={(l) => (
             <tr key={l.id}>
@@ -103,11 +134,7 @@ export default function LinesPage() {
                 {typeof connectionOf(l.id)?.provider_settings.url === "string" ? (
                   <div className="small muted mono">{String(connectionOf(l.id)!.provider_settings.url)}</div>
                 ) : null}
-                {connectionOf(l.id)?.warnings.map((w) => (
-                  <div key={w} className="small warning" role="note">
-                    {w}
-                  </div>
-                ))}
+                {connectionOf(l.id)?.warnings.map((w) => <Warning key={w} text={w} />)}
               </td>
               <td>
                 <LineHealth status={l.status} reason={l.status_reason} showReason />

@@ -1,12 +1,20 @@
 "use client";
-import { useInfiniteQuery, useMutation, useQueries, useQuery } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useParams } from "next/navigation";
-import { type FormEvent, useState } from "react";
-import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { type FormEvent, useEffect, useRef, useState } from "react";
+import { useLiveSubscription } from "@/components/live";
+import { Empty, ErrorText, Loading, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 
+// One conversation: its messages and, from the database, its sends that have no message yet
+// (sending, or failed with the reason and a Retry), in time order; kept current live; a reply
+// box with an attachment and "reply to".
+
 const REACTION_EMOJI: Record<string, string> = { love: "❤️", like: "👍", dislike: "👎", laugh: "😂", emphasize: "‼️", question: "❓" };
+const MESSAGES_LIVE = `subscription($from: String, $to: String) { messageReceived(from: $from, to: $to) { id } }`;
+const OUTBOX_LIVE = `subscription($from: String, $to: String) { outboxItemUpdated(from: $from, to: $to) { status outboxId } }`;
+const UPLOAD_HEADER = "x-relay-dashboard";
 
 interface AttachmentView {
   id: string;
@@ -28,106 +36,171 @@ function Attachment({ a, audio }: { a: AttachmentView; audio: boolean }) {
   }
   return (
     <div>
-      <a href={a.url} style={{ color: "inherit" }}>
+      <a href={a.url} className="attachment-link">
         📎 {a.filename}
       </a>
     </div>
   );
 }
 
+const DELIVERY: Record<string, string> = { delivered: "Delivered", sent: "Sent", undelivered: "Not delivered", failed: "Failed" };
+
+async function uploadFile(file: File): Promise<string> {
+  const res = await fetch("/api/dashboard/files", {
+    method: "POST",
+    headers: { "content-type": file.type || "application/octet-stream", "x-filename": file.name, [UPLOAD_HEADER]: "1" },
+    body: file,
+  });
+  const body = (await res.json()) as { id?: string; error?: { message: string; code: string }; request_id?: string };
+  if (!res.ok || !body.id) throw Object.assign(new Error(body.error?.message ?? `Upload failed (${res.status})`), { data: { code: body.error?.code, requestId: body.request_id } });
+  return body.id;
+}
+
 export default function ConversationPage() {
   const { id } = useParams<{ id: string }>();
   const trpc = useTRPC();
+  const qc = useQueryClient();
+  const chat = useQuery(trpc.chats.get.queryOptions({ id }));
   const messages = useInfiniteQuery(
     trpc.chats.messages.infiniteQueryOptions(
       { chat_id: id, limit: 30 },
-      { getNextPageParam: (page) => page.next_cursor ?? undefined, refetchInterval: 2_000 },
+      // Live events bring new messages and sends; the slow poll picks up reactions and receipts.
+      { getNextPageParam: (page) => page.next_cursor ?? undefined, refetchInterval: 15_000 },
     ),
   );
-  const chat = messages.data?.pages[0]?.chat;
-  const rows = messages.data?.pages.flatMap((p) => p.data) ?? [];
-  const [sent, setSent] = useState<{ id: string; text: string }[]>([]);
-  const send = useMutation(trpc.chats.send.mutationOptions());
-  // Outgoing items not yet delivered: their status until the message appears.
-  const shownOutbox = new Set(rows.map((m) => m.outbox_id).filter(Boolean));
-  const waiting = sent.filter((s) => !shownOutbox.has(s.id));
-  const statuses = useQueries({
-    queries: waiting.map((s) => ({ ...trpc.outbox.get.queryOptions({ id: s.id }), refetchInterval: 1_000 })),
+  const unsent = useQuery({ ...trpc.chats.unsent.queryOptions({ chat_id: id }), refetchInterval: 15_000 });
+  const markRead = useMutation(trpc.chats.markRead.mutationOptions());
+  const lineHandle = chat.data?.line_handle;
+  const refresh = () => {
+    void qc.invalidateQueries({ queryKey: trpc.chats.messages.pathKey() });
+    void qc.invalidateQueries({ queryKey: trpc.chats.unsent.pathKey() });
+  };
+  const vars = lineHandle ? { from: lineHandle, to: id } : null;
+  useLiveSubscription(MESSAGES_LIVE, vars ?? {}, () => {
+    refresh();
+    markRead.mutate({ id });
   });
-  const [text, setText] = useState("");
-  const [replyTo, setReplyTo] = useState<{ id: string; text: string | null } | null>(null);
-  const line = useQuery({ ...trpc.chats.get.queryOptions({ id }), enabled: !chat });
-  const lineHandle = chat?.line_handle ?? line.data?.line_handle;
+  useLiveSubscription(OUTBOX_LIVE, vars ?? {}, refresh);
+  // Opening the chat reads it.
+  const opened = useRef(false);
+  useEffect(() => {
+    if (opened.current) return;
+    opened.current = true;
+    markRead.mutate({ id });
+  }, [id, markRead]);
 
-  function submit(e: FormEvent) {
+  const rows = messages.data?.pages.flatMap((p) => p.data) ?? [];
+  const oldestShown = messages.hasNextPage ? (rows[rows.length - 1]?.sent_at ?? 0) : 0;
+  const waiting = (unsent.data ?? []).filter((u) => u.created_at >= oldestShown);
+  type Item = { at: number; kind: "message"; m: (typeof rows)[number] } | { at: number; kind: "unsent"; u: (typeof waiting)[number] };
+  const items: Item[] = [...rows.map((m) => ({ at: m.sent_at, kind: "message" as const, m })), ...waiting.map((u) => ({ at: u.created_at, kind: "unsent" as const, u }))].sort(
+    (a, b) => b.at - a.at,
+  );
+
+  const send = useMutation(trpc.chats.send.mutationOptions({ onSuccess: refresh }));
+  const retry = useMutation(trpc.chats.retry.mutationOptions({ onSuccess: refresh }));
+  const [text, setText] = useState("");
+  const [file, setFile] = useState<File | null>(null);
+  const [uploading, setUploading] = useState(false);
+  const [uploadError, setUploadError] = useState<Error | null>(null);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const [replyTo, setReplyTo] = useState<{ id: string; text: string | null } | null>(null);
+
+  async function submit(e: FormEvent) {
     e.preventDefault();
-    if (!lineHandle || !text.trim()) return;
+    if (!lineHandle || (!text.trim() && !file)) return;
+    setUploadError(null);
+    let attachments: string[] = [];
+    if (file) {
+      setUploading(true);
+      try {
+        attachments = [await uploadFile(file)];
+      } catch (err) {
+        setUploadError(err as Error);
+        return;
+      } finally {
+        setUploading(false);
+      }
+    }
     send.mutate(
-      { from: lineHandle, to: id, text, reply_to: replyTo?.id ?? null },
+      { from: lineHandle, to: id, text: text.trim() ? text : null, attachments, reply_to: replyTo?.id ?? null },
       {
-        onSuccess: (item) => {
-          setSent((s) => [...s, { id: item.id, text }]);
+        onSuccess: () => {
           setText("");
+          setFile(null);
+          if (fileInput.current) fileInput.current.value = "";
           setReplyTo(null);
         },
       },
     );
   }
 
+  const c = chat.data;
   return (
     <>
       <p className="small">
-        <Link href={lineHandle ? `/dashboard/chats?line=${encodeURIComponent(lineHandle)}` : "/dashboard/chats"}>← Chats</Link>
+        <Link href={lineHandle ? `/dashboard/chats?line=${encodeURIComponent(lineHandle)}` : "/dashboard/chats"}>← Inbox</Link>
       </p>
-      <h1>{chat ? (chat.name ?? chat.identifier) : "Conversation"}</h1>
-      {chat ? (
+      <h1>{c ? (c.name ?? c.identifier) : "Conversation"}</h1>
+      {c ? (
         <p className="muted small">
-          {chat.is_group ? `Group: ${chat.participants.join(", ")}` : chat.identifier} · on {chat.line_handle} · {chat.service}
+          {c.is_group ? `Group: ${c.participants.join(", ")}` : c.identifier} · on {c.line_handle} · {c.service === "imessage" ? "iMessage" : c.service.toUpperCase()}
         </p>
       ) : null}
       <div className="panel">
-        <ErrorText error={messages.error} />
+        <ErrorText error={chat.error ?? messages.error ?? unsent.error} />
         {messages.isPending ? (
           <Loading what="Loading messages" />
         ) : (
           <div className="conversation" aria-live="polite" data-testid="conversation">
-            {waiting.map((s, i) => {
-              const item = statuses[i]?.data;
-              return (
-                <div key={s.id} className="bubble me">
-                  {s.text}
+            {items.map((item) =>
+              item.kind === "unsent" ? (
+                <div key={item.u.outbox_id} className={`bubble me${item.u.status === "failed" ? " failed" : " pending"}`} data-testid="unsent">
+                  {item.u.text ? <div>{item.u.text}</div> : null}
+                  {item.u.attachments ? <div className="small">📎 {item.u.attachments} attachment</div> : null}
                   <div className="meta">
-                    <StatusBadge status={item?.status ?? "pending"} />
-                    {item?.error ? <span> {item.error}</span> : null}
+                    {item.u.status === "failed" ? (
+                      <>
+                        <strong>Not sent</strong> · <Time ms={item.u.completed_at ?? item.u.created_at} />
+                        <div className="reason">{item.u.error}</div>
+                        <button type="button" className="bubble-action" onClick={() => retry.mutate({ id: item.u.outbox_id })} disabled={retry.isPending}>
+                          Retry
+                        </button>
+                      </>
+                    ) : (
+                      <>
+                        Sending… · <Time ms={item.u.created_at} />
+                      </>
+                    )}
                   </div>
                 </div>
-              );
-            })}
-            {rows.map((m) => (
-              <div key={m.id} className={`bubble${m.is_from_me ? " me" : ""}`} data-testid="message">
-                {m.reply_to ? <div className="reply">{m.reply_to.text ?? "(attachment)"}</div> : null}
-                {m.text ? <div>{m.text}</div> : null}
-                {m.attachments.map((a) => (
-                  <Attachment key={a.id} a={a} audio={m.is_audio_message === true} />
-                ))}
-                {m.reactions.length ? (
-                  <div className="reactions" aria-label="Reactions">
-                    {m.reactions.map((r) => (
-                      <span key={r.id} title={`${r.type} from ${r.sender}`}>
-                        {REACTION_EMOJI[r.type] ?? r.type}
-                      </span>
-                    ))}
+              ) : (
+                <div key={item.m.id} className={`bubble${item.m.is_from_me ? " me" : ""}`} data-testid="message">
+                  {item.m.reply_to ? <div className="reply">{item.m.reply_to.text ?? "(attachment)"}</div> : null}
+                  {item.m.text ? <div>{item.m.text}</div> : null}
+                  {item.m.attachments.map((a) => (
+                    <Attachment key={a.id} a={a} audio={item.m.is_audio_message === true} />
+                  ))}
+                  {item.m.reactions.length ? (
+                    <div className="reactions" aria-label="Reactions">
+                      {item.m.reactions.map((r) => (
+                        <span key={r.id} title={`${r.type} from ${r.sender}`}>
+                          {REACTION_EMOJI[r.type] ?? r.type}
+                        </span>
+                      ))}
+                    </div>
+                  ) : null}
+                  <div className="meta">
+                    {item.m.is_from_me ? (item.m.delivery_status ? DELIVERY[item.m.delivery_status] : "Sent") : item.m.sender} · <Time ms={item.m.sent_at} />
+                    {item.m.is_from_me && item.m.delivery_error ? <div className="reason">{item.m.delivery_error}</div> : null}
+                    <button type="button" className="bubble-action" onClick={() => setReplyTo({ id: item.m.id, text: item.m.text })} aria-label={`Reply to ${item.m.text ?? "attachment"}`}>
+                      Reply
+                    </button>
                   </div>
-                ) : null}
-                <div className="meta">
-                  {m.is_from_me ? "sent" : m.sender} · <Time ms={m.sent_at} />{" "}
-                  <button type="button" className="small" style={{ padding: "0 0.4rem" }} onClick={() => setReplyTo({ id: m.id, text: m.text })}>
-                    Reply
-                  </button>
                 </div>
-              </div>
-            ))}
-            {!rows.length && !waiting.length ? <Empty>No messages yet.</Empty> : null}
+              ),
+            )}
+            {!items.length ? <Empty>No messages yet.</Empty> : null}
           </div>
         )}
         {messages.hasNextPage ? (
@@ -136,7 +209,7 @@ export default function ConversationPage() {
           </button>
         ) : null}
       </div>
-      <form className="panel stack" onSubmit={submit} aria-label="Send a message">
+      <form className="panel stack" onSubmit={(e) => void submit(e)} aria-label="Send a message">
         {replyTo ? (
           <div className="row small">
             Replying to “{replyTo.text ?? "attachment"}”
@@ -149,10 +222,14 @@ export default function ConversationPage() {
           Message
           <textarea rows={2} value={text} onChange={(e) => setText(e.target.value)} maxLength={20_000} placeholder="Write a reply" />
         </label>
-        <ErrorText error={send.error} />
+        <label>
+          Attachment (optional)
+          <input ref={fileInput} type="file" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />
+        </label>
+        <ErrorText error={uploadError ?? send.error ?? retry.error} />
         <div>
-          <button className="primary" type="submit" disabled={send.isPending || !text.trim() || !lineHandle}>
-            Send
+          <button className="primary" type="submit" disabled={send.isPending || uploading || (!text.trim() && !file) || !lineHandle}>
+            {uploading ? "Uploading…" : send.isPending ? "Sending…" : "Send"}
           </button>
         </div>
       </form>

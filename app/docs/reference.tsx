@@ -1,0 +1,38 @@
+"use client";
+import "@scalar/api-reference-react/style.css";
+import dynamic from "next/dynamic";
+import { Loading } from "@/components/ui";
+
+// Scalar's reference is a Vue app in a React wrapper that touches `window` when it loads: it
+// runs in the browser only. Its configuration keeps it to this server: no web fonts, no
+// telemetry, no request proxy (the try-it console calls /v1 on this origin directly), no
+// hosted MCP or registry links.
+const ApiReferenceReact = dynamic(() => import("@scalar/api-reference-react").then((m) => m.ApiReferenceReact), {
+  ssr: false,
+  loading: () => (
+    <main style={{ padding: "1.5rem" }}>
+      <Loading what="Loading the API reference" />
+    </main>
+  ),
+});
+
+export function ApiReference() {
+  return (
+    <ApiReferenceReact
+      configuration={{
+        url: "/v1/openapi.json",
+        title: "Relay API reference",
+        withDefaultFonts: false,
+        telemetry: false,
+        mcp: { disabled: true },
+        showDeveloperTools: "never",
+        documentDownloadType: "json",
+        hideClientButton: false,
+        persistAuth: false,
+        authentication: { preferredSecurityScheme: "apiKey" },
+        defaultHttpClient: { targetKey: "shell", clientKey: "curl" },
+        customCss: ".scalar-app { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; }",
+      }}
+    />
+  );
+}
