@@ -15,6 +15,12 @@ export interface LoadOptions {
   body?: string;
   connections: number;
   seconds: number;
+  /**
+   * Each request its own URL and body: `[<id>]` in them is replaced by a new ID per request
+   * (autocannon's -I; wrk sends one fixed request, so autocannon runs these). For routes whose
+   * repeated identical reads the read cache would answer.
+   */
+  unique?: boolean;
 }
 
 export interface LoadResult {
@@ -75,7 +81,7 @@ export function run(command: string, args: string[], env: NodeJS.ProcessEnv | un
 
 export async function load(o: LoadOptions): Promise<LoadResult> {
   const timeoutMs = (o.seconds + 30) * 1000;
-  if (loadGenerator === "wrk" && o.rate === undefined) {
+  if (loadGenerator === "wrk" && o.rate === undefined && !o.unique) {
     const dir = mkdtempSync(path.join(tmpdir(), "relay-wrk-"));
     try {
       const script = path.join(dir, "request.lua");
@@ -104,6 +110,7 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
   }
   const args = ["--json", "-c", String(o.connections), "-d", String(o.seconds), "-m", o.method ?? "GET"];
   if (o.rate !== undefined) args.push("-R", String(o.rate));
+  if (o.unique) args.push("-I");
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push("-H", `${k}=${v}`);
   if (o.body !== undefined) args.push("-b", o.body);
   args.push(o.url);

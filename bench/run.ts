@@ -10,9 +10,12 @@
 //   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
 //   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
-//   reads,writes,webhooks,inbound,twilio,instances,observability) to run only some parts
+//   reads,writes,webhooks,inbound,twilio,instances,observability,search) to run only some parts
 //   (instances: bench/instances.ts, one app instance vs two on PostgreSQL; observability: the
-//   same file, the request log and metrics' cost on GET /v1/chats), BENCH_DRAIN / BENCH_DRAIN_PGLITE and
+//   same file, the request log and metrics' cost on GET /v1/chats; search: bench/search.ts,
+//   full-text search over BENCH_SEARCH_MESSAGES (default 1,000,000) messages on PostgreSQL, with
+//   one connection and BENCH_SEARCH_CONNECTIONS (default 8), BENCH_SEARCH_SECONDS (default
+//   BENCH_SECONDS) per measurement), BENCH_DRAIN / BENCH_DRAIN_PGLITE and
 //   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_INBOUND /
 //   BENCH_INBOUND_PGLITE for the unique provider events of the inbound part (bench/inbound.ts:
 //   BlueBubbles webhooks, 20% of them repeats), BENCH_INBOUND_SECONDS (default 60) for its
@@ -31,6 +34,7 @@ import { type Baseline, buildBaseline, startBaseline } from "./baseline";
 import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, storeEnvelope } from "./load";
 import { type InboundResults, measureInbound } from "./inbound";
 import { instancesReport, measureInstances } from "./instances";
+import { measureSearch, searchReport } from "./search";
 import { measureTwilio, type TwilioResults } from "./twilio";
 import { measureWebhooks, type WebhookResults } from "./webhooks";
 import { measureWrites, type WriteResults } from "./writes";
@@ -41,7 +45,7 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
-const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,instances,observability").split(",").map((p) => p.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,instances,observability,search").split(",").map((p) => p.trim()));
 /** The parts measured on the single server runOn starts (instances starts its own). */
 const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio"].some((p) => PARTS.has(p));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
@@ -314,6 +318,14 @@ async function main(): Promise<void> {
   const wantInstances = instanceParts.throughput || instanceParts.observability;
   const instances = wantInstances && pgReachable ? await measureInstances(instanceOptions, instanceParts) : null;
   if (wantInstances && !pgReachable) console.error("instances, observability: PostgreSQL only (not reachable, or BENCH_ONLY=pglite): skipped.");
+  const searchOptions = {
+    pgUrl: PG_URL,
+    messages: Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000),
+    seconds: Number(process.env.BENCH_SEARCH_SECONDS ?? SECONDS),
+    connections: Number(process.env.BENCH_SEARCH_CONNECTIONS ?? 8),
+  };
+  const search = PARTS.has("search") && pgReachable ? await measureSearch(searchOptions) : null;
+  if (PARTS.has("search") && !pgReachable) console.error("search: PostgreSQL only (not reachable, or BENCH_ONLY=pglite): skipped.");
   console.log(`\n${CONNECTIONS} connections, ${SECONDS}s per route, median of ${ROUNDS} interleaved rounds, loopback, npm start (scripts/start.mjs), load from ${loadGenerator} (a separate process)`);
   if (rows.length) {
     console.log(
@@ -391,6 +403,7 @@ async function main(): Promise<void> {
     }
   }
   if (instances) for (const line of instancesReport(instances, instanceOptions)) console.log(line);
+  if (search) for (const line of searchReport(search, searchOptions)) console.log(line);
   if (!SINGLE_SERVER_PARTS) return;
   const verdict = (what: string, ratio: number | undefined, target: number) =>
     ratio === undefined ? `${what}: not measured` : `${what}: ${(ratio * 100).toFixed(0)}% (target ${target * 100}%) -> ${ratio >= target ? "met" : "NOT met"}`;
