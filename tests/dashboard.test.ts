@@ -157,6 +157,7 @@ describe("tenancy", () => {
       "chats.get": () => outsider.chats.get({ id: chatId }),
       "chats.messages": () => outsider.chats.messages({ chat_id: chatId, limit: 50 }),
       "chats.send": () => outsider.chats.send({ from: a.line.handle, to: chatId, text: "x" }),
+      "search.messages": () => outsider.search.messages({ query: "private", chat_id: chatId }),
       "outbox.list": () => outsider.outbox.list({ limit: 100 }),
       "outbox.get": () => outsider.outbox.get({ id: item.id }),
       "sandbox.get": () => outsider.sandbox.get(),
