@@ -209,7 +209,15 @@ async function* backupStream(
     await source.query(`CLOSE ${quoteIdent(name)}`);
   }
   const cursor = `${CURSOR_PREFIX}${randomBytes(6).toString("hex")}`;
-  const selects = tables.map((t) => `SELECT ${quoteLiteral(t)} AS t, to_jsonb(x)::text AS r FROM ${quoteIdent(t)} x`);
+  // Generated columns (Message.textSearch) are not data: the database computes them again on restore.
+  const generated = new Map<string, string[]>();
+  for (const c of await source.query<{ t: string; c: string }>(
+    `SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_schema = current_schema() AND is_generated <> 'NEVER'`,
+  )) {
+    generated.set(c.t, [...(generated.get(c.t) ?? []), c.c]);
+  }
+  const rowOf = (t: string) => (generated.has(t) ? `(to_jsonb(x) - ARRAY[${generated.get(t)!.map(quoteLiteral).join(", ")}]::text[])` : "to_jsonb(x)");
+  const selects = tables.map((t) => `SELECT ${quoteLiteral(t)} AS t, ${rowOf(t)}::text AS r FROM ${quoteIdent(t)} x`);
   await source.query(`DECLARE ${quoteIdent(cursor)} NO SCROLL CURSOR WITH HOLD FOR ${selects.join(" UNION ALL ")}`);
 
   // Read after the snapshot: sequences are not transactional, so these values are at least
