@@ -2,10 +2,11 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import { type FormEvent, useState } from "react";
-import { ErrorText } from "@/components/ui";
+import { useDashboardSettings } from "@/components/dashboard-settings";
+import { ErrorText, ShortWarning } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 import type { AppRouter } from "@/server/transports/trpc/router";
-import { aboutProvider, type ConnectionField, PROVIDER_ABOUTS } from "@/server/platform/about";
+import { aboutProvider, type ConnectionField, explainProblem, PROVIDER_ABOUTS } from "@/server/platform/about";
 
 // A line's provider and health on the lines page, and the "Connect a line" form: connect a
 // line to a provider (or back to simulated) and test the connection. The provider's secrets
@@ -90,29 +91,115 @@ function CapabilityList({ capabilities }: { capabilities: Record<string, unknown
   );
 }
 
-/** The result of Test connection: ok or failed, the line's health, the reason, capabilities and warnings. */
-function ProbeResult({ report }: { report: Report }) {
-  const { probe, line, warnings } = report;
+interface ResultView {
+  saved: boolean;
+  provider: string;
+  probe: Report["probe"];
+  warnings: string[];
+  line: { handle: string; provider: string; status: string; status_reason: string | null } | null;
+}
+
+/**
+ * The result of a connection test: ok or failed (and whether anything was saved), what it means
+ * and how to fix it in words, the provider's own reason on demand, capabilities and warnings.
+ * A failed test that saved nothing offers "Save anyway".
+ */
+export function ProbeResult({ result, onSaveAnyway, saving }: { result: ResultView; onSaveAnyway?: () => void; saving?: boolean }) {
+  const { probe, line, warnings } = result;
+  const explained = probe.ok ? null : explainProblem(result.provider, probe.reason);
   return (
     <div className="panel stack" role="status" aria-label="Connection result" data-testid="connection-result" style={{ marginBottom: 0 }}>
       <div className="row">
-        <strong className={probe.ok ? "ok" : "error"}>{probe.ok ? "Connection OK" : "Connection failed"}</strong>
-        <span className="small muted">
-          {line.handle} on {providerLabel(line.provider)}:
-        </span>
-        <LineHealth status={line.status} reason={line.status_reason} />
+        <strong className={probe.ok ? "ok" : "error"}>
+          {probe.ok ? "Connection OK" : result.saved ? "Connection failed (saved as you asked)" : "Connection failed: nothing was saved"}
+        </strong>
+        {line && result.saved ? (
+          <>
+            <span className="small muted">
+              {line.handle} on {providerLabel(line.provider)}:
+            </span>
+            <LineHealth status={line.status} reason={line.status_reason} />
+          </>
+        ) : null}
       </div>
-      {probe.reason ? <p className="small" style={{ margin: 0 }}>{probe.reason}</p> : null}
+      {explained ? <p style={{ margin: 0 }}>{explained}</p> : null}
+      {probe.reason ? (
+        explained ? (
+          <details className="small">
+            <summary>What {providerLabel(result.provider, true)} said</summary>
+            <span className="mono">{probe.reason}</span>
+          </details>
+        ) : (
+          <p className="small" style={{ margin: 0 }}>
+            {probe.reason}
+          </p>
+        )
+      ) : null}
       <CapabilityList capabilities={probe.capabilities} />
-      {warnings.length ? (
-        <ul className="small" aria-label="Warnings" style={{ margin: 0, paddingLeft: "1.2rem", color: "var(--warn)" }}>
-          {warnings.map((w) => (
-            <li key={w}>{w}</li>
-          ))}
-        </ul>
+      {warnings.map((w) => (
+        <ShortWarning key={w} text={w} />
+      ))}
+      {!probe.ok && !result.saved && onSaveAnyway ? (
+        <div className="row">
+          <button type="button" className="danger" onClick={onSaveAnyway} disabled={saving}>
+            Save anyway
+          </button>
+          <span className="small muted">The line will be degraded until the connection works.</span>
+        </div>
       ) : null}
     </div>
   );
+}
+
+/** The provider's connection settings as inputs; secrets start empty (saved ones are never shown). */
+export function ProviderFields({
+  provider,
+  value,
+  onChange,
+  secretsSaved,
+  secretsRequired,
+}: {
+  provider: string;
+  value: (f: ConnectionField) => string;
+  onChange: (key: string, value: string) => void;
+  secretsSaved: boolean;
+  secretsRequired: boolean;
+}) {
+  const fields = aboutProvider(provider)?.fields ?? [];
+  if (!fields.length) return null;
+  return (
+    <div className="row" style={{ flexWrap: "wrap" }}>
+      {fields.map((f) => (
+        <label key={`${provider}.${f.key}`} style={f.width ? { flex: 1, minWidth: Math.min(f.width, 260) } : undefined}>
+          {f.label}
+          {f.optional ? <span className="small muted"> (optional)</span> : null}
+          <input
+            type={f.type}
+            value={value(f)}
+            onChange={(e) => onChange(f.key, e.target.value)}
+            required={f.secret ? secretsRequired : !f.optional}
+            placeholder={f.secret && secretsSaved ? "saved (type to change)" : f.placeholder}
+            spellCheck={false}
+            maxLength={500}
+            {...(f.secret ? { autoComplete: "new-password" } : {})}
+            {...(f.type === "number" ? { min: f.min, max: f.max, step: 1 } : {})}
+          />
+        </label>
+      ))}
+    </div>
+  );
+}
+
+/** The typed settings as provider_config: numbers as numbers, empty optional fields left out. */
+export function providerConfigOf(provider: string, value: (f: ConnectionField) => string): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  for (const f of aboutProvider(provider)?.fields ?? []) {
+    const raw = value(f);
+    const v = f.secret ? raw : raw.trim();
+    if (v === "" && f.optional) continue;
+    config[f.key] = f.type === "number" ? Number(v) : v;
+  }
+  return config;
 }
 
 const lineName = (l: LineConnection) => (l.label ? `${l.label} (${l.handle})` : l.handle);
@@ -127,8 +214,9 @@ function savedSetting(line: LineConnection | undefined, provider: string, key: s
 
 /**
  * Connect a line: choose the line and its provider, then the provider's settings (server URL,
- * credentials, ...). Test connection saves and probes new settings (lines.connect), or probes
- * the saved ones again when nothing was changed and no secret typed (lines.test).
+ * credentials, ...). Test connection tests new settings before saving them (lines.connect: a
+ * failing test saves nothing, and "Save anyway" saves it), or probes the saved ones again when
+ * nothing was changed (lines.test). Moving a line to another provider asks first.
  */
 export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
   const trpc = useTRPC();
@@ -139,6 +227,10 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
   // Typed values by field key; a key absent shows the saved setting (secrets: empty).
   const [typed, setTyped] = useState<Record<string, string>>({});
   const [report, setReport] = useState<Report | null>(null);
+  const [confirming, setConfirming] = useState(false);
+  // With the simulator off nothing offers simulated lines (a line there could never receive).
+  const { simulator } = useDashboardSettings();
+  const offered = PROVIDERS.filter((p) => p.monitored || simulator || p.name === lines.find((l) => l.id === lineId)?.provider);
 
   const line = lines.find((l) => l.id === lineId) ?? lines[0];
   const chosenProvider = provider ?? line?.provider ?? FIRST_MONITORED;
@@ -146,18 +238,19 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
   const fields: readonly ConnectionField[] = chosen?.fields ?? [];
   const saved = line?.provider === chosenProvider && !!chosen?.monitored;
   const shown = (f: ConnectionField) => typed[f.key] ?? (f.secret ? "" : savedSetting(line, chosenProvider, f.key));
-  const unchanged = !!line && chosenProvider === line.provider && fields.every((f) => shown(f) === (f.secret ? "" : savedSetting(line, chosenProvider, f.key)));
   // Nothing new to save: probe what is saved.
-  const testSaved = unchanged;
-  const switchingToSimulated = !!line && !!chosen && !chosen.monitored && line.provider !== chosenProvider;
+  const testSaved = !!line && chosenProvider === line.provider && fields.every((f) => shown(f) === (f.secret ? "" : savedSetting(line, chosenProvider, f.key)));
+  const switching = !!line && line.provider !== chosenProvider;
 
   const clear = () => {
     setProvider(null);
     setTyped({});
+    setConfirming(false);
   };
   const done = (r: Report) => {
     setReport(r);
-    clear();
+    // A test that saved nothing keeps what was typed, to fix it or save it anyway.
+    if (r.saved) clear();
     void qc.invalidateQueries({ queryKey: trpc.lines.connections.queryKey() });
     void qc.invalidateQueries({ queryKey: trpc.lines.list.queryKey() });
   };
@@ -173,23 +266,24 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
     test.reset();
   }
 
-  function submit(e: FormEvent<HTMLFormElement>) {
-    e.preventDefault();
+  function run(saveFailing: boolean) {
     if (!line) return;
     setReport(null);
+    setConfirming(false);
     if (testSaved) {
       connect.reset();
       test.mutate({ line_id: line.id });
       return;
     }
     test.reset();
-    const providerConfig: Record<string, unknown> = {};
-    for (const f of fields) {
-      const value = shown(f).trim();
-      if (value === "" && f.optional) continue;
-      providerConfig[f.key] = f.type === "number" ? Number(value) : f.secret ? shown(f) : value;
-    }
-    connect.mutate({ line_id: line.id, provider: chosenProvider, provider_config: providerConfig });
+    connect.mutate({ line_id: line.id, provider: chosenProvider, provider_config: providerConfigOf(chosenProvider, shown), save_failing: saveFailing });
+  }
+
+  function submit(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    // Moving a line to another provider changes where its messages go: ask first.
+    if (switching && !confirming) return setConfirming(true);
+    run(false);
   }
 
   if (!lines.length) return null;
@@ -197,9 +291,8 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
     <form className="panel stack" onSubmit={submit} aria-label="Connect a line" autoComplete="off">
       <h2>Connect a line</h2>
       <p className="small muted">
-        Carry a line through a provider: BlueBubbles Server on a Mac sends and receives its iMessage (and SMS through a paired iPhone); SMS Gateway for
-        Android sends and receives SMS through an Android phone; Twilio sends SMS and MMS from a Twilio number. Passwords, keys and tokens are stored
-        encrypted and never shown again. Choose Simulated to switch a line back to the built-in platform.
+        Change the provider or settings of an existing line. The connection is tested before anything is saved. Passwords, keys and tokens are
+        stored encrypted and never shown again.
       </p>
       <div className="row">
         <label>
@@ -214,8 +307,14 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
         </label>
         <label>
           Provider
-          <select value={chosenProvider} onChange={(e) => setProvider(e.target.value)}>
-            {PROVIDERS.map((p) => (
+          <select
+            value={chosenProvider}
+            onChange={(e) => {
+              setProvider(e.target.value);
+              setConfirming(false);
+            }}
+          >
+            {offered.map((p) => (
               <option key={p.name} value={p.name}>
                 {p.label}
               </option>
@@ -228,38 +327,50 @@ export function ConnectLineForm({ lines }: { lines: LineConnection[] }) {
           </div>
         ) : null}
       </div>
-      {fields.length ? (
-        <div className="row" style={{ flexWrap: "wrap" }}>
-          {fields.map((f) => (
-            <label key={`${chosenProvider}.${f.key}`} style={f.width ? { flex: 1, minWidth: f.width } : undefined}>
-              {f.label}
-              <input
-                type={f.type}
-                value={shown(f)}
-                onChange={(e) => setTyped({ ...typed, [f.key]: e.target.value })}
-                required={f.secret ? !testSaved : !f.optional}
-                placeholder={f.secret && saved ? "saved (type to change)" : f.placeholder}
-                spellCheck={false}
-                maxLength={500}
-                {...(f.secret ? { autoComplete: "new-password" } : {})}
-                {...(f.type === "number" ? { min: f.min, max: f.max, step: 1, style: { width: f.width } } : {})}
-              />
-            </label>
-          ))}
-        </div>
-      ) : null}
+      <ProviderFields
+        provider={chosenProvider}
+        value={shown}
+        onChange={(key, value) => setTyped({ ...typed, [key]: value })}
+        secretsSaved={saved}
+        secretsRequired={!testSaved}
+      />
       {saved && fields.some((f) => f.secret) ? (
         <p className="small muted" style={{ margin: 0 }}>
           Leave the secrets empty to test the saved connection; type them to save changed settings.
         </p>
       ) : null}
       <ErrorText error={connect.error ?? test.error} />
-      <div>
-        <button className="primary" type="submit" disabled={pending || !line}>
-          {pending ? "Testing…" : switchingToSimulated ? `Switch to ${chosen!.short.toLowerCase()}` : "Test connection"}
-        </button>
-      </div>
-      {report ? <ProbeResult report={report} /> : null}
+      {confirming && line ? (
+        <div className="panel stack confirm" role="alertdialog" aria-label="Confirm the switch">
+          <strong>
+            Move {line.handle} from {providerLabel(line.provider)} to {providerLabel(chosenProvider)}?
+          </strong>
+          <span className="small">
+            Its messages will go through {providerLabel(chosenProvider)} from now on{chosen?.monitored ? ", once the connection test passes" : ""}.
+          </span>
+          <div className="row">
+            <button type="submit" className="primary" disabled={pending}>
+              {chosen?.monitored ? "Test and switch" : `Switch to ${providerLabel(chosenProvider, true)}`}
+            </button>
+            <button type="button" onClick={() => setConfirming(false)}>
+              Cancel
+            </button>
+          </div>
+        </div>
+      ) : (
+        <div>
+          <button className="primary" type="submit" disabled={pending || !line}>
+            {pending ? "Testing…" : switching && !chosen?.monitored ? `Switch to ${chosen!.short.toLowerCase()}` : "Test connection"}
+          </button>
+        </div>
+      )}
+      {report ? (
+        <ProbeResult
+          result={{ saved: report.saved, provider: report.saved ? report.line.provider : chosenProvider, probe: report.probe, warnings: report.warnings, line: report.line }}
+          onSaveAnyway={() => run(true)}
+          saving={pending}
+        />
+      ) : null}
     </form>
   );
 }

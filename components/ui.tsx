@@ -87,3 +87,21 @@ export function StatusBadge({ status }: { status: string }) {
   const tone = GOOD.has(status) ? "ok" : BAD.has(status) ? "bad" : "warn";
   return <span className={`badge ${tone}`}>{status}</span>;
 }
+
+/** A warning in one short line (its first sentence); the whole text on demand. */
+export function ShortWarning({ text }: { text: string }) {
+  const first = text.split(/(?<=[.:;])\s/)[0] ?? text;
+  if (first.length >= text.length) {
+    return (
+      <div className="small warning" role="note">
+        {text}
+      </div>
+    );
+  }
+  return (
+    <details className="small warning" role="note">
+      <summary>{first}</summary>
+      {text.slice(first.length).trim()}
+    </details>
+  );
+}

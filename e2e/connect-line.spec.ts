@@ -15,6 +15,7 @@ const BB_PASSWORD = `bb-e2e-${randomBytes(8).toString("hex")}`;
 let app: TestServer;
 let page: Page;
 let bb: FakeBlueBubbles | undefined;
+let second: FakeBlueBubbles | undefined;
 let bbUrl = "";
 const email = `connect-${Date.now()}@example.com`;
 /** The line's handle: its simulated number, or once connected the Apple ID the Mac's probe names (the fake's). */
@@ -35,6 +36,7 @@ test.beforeAll(async ({ browser }: { browser: Browser }) => {
 test.afterAll(async () => {
   await page?.close();
   await bb?.close();
+  await second?.close();
   await app?.dispose();
 });
 
@@ -64,6 +66,8 @@ test.describe("connecting a line in Chromium", () => {
     await form.getByLabel("Password").fill(BB_PASSWORD);
     await form.getByLabel("Send timeout (seconds)").fill("60");
     await form.getByRole("button", { name: "Test connection" }).click();
+    // Moving a line to another provider asks first.
+    await form.getByRole("alertdialog", { name: "Confirm the switch" }).getByRole("button", { name: "Test and switch" }).click();
 
     const result = page.getByTestId("connection-result");
     await expect(result).toContainText("Connection OK");
@@ -94,27 +98,63 @@ test.describe("connecting a line in Chromium", () => {
     await expect(page.getByTestId("connection-result")).toContainText("Connection OK");
   });
 
-  test("a wrong password: Connection failed with the reason, and the line is degraded", async () => {
+  test("a wrong password: tested before saving, explained in words, nothing saved until Save anyway", async () => {
     const form = page.getByRole("form", { name: "Connect a line" });
     await form.getByLabel("Password").fill("not-the-password");
     await form.getByRole("button", { name: "Test connection" }).click();
     const result = page.getByTestId("connection-result");
-    await expect(result).toContainText("Connection failed");
+    await expect(result).toContainText("Connection failed: nothing was saved");
+    await expect(result).toContainText("The password is wrong: check BlueBubbles Server → Settings → Password");
+    // The provider's own words, on demand.
+    await result.getByText("What BlueBubbles said").click();
     await expect(result).toContainText("Authentication Error");
-    await expect(result.getByTestId("line-health")).toHaveText("degraded");
-    await expect(page.getByRole("row").filter({ hasText: LINE_HANDLE }).first().getByTestId("line-health")).toHaveText("degraded");
+    // The working connection is untouched.
+    const row = page.getByRole("row").filter({ hasText: LINE_HANDLE }).first();
+    await expect(row.getByTestId("line-health")).toHaveText("connected");
+    await page.screenshot({ path: path.join(ARTIFACTS, "connect-line-failed.png"), fullPage: true });
+    await result.getByRole("button", { name: "Save anyway" }).click();
+    await expect(page.getByTestId("connection-result")).toContainText("Connection failed (saved as you asked)");
+    await expect(page.getByTestId("connection-result").getByTestId("line-health")).toHaveText("degraded");
+    await expect(row.getByTestId("line-health")).toHaveText("degraded");
   });
 
   test("switches the line back to simulated", async () => {
     const form = page.getByRole("form", { name: "Connect a line" });
     await form.getByLabel("Provider").selectOption("simulated");
     await expect(form.getByLabel("Password")).toHaveCount(0);
-    await form.getByRole("button", { name: "Switch to simulated" }).click();
+    await form.getByRole("button", { name: "Switch to simulated", exact: true }).click();
+    await form.getByRole("alertdialog", { name: "Confirm the switch" }).getByRole("button", { name: "Switch to Simulated", exact: true }).click();
     const result = page.getByTestId("connection-result");
     await expect(result).toContainText("Connection OK");
     await expect(result.getByTestId("line-health")).toHaveText("connected");
     const row = page.getByRole("row").filter({ hasText: LINE_HANDLE }).first();
     await expect(row).toContainText("Simulated");
     await expect(row).not.toContainText(bbUrl);
+  });
+
+  test("adds a BlueBubbles line: the test fails and saves nothing, passes, and the line is added with the Mac's Apple ID", async () => {
+    // A second Mac, signed in with its own Apple ID (the first one's is the connected line's now).
+    second = await startFakeBlueBubbles({ password: BB_PASSWORD, appleId: "second-mac@icloud.com", deliver: async () => undefined });
+    const form = page.getByRole("form", { name: "Add a line" });
+    await form.getByRole("radio", { name: /BlueBubbles/ }).check();
+    await form.getByLabel("Server URL").fill(second.url);
+    await form.getByLabel("Password").fill("still-not-the-password");
+    await form.getByLabel(/^Label/).fill("Mac mini");
+    const rows = page.getByRole("row").filter({ hasText: "second-mac@icloud.com" });
+    await form.getByRole("button", { name: "Test and add" }).click();
+    const result = form.getByTestId("connection-result");
+    await expect(result).toContainText("Connection failed: nothing was saved");
+    await expect(result).toContainText("The password is wrong");
+    await expect(rows).toHaveCount(0);
+    await form.getByLabel("Password").fill(BB_PASSWORD);
+    await form.getByRole("button", { name: "Test and add" }).click();
+    await expect(result).toContainText("Connection OK");
+    await expect(form.getByRole("status").filter({ hasText: "Added second-mac@icloud.com" })).toBeVisible();
+    await expect(rows).toHaveCount(1);
+    await expect(rows.first().getByLabel("Label")).toHaveValue("Mac mini");
+    await expect(rows.first()).toContainText("BlueBubbles");
+    await expect(rows.first().getByTestId("line-health")).toHaveText("connected");
+    expect(await page.content()).not.toContain(BB_PASSWORD);
+    await page.screenshot({ path: path.join(ARTIFACTS, "add-line.png"), fullPage: true });
   });
 });

@@ -6,6 +6,7 @@ import { sandboxLine } from "@/server/services/lines/sandbox-line";
 import { handleTrpc } from "@/server/transports/trpc/http";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { createCaller } from "@/server/transports/trpc/router";
+import { explainProblem } from "@/server/platform/about";
 import { db, gql, makeAccount, type Fixture } from "./helpers";
 
 // Connecting a line to BlueBubbles from the dashboard (tRPC lines.connect / lines.test /
@@ -104,13 +105,21 @@ describe("dashboard (tRPC): connecting a line to BlueBubbles", () => {
     expect(tested.line.status).toBe("connected");
   });
 
-  it("a wrong password: the probe fails with a readable reason and the line is degraded", async () => {
+  it("a wrong password: the test fails with a readable reason and saves nothing; confirmed, the line is saved degraded", async () => {
     const f = await makeAccount({ advanced: false });
     const wrong = `wrong-${randomBytes(6).toString("hex")}`;
     passwords.push(wrong);
-    const res = await trpc("lines.connect", { line_id: f.line.id, provider: "bluebubbles", provider_config: bbConfig(wrong) }, f);
+    const refused = await trpc("lines.connect", { line_id: f.line.id, provider: "bluebubbles", provider_config: bbConfig(wrong) }, f);
+    expect(refused.status).toBe(200);
+    expect(refused.body.result.data).toMatchObject({ saved: false, probe: { ok: false, reason: expect.stringMatching(/Authentication Error/) } });
+    // Tested before saving: the line is as it was.
+    expect(refused.body.result.data.line).toMatchObject({ id: f.line.id, provider: "simulated", status: "connected" });
+    expect((await (await db()).line.findUniqueOrThrow({ where: { id: f.line.id } })).provider).toBe("simulated");
+
+    const res = await trpc("lines.connect", { line_id: f.line.id, provider: "bluebubbles", provider_config: bbConfig(wrong), save_failing: true }, f);
     expect(res.status).toBe(200);
     const report = res.body.result.data;
+    expect(report.saved).toBe(true);
     expect(report.probe.ok).toBe(false);
     expect(report.probe.advancedFeatures).toBe(false);
     expect(report.probe.reason).toMatch(/Authentication Error/);
@@ -264,5 +273,51 @@ describe("secrets", () => {
     expect(bodies.length).toBeGreaterThan(10);
     expect(passwords.length).toBeGreaterThan(2);
     for (const body of bodies) for (const password of passwords) expect(body).not.toContain(password);
+  });
+});
+
+describe("dashboard (tRPC): adding a provider line", () => {
+  it("tests before it stores: a wrong password adds nothing; the right one creates the line with the Apple ID the Mac names", async () => {
+    const f = await makeAccount();
+    const before = await (await db()).line.count({ where: { accountId: f.accountId } });
+    const wrong = `wrong-${randomBytes(6).toString("hex")}`;
+    passwords.push(wrong);
+    const failed = await owner(f).lines.add({ provider: "bluebubbles", provider_config: bbConfig(wrong), label: "Mac" });
+    expect(failed).toMatchObject({ saved: false, line: null, probe: { ok: false, reason: expect.stringMatching(/Authentication Error/) } });
+    // The page explains it in words, with the fix.
+    expect(explainProblem("bluebubbles", failed.probe.reason)).toMatch(/password is wrong: check BlueBubbles Server → Settings → Password/);
+    expect(await (await db()).line.count({ where: { accountId: f.accountId } })).toBe(before);
+
+    const added = await owner(f).lines.add({ provider: "bluebubbles", provider_config: bbConfig(), label: "Mac" });
+    expect(added.saved).toBe(true);
+    expect(added.probe.ok).toBe(true);
+    // The fake Mac is signed in as fake-owner@icloud.com: the line takes the handle the provider names.
+    expect(added.handle).toBe("fake-owner@icloud.com");
+    expect(added.line).toMatchObject({ handle: "fake-owner@icloud.com", label: "Mac", provider: "bluebubbles", status: "connected" });
+    expect(bb.webhooks.some((w) => w.url.includes(`/api/inbound/${added.line!.id}?token=`))).toBe(true);
+    // The handle now belongs to this line: adding it again (here or in another account) is refused.
+    const other = await makeAccount();
+    await expect(owner(other).lines.add({ provider: "bluebubbles", provider_config: bbConfig() })).rejects.toMatchObject({
+      cause: expect.objectContaining({ code: "invalid_parameter_value", param: "handle" }),
+    });
+  });
+
+  it("a failing connection is saved only when confirmed, with the owner's handle; bad input gets the documented codes", async () => {
+    const f = await makeAccount();
+    const wrong = `wrong-${randomBytes(6).toString("hex")}`;
+    passwords.push(wrong);
+    const handle = `owner-${randomBytes(4).toString("hex")}@example.com`;
+    const saved = await owner(f).lines.add({ provider: "bluebubbles", provider_config: bbConfig(wrong), handle, save_failing: true });
+    expect(saved).toMatchObject({ saved: true, handle, line: { handle, provider: "bluebubbles", status: "degraded" }, probe: { ok: false } });
+    // Without a handle, a failing test cannot name one: saving it is refused.
+    await expect(owner(f).lines.add({ provider: "bluebubbles", provider_config: bbConfig(wrong), save_failing: true })).rejects.toMatchObject({
+      cause: expect.objectContaining({ code: "missing_required_parameter", param: "handle" }),
+    });
+    await expect(owner(f).lines.add({ provider: "simulated", provider_config: {} })).rejects.toMatchObject({
+      cause: expect.objectContaining({ code: "invalid_parameter_value", param: "provider" }),
+    });
+    await expect(owner(f).lines.add({ provider: "bluebubbles", provider_config: { url: "not a url" } })).rejects.toMatchObject({
+      cause: expect.objectContaining({ code: "invalid_parameter_value", param: "provider_config" }),
+    });
   });
 });

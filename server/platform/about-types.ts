@@ -49,4 +49,11 @@ export interface ProviderAbout {
   fields: readonly ConnectionField[];
   /** How its refusals reach a send, for the API reference: a paragraph, and the codes it maps by number. */
   errors?: { summary: string; codes?: readonly ProviderErrorCode[] };
+  /**
+   * What a failed connection test means and how to fix it, in the owner's words: the first whose
+   * `when` is found in the test's reason (plain substrings, no patterns) is shown above the reason.
+   */
+  fixes?: readonly { when: readonly string[]; say: string }[];
+  /** What a line's handle is on this provider, for the "Add a line" form. */
+  handle?: { label: string; placeholder: string; help: string };
 }

@@ -34,3 +34,10 @@ export function providerConfigHelp(): string {
 export function exampleConfig(about: ProviderAbout): Record<string, string | number> {
   return Object.fromEntries(about.fields.filter((f) => !f.optional).map((f) => [f.key, f.example]));
 }
+
+/** What a failed connection test of `provider` means and how to fix it, from its `fixes`; null when none matches. */
+export function explainProblem(provider: string, reason: string | null | undefined): string | null {
+  if (!reason) return null;
+  const fix = aboutProvider(provider)?.fixes?.find((f) => f.when.some((w) => reason.includes(w)));
+  return fix?.say ?? null;
+}

@@ -128,6 +128,24 @@ function decryptLine(line: Line): ProviderLine {
   };
 }
 
+/**
+ * A provider line from settings not stored yet, for a connection test before anything is saved
+ * (the dashboard's "test, then save"): nothing is sealed or cached, and it has no inbound URL.
+ */
+export function unsavedProviderLine(provider: AnyProvider, rawConfig: unknown, line: Pick<Line, "id" | "handle" | "service" | "advancedFeatures">): ProviderLine {
+  const { settings, secrets } = provider.split(provider.configSchema.parse(rawConfig));
+  const loaded = provider.load(settings, secrets);
+  return {
+    id: line.id,
+    handle: line.handle,
+    service: line.service === "sms" || line.service === "auto" ? line.service : "imessage",
+    advancedFeatures: line.advancedFeatures,
+    settings: loaded.settings,
+    secrets: loaded.secrets,
+    inboundUrl: "",
+  };
+}
+
 /** The platform that sends for `line`. */
 export function platformForLine(line: Line): Platform {
   return providerFor(line.provider).platform(providerLine(line));

@@ -31,6 +31,8 @@ export interface FakeBBOptions {
   privateApi?: boolean;
   helperConnected?: boolean;
   osVersion?: string;
+  /** The Apple ID Messages is signed in with on the fake Mac (server info's detected_imessage). */
+  appleId?: string;
   deliver?: (url: string, body: { type: string; data: unknown }) => Promise<void>;
   port?: number;
 }
@@ -740,11 +742,14 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
   private rowids = { message: 0, chat: 0, handle: 0, attachment: 0, webhook: 0 };
   private computerId = `fake@Fake-Mac-${Math.random().toString(16).slice(2, 8)}`;
 
+  private readonly appleId: string;
+
   constructor(opts: FakeBBOptions) {
     this.password = opts.password ?? "fake-pw";
     this.privateApi = opts.privateApi ?? true;
     this.helperConnected = opts.helperConnected ?? true;
     this.osVersion = opts.osVersion ?? "15.5";
+    this.appleId = opts.appleId ?? "fake-owner@icloud.com";
     this.deliverFn = opts.deliver ?? httpDeliver;
     this.port = opts.port ?? 0;
   }
@@ -1486,8 +1491,8 @@ class FakeBlueBubblesImpl implements FakeBlueBubbles {
       private_api: this.privateApi,
       proxy_service: "Cloudflare",
       helper_connected: this.helperConnected,
-      detected_icloud: "fake-owner@icloud.com",
-      detected_imessage: "fake-owner@icloud.com",
+      detected_icloud: this.appleId,
+      detected_imessage: this.appleId,
       macos_time_sync: null,
       local_ipv4s: ["127.0.0.1"],
       local_ipv6s: [],

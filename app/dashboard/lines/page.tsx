@@ -3,28 +3,12 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { type FormEvent, useState } from "react";
 import { ConnectLineForm, LineHealth, providerLabel } from "@/components/line-connect";
+import { AddLineForm } from "@/components/line-add";
 import { ListTable } from "@/components/table";
-import { ErrorText, StatusBadge, Time } from "@/components/ui";
+import { ErrorText, ShortWarning, StatusBadge, Time } from "@/components/ui";
 import { useDashboardSettings } from "@/components/dashboard-settings";
 import { useTRPC } from "@/lib/trpc";
 
-/** A warning in one short line; the whole text on demand. */
-function Warning({ text }: { text: string }) {
-  const first = text.split(/(?<=[.:;])\s/)[0] ?? text;
-  if (first.length >= text.length) {
-    return (
-      <div className="small warning" role="note">
-        {text}
-      </div>
-    );
-  }
-  return (
-    <details className="small warning" role="note">
-      <summary>{first}</summary>
-      {text.slice(first.length).trim()}
-    </details>
-  );
-}
 
 function LabelEditor({ id, label, onSave }: { id: string; label: string | null; onSave: (id: string, label: string) => void }) {
   const [value, setValue] = useState(label ?? "");
@@ -72,45 +56,6 @@ export default function LinesPage() {
   return (
     <>
       <h1>Lines</h1>
-      {simulator ? (
-      <form className="panel stack" onSubmit={submit} aria-label="Create a simulated line">
-        <h2>Create a simulated line</h2>
-        <p className="small muted">A line on the built-in simulated platform, with a free +1 555 01… number. Drive its other side from the simulator.</p>
-        <div className="row">
-          <label>
-            Label
-            <input name="label" maxLength={100} placeholder="e.g. Support" />
-          </label>
-          <label>
-            Service
-            <select name="service" defaultValue="imessage">
-              <option value="imessage">iMessage</option>
-              <option value="sms">SMS</option>
-              <option value="auto">Auto</option>
-            </select>
-          </label>
-          <label className="check" style={{ alignSelf: "end" }}>
-            <input type="checkbox" name="advanced" /> Advanced features (reactions, typing, receipts)
-          </label>
-        </div>
-        <ErrorText error={create.error} />
-        <div>
-          <button className="primary" type="submit" disabled={create.isPending}>
-            Create line
-          </button>
-        </div>
-      </form>
-      ) : lines.data && !lines.data.data.some((l) => !l.is_sandbox) ? (
-        <div className="panel stack">
-          <h2>Add your first line</h2>
-          <p className="small">
-            A line is a phone number or iMessage account carried by a provider: BlueBubbles Server on a Mac, SMS Gateway for Android on a phone, or Twilio.
-            The server&apos;s operator creates it, then you connect it here:
-          </p>
-          <pre className="mono small code-block">npm run -s admin -- line create --account you@example.com --handle +15551234567</pre>
-        </div>
-      ) : null}
-      <ConnectLineForm lines={connections.data ?? []} />
       <div className="panel">
         <ErrorText error={lines.error ?? connections.error ?? update.error} />
         <ListTable
@@ -134,7 +79,7 @@ export default function LinesPage() {
                 {typeof connectionOf(l.id)?.provider_settings.url === "string" ? (
                   <div className="small muted mono">{String(connectionOf(l.id)!.provider_settings.url)}</div>
                 ) : null}
-                {connectionOf(l.id)?.warnings.map((w) => <Warning key={w} text={w} />)}
+                {connectionOf(l.id)?.warnings.map((w) => <ShortWarning key={w} text={w} />)}
               </td>
               <td>
                 <LineHealth status={l.status} reason={l.status_reason} showReason />
@@ -168,6 +113,37 @@ export default function LinesPage() {
           )}
         />
       </div>
+      <AddLineForm />
+      <ConnectLineForm lines={connections.data ?? []} />
+      {simulator ? (
+      <form className="panel stack" onSubmit={submit} aria-label="Create a simulated line">
+        <h2>Create a simulated line</h2>
+        <p className="small muted">A line on the built-in simulated platform, with a free +1 555 01… number. Drive its other side from the simulator.</p>
+        <div className="row">
+          <label>
+            Label
+            <input name="label" maxLength={100} placeholder="e.g. Support" />
+          </label>
+          <label>
+            Service
+            <select name="service" defaultValue="imessage">
+              <option value="imessage">iMessage</option>
+              <option value="sms">SMS</option>
+              <option value="auto">Auto</option>
+            </select>
+          </label>
+          <label className="check" style={{ alignSelf: "end" }}>
+            <input type="checkbox" name="advanced" /> Advanced features (reactions, typing, receipts)
+          </label>
+        </div>
+        <ErrorText error={create.error} />
+        <div>
+          <button className="primary" type="submit" disabled={create.isPending}>
+            Create line
+          </button>
+        </div>
+      </form>
+      ) : null}
     </>
   );
 }

@@ -3,10 +3,11 @@ import { config } from "../../kernel/config";
 import { getDb } from "../../db";
 import { ApiError } from "../../kernel/errors";
 import type { Line } from "../../generated/prisma/client";
-import { destinationProblem, newInboundToken, providerLine, sealConnection } from "../../platform/connection";
+import { destinationProblem, newInboundToken, providerLine, sealConnection, unsavedProviderLine } from "../../platform/connection";
 import type { AnyProvider } from "../../platform/provider";
 import { DEFAULT_PROVIDER, findProvider, isMonitored, PROVIDER_NAMES } from "../../platform/registry";
 import { CapabilitiesSchema, type ProbeResult } from "../../platform/types";
+import { CredentialsError } from "../../db/credentials";
 import { serializeLine } from "../../wire/serializers";
 import { notifyChange } from "../../cache/changes";
 import { noteWebhooksInPlace, probeLine } from "./line-health";
@@ -31,6 +32,8 @@ export const ConnectLineBody = z.object({
 export type ConnectLineInput = z.input<typeof ConnectLineBody>;
 
 export interface ConnectionReport {
+  /** False when a connection test before saving failed and saving a failing connection was not asked for: nothing changed. */
+  saved: boolean;
   line: ReturnType<typeof describeLine>;
   probe: ProbeResult;
   warnings: string[];
@@ -45,6 +48,17 @@ function invalidConfig(err: ZodError): ApiError {
 async function refuseLocalDestination(provider: AnyProvider, settings: unknown): Promise<void> {
   const problem = await destinationProblem(provider, settings);
   if (problem) throw new ApiError("invalid_parameter_value", `Invalid provider settings: ${problem}.`, { param: "provider_config" });
+}
+
+/** Settings a provider accepts, at an address it may reach; refused with invalid_parameter_value on provider_config. */
+export async function validateSettings(provider: AnyProvider, rawConfig: unknown): Promise<void> {
+  try {
+    const parsed = provider.configSchema.parse(rawConfig);
+    await refuseLocalDestination(provider, provider.split(parsed).settings);
+  } catch (err) {
+    if (err instanceof ZodError) throw invalidConfig(err);
+    throw err;
+  }
 }
 
 /** A line for operators and owners: the public shape plus provider settings (secrets never) and health. */
@@ -92,7 +106,25 @@ function urlWarnings(providerName: string): string[] {
   return [];
 }
 
+/**
+ * Tests settings before anything is stored: the provider's probe of a line that has them, but
+ * no inbound URL yet (so nothing is registered and no health is written).
+ */
+export async function testUnsaved(provider: AnyProvider, rawConfig: unknown, line: Pick<Line, "id" | "handle" | "service" | "advancedFeatures">): Promise<ProbeResult> {
+  try {
+    return await provider.probe(unsavedProviderLine(provider, rawConfig, line));
+  } catch (err) {
+    const reason = err instanceof CredentialsError ? err.message : `probe failed: ${(err as Error).message}`;
+    return { ok: false, reason, capabilities: {}, advancedFeatures: false };
+  }
+}
+
 export interface ConnectOptions {
+  /**
+   * Test the new settings before saving them (the dashboard): when the test fails, nothing is
+   * saved unless `saveFailing` (the owner confirmed), and the report says `saved: false`.
+   */
+  testFirst?: { saveFailing: boolean };
   /**
    * Register the provider's webhooks now, with this process's PUBLIC_URL (the server: dashboard,
    * GraphQL). The operator CLI passes false: it does not know the running server's address, so
@@ -119,6 +151,10 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
     throw err;
   }
   await refuseLocalDestination(provider, sealed.providerSettings);
+  if (options.testFirst && provider.monitored) {
+    const tested = await testUnsaved(provider, body.provider_config, line);
+    if (!tested.ok && !options.testFirst.saveFailing) return { saved: false, line: describeLine(line), probe: tested, warnings: [] };
+  }
   const switching = line.provider !== provider.name;
   const updated = await db.line.update({
     where: { id: line.id },
@@ -162,7 +198,7 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   }
   if (probed.accountId) await notifyChange(probed.accountId);
   // Read again: catch-up may have changed the line's health.
-  return { line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings: [...new Set(warnings)] };
+  return { saved: true, line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings: [...new Set(warnings)] };
 }
 
 /**
@@ -193,7 +229,7 @@ export async function testLine(accountId: string | null, lineId: string): Promis
     throw new ApiError("line_not_found", `No line with ID '${lineId}'.`, { param: "line_id" });
   }
   const { line: probed, probe } = await probeLine(line);
-  return { line: describeLine(probed), probe, warnings: probe.ok ? lineWarnings(probed) : [] };
+  return { saved: true, line: describeLine(probed), probe, warnings: probe.ok ? lineWarnings(probed) : [] };
 }
 
 /** Creates a line and connects it to its provider in one step (operator CLI). */
@@ -206,15 +242,9 @@ export async function createConnectedLine(
     throw new ApiError("invalid_parameter_value", `Unknown provider '${provider}'. Providers: ${PROVIDER_NAMES.join(", ")}.`, { param: "provider" });
   }
   // Validate the settings before the line exists, so a typo leaves nothing behind.
-  try {
-    const parsed = findProvider(provider)!.configSchema.parse(input.providerConfig ?? {});
-    await refuseLocalDestination(findProvider(provider)!, findProvider(provider)!.split(parsed).settings);
-  } catch (err) {
-    if (err instanceof ZodError) throw invalidConfig(err);
-    throw err;
-  }
+  await validateSettings(findProvider(provider)!, input.providerConfig ?? {});
   const line = await createLine(input);
-  if (!isMonitored(provider)) return { line: describeLine(line), probe: { ok: true, reason: null, capabilities: {}, advancedFeatures: line.advancedFeatures }, warnings: [] };
+  if (!isMonitored(provider)) return { saved: true, line: describeLine(line), probe: { ok: true, reason: null, capabilities: {}, advancedFeatures: line.advancedFeatures }, warnings: [] };
   return connectLine(null, {
     line_id: line.id,
     provider,

@@ -4,6 +4,7 @@ import { ListChatsQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { getChat, listChats, markChatRead } from "../../../services/messaging/chats";
 import { InboxQuery, listInbox, unsentSends } from "../../../services/messaging/inbox";
 import { ConnectLineBody, connectLine, listConnections, TestLineBody, testLine } from "../../../services/lines/line-connections";
+import { AddLineBody, addLine } from "../../../services/lines/add-line";
 import { CreateSimulatedLineBody, createSimulatedLine, listLines, UpdateLineBody, updateLine } from "../../../services/lines/lines";
 import { listConversation } from "../../../services/messaging/messages";
 import { getOutboxItem, listOutbox } from "../../../services/messaging/outbox";
@@ -17,8 +18,15 @@ export const linesRouter = router({
   update: protectedProcedure.input(UpdateLineBody).mutation(({ ctx, input }) => updateLine(ctx.actor, input)),
   /** The account's own lines with their provider, its settings (never a secret), health and capabilities. */
   connections: protectedProcedure.query(({ ctx }) => listConnections(ctx.actor.accountId)),
-  /** Connects a line to a provider (or back to simulated), probes it and registers its webhook. */
-  connect: protectedProcedure.input(ConnectLineBody).mutation(({ ctx, input }) => connectLine(ctx.actor.accountId, input)),
+  /**
+   * Tests new settings, then connects the line to them (or back to simulated), probes it and
+   * registers its webhook. A failing test saves nothing (saved: false) unless save_failing.
+   */
+  connect: protectedProcedure
+    .input(ConnectLineBody.extend({ save_failing: z.boolean().optional() }))
+    .mutation(({ ctx, input: { save_failing, ...input } }) => connectLine(ctx.actor.accountId, input, { testFirst: { saveFailing: save_failing === true } })),
+  /** Adds a provider line: tests the settings, then creates and connects it (or, confirmed, saves a failing one). */
+  add: protectedProcedure.input(AddLineBody).mutation(({ ctx, input }) => addLine(ctx.actor.accountId, input)),
   /** Probes a line's saved connection again. */
   test: protectedProcedure.input(TestLineBody).mutation(({ ctx, input }) => testLine(ctx.actor.accountId, input.line_id)),
 });
