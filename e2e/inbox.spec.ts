@@ -136,19 +136,30 @@ test("the API reference renders the OpenAPI document's Markdown, tables included
 
 const PAGES = ["/dashboard", "/dashboard/chats", "/dashboard/lines", "/dashboard/outbox", "/dashboard/webhooks", "/dashboard/keys", "/dashboard/sandbox", "/dashboard/simulator", "/docs"];
 
+/** The pages of one chat and one webhook, made once. */
+let detailPages: string[] | null = null;
+async function details(): Promise<string[]> {
+  if (detailPages) return detailPages;
+  const chat = (await api("GET", `/v1/chats?from=${encodeURIComponent(LINE)}&limit=1`)).data[0];
+  const hook = await api("POST", "/v1/webhooks", { from: LINE, url: "https://example.com/relay-hook", events: ["message.received"] });
+  detailPages = [`/dashboard/chats/${chat.id}`, `/dashboard/webhooks/${hook.id}`];
+  return detailPages;
+}
+
 for (const width of [1280, 390]) {
   test(`every page fits ${width} px with no serious or critical accessibility finding`, async () => {
     test.setTimeout(300_000);
     await page.setViewportSize({ width, height: width === 390 ? 844 : 860 });
     const findings: string[] = [];
-    for (const route of PAGES) {
+    for (const route of [...PAGES, ...(await details())]) {
       await page.goto(route);
       // Live pages keep a stream open (never network-idle): wait for their lists instead.
       await page.waitForTimeout(1_000);
       await expect(page.locator("[aria-busy=true]")).toHaveCount(0);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow, `${route} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
-      await page.screenshot({ path: path.join(ARTIFACTS, `${route.replace(/\W+/g, "-").replace(/^-|-$/g, "") || "home"}-${width}.png`), fullPage: true });
+      const name = route.replace(/(cht|wh)_\w+/, "$1").replace(/\W+/g, "-").replace(/^-|-$/g, "");
+      await page.screenshot({ path: path.join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
       // The reference is Scalar's own markup; its findings are theirs to fix.
       if (route === "/docs") continue;
       const result = await new AxeBuilder({ page }).analyze();
