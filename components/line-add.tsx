@@ -91,7 +91,9 @@ export function AddLineForm() {
           {about?.handle ? <span className="small muted">{about.handle.help}</span> : null}
         </label>
         <label style={{ minWidth: 160 }}>
-          Label <span className="small muted">(optional)</span>
+          <span>
+            Label <span className="small muted">(optional)</span>
+          </span>
           <input value={label} onChange={(e) => setLabel(e.target.value)} maxLength={100} placeholder="e.g. Support" />
         </label>
       </div>

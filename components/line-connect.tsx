@@ -171,8 +171,10 @@ export function ProviderFields({
     <div className="row" style={{ flexWrap: "wrap" }}>
       {fields.map((f) => (
         <label key={`${provider}.${f.key}`} style={f.width ? { flex: 1, minWidth: Math.min(f.width, 260) } : undefined}>
-          {f.label}
-          {f.optional ? <span className="small muted"> (optional)</span> : null}
+          <span>
+            {f.label}
+            {f.optional ? <span className="small muted"> (optional)</span> : null}
+          </span>
           <input
             type={f.type}
             value={value(f)}

@@ -66,8 +66,15 @@ test("a message texted to a line appears in the inbox and in the open conversati
   const conversation = page.getByTestId("conversation");
   await expect(conversation).toContainText("Is the shop open on Sunday?");
   await page.waitForTimeout(500);
-  await text("+15551110001", "And what time do you close?");
+  const second = await text("+15551110001", "And what time do you close?");
   await expect(conversation.getByTestId("message").filter({ hasText: "And what time do you close?" })).toBeVisible();
+  // Typing and reactions arrive live too.
+  await api("POST", "/api/simulator/typing", { line: LINE, from: "+15551110001", is_typing: true });
+  await expect(conversation.getByTestId("typing")).toBeVisible();
+  await api("POST", "/api/simulator/typing", { line: LINE, from: "+15551110001", is_typing: false });
+  await expect(conversation.getByTestId("typing")).toHaveCount(0);
+  await api("POST", "/api/simulator/reactions", { line: LINE, from: "+15551110001", message_id: second.id, type: "love", added: true });
+  await expect(conversation.getByTestId("message").filter({ hasText: "And what time do you close?" }).getByLabel("Reactions")).toContainText("❤️");
   // Opened: nothing is unread any more.
   await page.goto("/dashboard/chats");
   await expect(page.getByRole("link", { name: /\+15551110001/ }).getByLabel(/unread/)).toHaveCount(0);

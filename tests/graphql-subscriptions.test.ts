@@ -6,7 +6,7 @@ import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { liveListenerReady, liveSubscriberCount } from "@/server/events/live";
 import { newId } from "@/server/kernel/ids";
 import { openStreams } from "@/server/services/webhooks/stream-slots";
-import { db, gql, inbound, makeAccount, makeKey, phone, subscribe } from "./helpers";
+import { db, gql, inbound, makeAccount, makeKey, phone, post, subscribe } from "./helpers";
 
 // Subscriptions over server-sent events (GraphQL over SSE, distinct connections mode), read
 // from the real route's streaming response.
@@ -46,6 +46,31 @@ describe("GraphQL subscriptions over server-sent events", () => {
     await mine.close();
     await theirs.close();
     await vi.waitFor(() => expect(liveSubscriberCount()).toBe(subscribers));
+  });
+
+  it("chatActivity streams a chat's reactions, typing and read receipts, and never another account's", async () => {
+    const a = await makeAccount();
+    const b = await makeAccount();
+    const alice = phone();
+    const message = await inbound(a, alice, "react to me");
+    const chatId = (await gql(a.key, `{ chats(from: "${a.line.handle}", first: 1) { edges { node { id } } } }`)).body.data.chats.edges[0].node.id;
+    const ACTIVITY = `subscription($from: String, $to: String) { chatActivity(from: $from, to: $to) { kind chatId lineId typing } }`;
+    const mine = await subscribe(a.key, ACTIVITY, { from: a.line.handle, to: alice });
+    const theirs = await subscribe(b.key, ACTIVITY);
+    const sim = (path: string, body: Record<string, unknown>) => post(`/api/simulator/${path}`, a.key, { line: a.line.handle, from: alice, ...body });
+    expect((await sim("reactions", { message_id: message.id, type: "love", added: true })).status).toBeLessThan(300);
+    expect(await mine.next()).toEqual({ event: "next", data: { data: { chatActivity: { kind: "reaction", chatId, lineId: a.line.id, typing: null } } } });
+    expect((await sim("typing", { is_typing: true })).status).toBeLessThan(300);
+    expect((await mine.next()).data?.data?.chatActivity).toEqual({ kind: "typing", chatId, lineId: a.line.id, typing: true });
+    expect((await sim("receipts", {})).status).toBeLessThan(300);
+    expect((await mine.next()).data?.data?.chatActivity).toMatchObject({ kind: "receipt", chatId });
+    // b's first event is its own typing: a's were filtered out.
+    const bob = phone();
+    await inbound(b, bob, "hi");
+    expect((await post("/api/simulator/typing", b.key, { line: b.line.handle, from: bob, is_typing: false })).status).toBeLessThan(300);
+    expect((await theirs.next()).data?.data?.chatActivity).toMatchObject({ kind: "typing", lineId: b.line.id, typing: false });
+    await mine.close();
+    await theirs.close();
   });
 
   it("narrows to one chat with `to`, and refuses filters naming what the caller may not read", async () => {

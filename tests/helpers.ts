@@ -135,6 +135,7 @@ export const gql = (key: string | null, query: string, variables?: Record<string
 interface SubscriptionData {
   messageReceived: { id: string; text: string | null } & Record<string, unknown>;
   outboxItemUpdated: { status: string; outboxId: string; item: unknown };
+  chatActivity: { kind: string; chatId: string; lineId: string; typing: boolean | null };
 }
 
 export interface SseEvent {

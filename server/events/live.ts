@@ -27,7 +27,15 @@ export type LiveEvent =
       chatId: string;
       outboxId: string;
       status: (typeof OUTBOX_LIVE_STATUSES)[number];
-    };
+    }
+  /**
+   * Something else changed in a chat that a reader shows: a contact's reaction, typing or read
+   * receipt, or a sent message's delivery status. `typing` is the contact's state for typing.
+   */
+  | { type: "chat.activity"; accountId: string; lineId: string; chatId: string; kind: ChatActivityKind; typing?: boolean };
+
+export const CHAT_ACTIVITY_KINDS = ["reaction", "typing", "receipt", "delivery"] as const;
+type ChatActivityKind = (typeof CHAT_ACTIVITY_KINDS)[number];
 
 type Listener = (event: LiveEvent) => void;
 

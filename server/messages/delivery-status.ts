@@ -82,6 +82,7 @@ export async function applyReports(
     k.params,
   );
   unit.changed(updated.map((m) => m.accountId));
+  unit.live(updated.map((m) => ({ type: "chat.activity" as const, accountId: m.accountId, lineId: m.lineId, chatId: m.chatId, kind: "delivery" as const })));
   const final = updated.filter((m) => m.deliveryStatus !== "sent");
   if (!final.length) return;
   const ids = valuesList([final.map((m) => m.id)]);

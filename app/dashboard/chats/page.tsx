@@ -14,6 +14,7 @@ import { useTRPC } from "@/lib/trpc";
 
 const MESSAGES_LIVE = `subscription { messageReceived { id chatId } }`;
 const OUTBOX_LIVE = `subscription { outboxItemUpdated { status outboxId } }`;
+const DELIVERY_LIVE = `subscription { chatActivity { kind } }`;
 
 /** A name's first letter; a number's last two digits. */
 const initials = (who: string) => (/^[+\d]/.test(who) ? who.slice(-2) : who.slice(0, 1).toUpperCase());
@@ -73,6 +74,7 @@ function Inbox() {
   const refresh = () => void qc.invalidateQueries({ queryKey: trpc.chats.inbox.pathKey() });
   const live = useLiveSubscription(MESSAGES_LIVE, {}, refresh);
   useLiveSubscription(OUTBOX_LIVE, {}, refresh);
+  useLiveSubscription(DELIVERY_LIVE, {}, (data) => (data.chatActivity as { kind?: string } | undefined)?.kind === "delivery" && refresh());
   const rows = chats.data?.pages.flatMap((p) => p.data) ?? [];
   const showLine = !line && lines.lines.length > 1;
 

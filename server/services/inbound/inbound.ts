@@ -232,26 +232,33 @@ export async function ingestReaction(line: Line, event: WithoutLine<Extract<Inbo
     });
     const data = { ...serializeReaction(reaction), line_handle: line.handle };
     await unit.fanOut([{ accountId, lineId: line.id, event: reaction.added ? "reaction.added" : "reaction.removed", data }]);
+    unit.live([{ type: "chat.activity", accountId, lineId: line.id, chatId: message.chatId, kind: "reaction" }]);
     unit.changed([accountId]);
     return reaction;
   });
 }
 
 /** A contact's state in their direct chat (typing, read): routed to its account, the chat made if new, written by `write`. */
-function inDirectChat<T>(line: Line, event: { sender: string; sentAt?: number }, write: (tx: Tx, chatId: string, handle: string, at: Date) => Promise<T>): Promise<T> {
+function inDirectChat<T>(
+  line: Line,
+  event: { sender: string; sentAt?: number },
+  live: { kind: "typing" | "receipt"; typing?: boolean },
+  write: (tx: Tx, chatId: string, handle: string, at: Date) => Promise<T>,
+): Promise<T> {
   const sender = normalizeHandle(event.sender);
   const at = new Date(event.sentAt ?? Date.now());
   return prismaUnitOfWork(async (unit) => {
     const accountId = await routeAccount(unit.tx, line, sender, null, at);
     const chat = await directChat(unit.tx, line, accountId, sender);
     const row = await write(unit.tx, chat.id, sender, at);
+    unit.live([{ type: "chat.activity", accountId, lineId: line.id, chatId: chat.id, ...live }]);
     unit.changed([accountId]);
     return row;
   });
 }
 
 export function ingestTyping(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "typing" }>>): Promise<TypingIndicator> {
-  return inDirectChat(line, event, (tx, chatId, handle, at) =>
+  return inDirectChat(line, event, { kind: "typing", typing: event.isTyping }, (tx, chatId, handle, at) =>
     tx.typingIndicator.upsert({
       where: { chatId_handle: { chatId, handle } },
       create: { id: newId("typing"), chatId, handle, isTyping: event.isTyping, updatedAt: at },
@@ -261,7 +268,7 @@ export function ingestTyping(line: Line, event: WithoutLine<Extract<InboundEvent
 }
 
 export function ingestReceipt(line: Line, event: WithoutLine<Extract<InboundEvent, { type: "receipt" }>>): Promise<ReadReceipt> {
-  return inDirectChat(line, event, (tx, chatId, handle, at) =>
+  return inDirectChat(line, event, { kind: "receipt" }, (tx, chatId, handle, at) =>
     tx.readReceipt.upsert({
       where: { chatId_handle: { chatId, handle } },
       create: { id: newId("receipt"), chatId, handle, lastReadAt: at },

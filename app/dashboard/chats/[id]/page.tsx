@@ -14,6 +14,9 @@ import { useTRPC } from "@/lib/trpc";
 const REACTION_EMOJI: Record<string, string> = { love: "❤️", like: "👍", dislike: "👎", laugh: "😂", emphasize: "‼️", question: "❓" };
 const MESSAGES_LIVE = `subscription($from: String, $to: String) { messageReceived(from: $from, to: $to) { id } }`;
 const OUTBOX_LIVE = `subscription($from: String, $to: String) { outboxItemUpdated(from: $from, to: $to) { status outboxId } }`;
+const ACTIVITY_LIVE = `subscription($from: String, $to: String) { chatActivity(from: $from, to: $to) { kind typing } }`;
+/** A typing indicator nobody stops goes away after this long (as Messages does). */
+const TYPING_SHOWN_MS = 60_000;
 const UPLOAD_HEADER = "x-relay-dashboard";
 
 interface AttachmentView {
@@ -64,11 +67,11 @@ export default function ConversationPage() {
   const messages = useInfiniteQuery(
     trpc.chats.messages.infiniteQueryOptions(
       { chat_id: id, limit: 30 },
-      // Live events bring new messages and sends; the slow poll picks up reactions and receipts.
-      { getNextPageParam: (page) => page.next_cursor ?? undefined, refetchInterval: 15_000 },
+      // Live events bring messages, sends, reactions, receipts and delivery; the slow poll is a safety net.
+      { getNextPageParam: (page) => page.next_cursor ?? undefined, refetchInterval: 60_000 },
     ),
   );
-  const unsent = useQuery({ ...trpc.chats.unsent.queryOptions({ chat_id: id }), refetchInterval: 15_000 });
+  const unsent = useQuery({ ...trpc.chats.unsent.queryOptions({ chat_id: id }), refetchInterval: 60_000 });
   const markRead = useMutation(trpc.chats.markRead.mutationOptions());
   const lineHandle = chat.data?.line_handle;
   const refresh = () => {
@@ -81,6 +84,17 @@ export default function ConversationPage() {
     markRead.mutate({ id });
   });
   useLiveSubscription(OUTBOX_LIVE, vars ?? {}, refresh);
+  const [typingUntil, setTypingUntil] = useState(0);
+  useLiveSubscription(ACTIVITY_LIVE, vars ?? {}, (data) => {
+    const activity = data.chatActivity as { kind: string; typing: boolean | null } | undefined;
+    if (activity?.kind === "typing") setTypingUntil(activity.typing ? Date.now() + TYPING_SHOWN_MS : 0);
+    else refresh();
+  });
+  useEffect(() => {
+    if (!typingUntil) return;
+    const t = setTimeout(() => setTypingUntil(0), Math.max(0, typingUntil - Date.now()));
+    return () => clearTimeout(t);
+  }, [typingUntil]);
   // Opening the chat reads it.
   const opened = useRef(false);
   useEffect(() => {
@@ -153,6 +167,11 @@ export default function ConversationPage() {
           <Loading what="Loading messages" />
         ) : (
           <div className="conversation" aria-live="polite" data-testid="conversation">
+            {typingUntil ? (
+              <div className="bubble typing" data-testid="typing" aria-label={`${c?.name ?? c?.identifier ?? "The contact"} is typing`}>
+                <span aria-hidden="true">•••</span>
+              </div>
+            ) : null}
             {items.map((item) =>
               item.kind === "unsent" ? (
                 <div key={item.u.outbox_id} className={`bubble me${item.u.status === "failed" ? " failed" : " pending"}`} data-testid="unsent">

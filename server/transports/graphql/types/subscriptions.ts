@@ -1,6 +1,6 @@
 import { config } from "../../../kernel/config";
 import { missingParam } from "../../../kernel/errors";
-import { type LiveEvent, liveEvents } from "../../../events/live";
+import { CHAT_ACTIVITY_KINDS, type LiveEvent, liveEvents } from "../../../events/live";
 import { ListMessagesQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { resolveChat } from "../../../services/messaging/chats";
 import { resolveLine } from "../../../services/lines/lines";
@@ -101,7 +101,30 @@ const OutboxItemUpdate = builder.objectRef<EventOf<"outbox.status">>("OutboxItem
   }),
 });
 
+const ChatActivityKind = builder.enumType("ChatActivityKind", {
+  description: "What changed in a chat: a contact's reaction, typing or read receipt, or a sent message's delivery status.",
+  values: CHAT_ACTIVITY_KINDS,
+});
+
+const ChatActivity = builder.objectRef<EventOf<"chat.activity">>("ChatActivity").implement({
+  description: "Something changed in a chat besides a new message; read the chat again to show it. `typing` is the contact's state for `typing`.",
+  fields: (t) => ({
+    kind: t.field({ type: ChatActivityKind, resolve: (event) => event.kind }),
+    chatId: t.exposeString("chatId"),
+    lineId: t.exposeString("lineId"),
+    typing: t.boolean({ nullable: true, resolve: (event) => event.typing ?? null }),
+  }),
+});
+
 builder.subscriptionFields((t) => ({
+  chatActivity: t.field({
+    type: ChatActivity,
+    description: "Reactions, typing, read receipts and delivery updates in the caller's chats; `from` narrows to one line, `to` to one chat of it.",
+    authScopes: { scope: "messages:read" },
+    args: { from: t.arg.string(), to: t.arg.string() },
+    subscribe: (_root, args, ctx) => subscribeTo("chat.activity", ctx, parseArgs(ListMessagesQuery, args)),
+    resolve: (event: EventOf<"chat.activity">) => event,
+  }),
   messageReceived: t.prismaField({
     type: "Message",
     description: "Each new inbound message on the caller's lines; `from` narrows to one line, `to` to one chat of it.",
