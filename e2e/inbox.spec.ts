@@ -141,6 +141,33 @@ test("the API reference renders the OpenAPI document's Markdown, tables included
   await expect(page.getByText("Bearer Token")).toBeVisible();
 });
 
+test("works from the keyboard: a skip link first, then the navigation; the phone menu opens with Enter", async () => {
+  await page.goto("/dashboard/outbox");
+  await page.keyboard.press("Tab");
+  await expect(page.getByRole("link", { name: "Skip to content" })).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(/#main$/);
+  await page.goto("/dashboard/outbox");
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Tab");
+  await expect(page.getByRole("link", { name: "Relay" })).toBeFocused();
+  await page.keyboard.press("Tab");
+  await expect(page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "Overview" })).toBeFocused();
+  await page.keyboard.press("Tab");
+  await page.keyboard.press("Enter");
+  await expect(page.getByRole("heading", { level: 1, name: "Inbox" })).toBeVisible();
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  const menu = page.getByRole("button", { name: "Menu" });
+  await menu.focus();
+  await page.keyboard.press("Enter");
+  await expect(page.getByRole("button", { name: "Close" })).toHaveAttribute("aria-expanded", "true");
+  await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "Outbox" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: "Outbox" })).toBeVisible();
+  await expect(page.getByRole("navigation", { name: "Dashboard" })).toBeHidden();
+  await page.setViewportSize({ width: 1280, height: 860 });
+});
+
 const PAGES = ["/dashboard", "/dashboard/chats", "/dashboard/lines", "/dashboard/outbox", "/dashboard/webhooks", "/dashboard/keys", "/dashboard/sandbox", "/dashboard/simulator", "/docs"];
 
 /** The pages of one chat and one webhook, made once. */

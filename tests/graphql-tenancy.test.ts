@@ -150,6 +150,9 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
     tried.Subscription.add("outboxItemUpdated");
     const outbox = await subscribe(b.key, `subscription($id: String) { outboxItemUpdated(id: $id) { status } }`, { id: a.obx });
     expect(codeOf({ body: (await outbox.next()).data! })).toBe("outbox_item_not_found");
+    tried.Subscription.add("chatActivity");
+    const activity = await subscribe(b.key, `subscription($from: String) { chatActivity(from: $from) { kind } }`, { from: a.a.line.handle });
+    expect(codeOf({ body: (await activity.next()).data! })).toBe("line_not_found");
     // That an unfiltered subscription never carries another account's events: graphql-subscriptions.test.ts.
   });
 
