@@ -21,12 +21,18 @@ let app: TestServer;
 let page: Page;
 let key = "";
 
+/** A /v1 call as a client makes it: a 503 (the server shedding load) is tried again after its Retry-After. */
 async function api(method: string, route: string, body?: unknown) {
-  const res = await fetch(`${app.base}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let res: Response;
+  for (let attempt = 1; ; attempt++) {
+    res = await fetch(`${app.base}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    if (res.status !== 503 || attempt === 5) break;
+    await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get("retry-after") ?? 1)));
+  }
   const json = await res.json();
   if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
   return json;
