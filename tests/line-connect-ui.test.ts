@@ -151,6 +151,17 @@ describe("dashboard (tRPC): connecting a line to BlueBubbles", () => {
     expect(back.body.result.data.line).toMatchObject({ provider: "simulated", status: "connected", provider_settings: {} });
     const row = await (await db()).line.findUniqueOrThrow({ where: { id: f.line.id } });
     expect(row.provider).toBe("simulated");
+
+    // A degraded line switched back to simulated is connected, and the health history says so.
+    const wrong = `wrong-${randomBytes(6).toString("hex")}`;
+    passwords.push(wrong);
+    await owner(f).lines.connect({ line_id: f.line.id, provider: "bluebubbles", provider_config: bbConfig(wrong), save_failing: true });
+    await owner(f).lines.connect({ line_id: f.line.id, provider: "simulated", provider_config: {} });
+    const history = await (await db()).lineStatusChange.findMany({ where: { lineId: f.line.id }, orderBy: { at: "asc" } });
+    expect(history.map((h) => [h.previousStatus, h.status])).toEqual([
+      ["connected", "degraded"],
+      ["degraded", "connected"],
+    ]);
   });
 
   it("refuses another account's line, the sandbox line, bad settings, and signed-out callers", async () => {

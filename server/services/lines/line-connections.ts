@@ -10,7 +10,7 @@ import { CapabilitiesSchema, type ProbeResult } from "../../platform/types";
 import { CredentialsError } from "../../db/credentials";
 import { serializeLine } from "../../wire/serializers";
 import { notifyChange } from "../../cache/changes";
-import { noteWebhooksInPlace, probeLine } from "./line-health";
+import { noteUnmonitored, noteWebhooksInPlace, probeLine } from "./line-health";
 import { catchUpLine } from "./line-monitor";
 import { normalizeHandle } from "../../kernel/handles";
 import { createLine, type CreateLineInput, forgetCachedLines, isSimulatedNumber } from "./lines";
@@ -156,7 +156,7 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
     if (!tested.ok && !options.testFirst.saveFailing) return { saved: false, line: describeLine(line), probe: tested, warnings: [] };
   }
   const switching = line.provider !== provider.name;
-  const updated = await db.line.update({
+  const stored = await db.line.update({
     where: { id: line.id },
     data: {
       ...sealed,
@@ -166,10 +166,10 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
       ...(provider.service ? { service: provider.service, advancedFeatures: false } : {}),
       // Catch-up starts at the connection: the provider's older history is not imported.
       ...(switching ? { catchupAfter: provider.monitored ? new Date() : null, capabilities: undefined } : {}),
-      // A line nobody monitors has no health to keep: it is connected.
-      ...(provider.monitored ? {} : { status: "connected", statusReason: null }),
     },
   });
+  // A line nobody monitors has no health to keep: it is connected (through the health writer, which records the change).
+  const updated = provider.monitored ? stored : await noteUnmonitored(stored);
   forgetCachedLines();
   const result = await probeLine(updated);
   const probe = result.probe;
@@ -204,7 +204,8 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
 /**
  * An owner's line carries a simulated number until the provider itself names the handle it
  * sends as (a BlueBubbles Mac's Apple ID): the line takes it then, when no other line has it.
- * Real handles are never taken on an owner's word (docs/dashboard.md).
+ * An owner's typed handle is taken only by Add a line, once the connection test passed with
+ * the owner's credentials (services/lines/add-line.ts; docs/dashboard.md).
  */
 async function adoptProvenHandle(line: Line, named: string): Promise<Line> {
   const handle = normalizeHandle(named);

@@ -66,6 +66,11 @@ async function setStatus(line: Line, status: LineStatus, reason: string | null, 
   return updated;
 }
 
+/** A line nobody monitors (switched to simulated) has no health to keep: it is connected, a change recorded like any other. */
+export function noteUnmonitored(line: Line): Promise<Line> {
+  return setStatus(line, "connected", null);
+}
+
 /** How long the history of status changes is kept (the overview shows 14 days). */
 const STATUS_HISTORY_MS = 30 * 86_400_000;
 
