@@ -4,6 +4,7 @@ import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "../tests/fakes/bluebubbles";
 import { type TestServer, testServer } from "./harness";
+import { signIn } from "./sign-in";
 
 // Connecting a line to BlueBubbles from the lines page, in Chromium against `next start`: an
 // owner signs in, creates a simulated line, fills "Connect a line" with the address and
@@ -43,11 +44,7 @@ test.afterAll(async () => {
 test.describe("connecting a line in Chromium", () => {
   test("signs in and creates a simulated line", async () => {
     app.admin("account", "create", "--email", email, "--password", password);
-    await page.goto("/sign-in");
-    await page.getByLabel("Email").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await expect(page.getByRole("heading", { name: /Welcome/ })).toBeVisible();
+    await signIn(page, email, password);
     await page.getByRole("navigation", { name: "Dashboard" }).getByRole("link", { name: "Lines", exact: true }).click();
     await expect(page.getByRole("heading", { level: 1, name: "Lines", exact: true })).toBeVisible();
     // Only once the page is hydrated does the button create a line (before, a click is a plain form submit).

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { type TestServer, testServer } from "./harness";
+import { signIn } from "./sign-in";
 
 // The dashboard in Debian's Chromium against `next start`: sign up, keys, lines, the
 // simulator, a conversation, webhooks, outbox and sandbox, as a person uses them. One page
@@ -188,11 +189,7 @@ test.describe("dashboard in Chromium", () => {
     expect(signedOut.status).toBe(401);
     expect(signedOut.body.errors[0].extensions.code).toBe("missing_api_key");
     // Sign in again for the next step.
-    await page.goto("/sign-in");
-    await page.getByLabel("Email").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await expect(page.getByRole("heading", { name: "Welcome, Ada" })).toBeVisible();
+    await signIn(page, email, password);
   });
 
   test("signs out, and an account made with the operator CLI can sign in", async () => {

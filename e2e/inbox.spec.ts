@@ -3,6 +3,7 @@ import path from "node:path";
 import AxeBuilder from "@axe-core/playwright";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { type TestServer, testServer } from "./harness";
+import { signIn } from "./sign-in";
 
 // The inbox as an owner uses it, in Debian's Chromium against `npm start`: a message texted to
 // a line arrives live (no reload); message search; a failed send that is still there after a
@@ -49,11 +50,7 @@ test.beforeAll(async ({ browser }: { browser: Browser }) => {
   key = /sk_live_\w+/.exec(app.admin("key", "create", "--account", email, "--name", "e2e"))![0];
   // axe needs a page of a context made with newContext().
   page = await (await browser.newContext({ baseURL: app.base })).newPage();
-  await page.goto("/sign-in");
-  await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByRole("heading", { level: 1, name: "Welcome" })).toBeVisible();
+  await signIn(page, email, password);
 });
 
 test.afterAll(async () => {

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { freePort, type TestServer, testServer } from "./harness";
+import { signIn } from "./sign-in";
 
 // The overview page in Chromium against `next start`: a new owner sees the setup steps and
 // charts that say they have nothing yet; after a day of traffic through the simulator and /v1
@@ -67,11 +68,7 @@ test.afterAll(async () => {
 test.describe("the overview in Chromium", () => {
   test("a new owner sees the setup steps and charts that say, in words, there is nothing yet", async () => {
     app.admin("account", "create", "--email", email, "--password", password);
-    await page.goto("/sign-in");
-    await page.getByLabel("Email").fill(email);
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await expect(page.getByRole("heading", { name: /Welcome/ })).toBeVisible();
+    await signIn(page, email, password);
     const steps = page.getByTestId("get-started");
     await expect(steps).toContainText("0 of 4 done");
     await expect(steps.getByRole("link", { name: "simulator" })).toBeVisible();

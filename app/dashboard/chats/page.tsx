@@ -5,7 +5,7 @@ import { useRouter, useSearchParams } from "next/navigation";
 import { Suspense, useEffect, useState } from "react";
 import { useDashboardSettings } from "@/components/dashboard-settings";
 import { useLiveSubscription } from "@/components/live";
-import { lineName, useLines } from "@/components/lines";
+import { LineFilter, useLines } from "@/components/lines";
 import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 
@@ -87,17 +87,7 @@ function Inbox() {
         </span>
       </div>
       <div className="panel row inbox-filters">
-        <label>
-          Line
-          <select value={line} onChange={(e) => router.replace(`/dashboard/chats${e.target.value ? `?line=${encodeURIComponent(e.target.value)}` : ""}`)}>
-            <option value="">All lines</option>
-            {lines.lines.map((l) => (
-              <option key={l.id} value={l.handle}>
-                {lineName(l)}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LineFilter lines={lines.lines} value={line} onChange={(h) => router.replace(`/dashboard/chats${h ? `?line=${encodeURIComponent(h)}` : ""}`)} />
         <label style={{ flex: 1 }}>
           Search
           <input

@@ -3,7 +3,7 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { Suspense } from "react";
-import { lineName, useLines } from "@/components/lines";
+import { LineFilter, lineName, useLines } from "@/components/lines";
 import { ListTable } from "@/components/table";
 import { ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
@@ -70,17 +70,7 @@ function Outbox() {
             ))}
           </select>
         </label>
-        <label>
-          Line
-          <select value={line} onChange={(e) => go({ line: e.target.value })}>
-            <option value="">All lines</option>
-            {lines.lines.map((l) => (
-              <option key={l.id} value={l.handle}>
-                {lineName(l)}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LineFilter lines={lines.lines} value={line} onChange={(h) => go({ line: h })} />
       </div>
       <div className="panel">
         <ErrorText error={items.error} />
