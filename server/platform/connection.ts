@@ -116,7 +116,14 @@ function decryptLine(line: Line): ProviderLine {
     token = sealed.data.inboundToken;
     secrets = sealed.data.secrets;
   }
-  const loaded = provider.load(line.providerSettings, secrets);
+  return asProviderLine(line, provider.load(line.providerSettings, secrets), token ? inboundUrl(line.id, token) : "");
+}
+
+function asProviderLine(
+  line: Pick<Line, "id" | "handle" | "service" | "advancedFeatures">,
+  loaded: { settings: unknown; secrets: unknown },
+  url: string,
+): ProviderLine {
   return {
     id: line.id,
     handle: line.handle,
@@ -124,7 +131,7 @@ function decryptLine(line: Line): ProviderLine {
     advancedFeatures: line.advancedFeatures,
     settings: loaded.settings,
     secrets: loaded.secrets,
-    inboundUrl: token ? inboundUrl(line.id, token) : "",
+    inboundUrl: url,
   };
 }
 
@@ -134,16 +141,7 @@ function decryptLine(line: Line): ProviderLine {
  */
 export function unsavedProviderLine(provider: AnyProvider, rawConfig: unknown, line: Pick<Line, "id" | "handle" | "service" | "advancedFeatures">): ProviderLine {
   const { settings, secrets } = provider.split(provider.configSchema.parse(rawConfig));
-  const loaded = provider.load(settings, secrets);
-  return {
-    id: line.id,
-    handle: line.handle,
-    service: line.service === "sms" || line.service === "auto" ? line.service : "imessage",
-    advancedFeatures: line.advancedFeatures,
-    settings: loaded.settings,
-    secrets: loaded.secrets,
-    inboundUrl: "",
-  };
+  return asProviderLine(line, provider.load(settings, secrets), "");
 }
 
 /** The platform that sends for `line`. */
