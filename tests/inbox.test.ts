@@ -4,7 +4,7 @@ import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { createLine } from "@/server/services/lines/lines";
 import { createCaller } from "@/server/transports/trpc/router";
 import { handleDashboardUpload } from "@/server/transports/http/dashboard-upload";
-import { db, inbound, makeAccount, phone, type Fixture } from "./helpers";
+import { db, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 
 // The dashboard's inbox: chats of every line with their last message and unread count, a
 // chat's sends that have no message yet (a failed one stays, with its reason, until it is sent
@@ -45,6 +45,10 @@ describe("inbox", () => {
       unread_count: 1,
       last_message: { preview: "after you looked", is_from_me: false },
     });
+
+    // A read receipt sent to the chat (POST /v1/receipts) reads it too.
+    expect((await post("/v1/receipts", f.key, { from: f.line.handle, to: ada })).status).toBeLessThan(300);
+    expect((await as(f).chats.inbox({ limit: 25, line: f.line.handle })).data[0]).toMatchObject({ unread_count: 0 });
 
     // Pages: one chat a page, the cursor leads to the other.
     const first = await as(f).chats.inbox({ limit: 1 });

@@ -67,7 +67,12 @@ export async function getChat(actor: Actor, id: string) {
 /** The owner opened the chat: what arrived until now is read (the marker only moves forward). */
 export async function markChatRead(actor: Actor, id: string, at = new Date()) {
   const chat = await getChat(actor, id);
-  const db = await getDb();
-  await db.chat.updateMany({ where: { id: chat.id, accountId: actor.accountId, OR: [{ lastReadAt: null }, { lastReadAt: { lt: at } }] }, data: { lastReadAt: at } });
+  await moveReadMarker(actor.accountId, chat.id, at);
   return { object: "chat_read" as const, chat_id: chat.id, read_at: at.getTime() };
+}
+
+/** What arrived in a chat until `at` is read: the owner opened it, or sent a read receipt to it. */
+export async function moveReadMarker(accountId: string, chatId: string, at = new Date()): Promise<void> {
+  const db = await getDb();
+  await db.chat.updateMany({ where: { id: chatId, accountId, OR: [{ lastReadAt: null }, { lastReadAt: { lt: at } }] }, data: { lastReadAt: at } });
 }

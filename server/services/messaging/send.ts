@@ -15,7 +15,7 @@ import { newId } from "../../kernel/ids";
 import { processSingleton } from "../../kernel/singleton";
 import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../../platform/events";
 import { CapabilitiesSchema } from "../../platform/types";
-import { resolveChat } from "./chats";
+import { moveReadMarker, resolveChat } from "./chats";
 import { findFile } from "./files";
 import { requireIdKind } from "../access/id-params";
 import { resolveLine } from "../lines/lines";
@@ -197,7 +197,10 @@ export const SendReceiptBody = z.object({ from: handle, to: handle });
 export async function sendReceipt(actor: Actor, input: z.output<typeof SendReceiptBody>, requestId: string) {
   const { line, chat } = await prepareWrite(actor, input.from, input.to, { advanced: "Read receipts" });
   const payload: ReceiptPayload = target(chat);
-  return enqueue(actor, line, "receipt", payload, requestId);
+  const item = await enqueue(actor, line, "receipt", payload, requestId);
+  // The owner's program read the chat: its messages are no longer unread in the inbox.
+  await moveReadMarker(actor.accountId, chat.id);
+  return item;
 }
 
 /**
