@@ -47,7 +47,7 @@ test.beforeAll(async ({ browser }: { browser: Browser }) => {
   app = await testServer({});
   app.admin("account", "create", "--email", email, "--password", password);
   app.admin("line", "create", "--account", email, "--handle", LINE, "--advanced");
-  key = /sk_live_\w+/.exec(app.admin("key", "create", "--account", email, "--name", "e2e"))![0];
+  key = /sk_live_[\w-]+/.exec(app.admin("key", "create", "--account", email, "--name", "e2e"))![0];
   // axe needs a page of a context made with newContext().
   page = await (await browser.newContext({ baseURL: app.base })).newPage();
   await signIn(page, email, password);
