@@ -88,7 +88,7 @@ function Inbox() {
       </div>
       <div className="panel row inbox-filters">
         <LineFilter lines={lines.lines} value={line} onChange={(h) => router.replace(`/dashboard/chats${h ? `?line=${encodeURIComponent(h)}` : ""}`)} />
-        <label style={{ flex: 1 }}>
+        <label style={{ flex: "1 1 14rem" }}>
           Search
           <input
             type="search"
