@@ -17,7 +17,7 @@ import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { adminCliAsync, freePort, spawnStart, stopWithSigterm, waitUntilUp } from "../e2e/harness";
-import { cpuSeconds, load, type LoadOptions, type LoadResult } from "./load";
+import { cpuSeconds, load, type LoadOptions, type LoadResult, serverEnv } from "./load";
 
 export interface InstancesParts {
   /** One instance vs two: sends accepted, p99, drain. */
@@ -109,19 +109,14 @@ export async function measureInstances(o: InstancesOptions, parts: InstancesPart
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const dataDir = mkdtempSync(path.join(tmpdir(), "relay-bench-instance-"));
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
+    const env = serverEnv(port, {
       SIMULATOR_ENABLED: "true",
-      PUBLIC_URL: base,
-      PORT: String(port),
       DATA_DIR: dataDir,
       DATABASE_URL: o.pgUrl,
       DATABASE_SCHEMA: schema,
       CREDENTIALS_KEY: "bench-instances-credentials-key-0123456789",
       ...extra,
-    };
+    });
     if (!extra.BENCH_OBSERVABILITY_SWITCH) delete env.BENCH_OBSERVABILITY_SWITCH;
     const r = { base, child: spawnStart(port, env), env, dataDir };
     running.push(r);

@@ -171,3 +171,8 @@ export async function storeEnvelope(echoes: string[], name: string, response: Re
     if (res.status !== 204) throw new Error(`could not store the ${name} envelope at ${echo}: ${res.status}`);
   }
 }
+
+/** The environment of a bench's own `npm start` on loopback `port`: production, no telemetry, and `extra`. */
+export function serverEnv(port: number, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return { ...process.env, NEXT_TELEMETRY_DISABLED: "1", PUBLIC_URL: `http://127.0.0.1:${port}`, PORT: String(port), ...extra, NODE_ENV: "production" };
+}

@@ -31,7 +31,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { type Baseline, buildBaseline, startBaseline } from "./baseline";
-import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, storeEnvelope } from "./load";
+import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, serverEnv, storeEnvelope } from "./load";
 import { type InboundResults, measureInbound } from "./inbound";
 import { instancesReport, measureInstances } from "./instances";
 import { measureSearch, searchReport } from "./search";
@@ -188,18 +188,13 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   // WEBHOOK_ALLOW_INSECURE: the bench's receiver is plain HTTP on loopback.
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: "production",
-    NEXT_TELEMETRY_DISABLED: "1",
-    PUBLIC_URL: base,
-    PORT: String(port),
+  const env = serverEnv(port, {
     WEBHOOK_ALLOW_INSECURE: "true",
     // The provider fakes (BlueBubbles, Twilio) listen on loopback.
     PROVIDER_ALLOW_PRIVATE: "true",
     BENCH_ECHO: "true",
     SIMULATOR_ENABLED: "true",
-  };
+  });
   let dataDir: string | undefined;
   const schema = `bench_${Date.now()}`;
   if (database === "pglite") {

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { adminCliAsync, freePort, spawnStart, stopWithSigterm, waitUntilUp } from "../e2e/harness";
-import { type LoadResult, measureWithCpu } from "./load";
+import { type LoadResult, measureWithCpu, serverEnv } from "./load";
 
 export interface SearchOptions {
   /** PostgreSQL server URL; a schema of its own is created and dropped. */
@@ -123,17 +123,12 @@ export async function measureSearch(o: SearchOptions): Promise<SearchResults> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const dataDir = mkdtempSync(path.join(tmpdir(), "relay-bench-search-"));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    NODE_ENV: "production",
-    NEXT_TELEMETRY_DISABLED: "1",
-    PUBLIC_URL: base,
-    PORT: String(port),
+  const env = serverEnv(port, {
     DATA_DIR: dataDir,
     DATABASE_URL: o.pgUrl,
     DATABASE_SCHEMA: schema,
     CREDENTIALS_KEY: "bench-search-credentials-key-0123456789",
-  };
+  });
   const child = spawnStart(port, env);
   const client = new pg.Client({ connectionString: o.pgUrl, options: `-c search_path="${schema}"` });
   try {
