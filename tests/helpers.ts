@@ -41,6 +41,8 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/v1/typing": () => import("@/app/v1/typing/route"),
   "/v1/receipts": () => import("@/app/v1/receipts/route"),
   "/v1/outbox": () => import("@/app/v1/outbox/route"),
+  "/v1/capacity": () => import("@/app/v1/capacity/route"),
+  "/v1/pools": () => import("@/app/v1/pools/route"),
   "/v1/sandbox": () => import("@/app/v1/sandbox/route"),
   "/v1/files": () => import("@/app/v1/files/route"),
   "/v1/webhooks": () => import("@/app/v1/webhooks/route"),

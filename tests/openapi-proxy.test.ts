@@ -60,7 +60,7 @@ afterAll(async () => {
 interface Case {
   /** What is sent, for the failure message. */
   name: string;
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   path: string;
   key?: string | null;
   json?: unknown;
@@ -122,6 +122,11 @@ describe("the OpenAPI document behind a validating proxy", () => {
     const reused = `reuse-${Date.now()}`;
     await post("/v1/sandbox", f.key);
     await call("POST", "/v1/messages", { key: f.key, body: send1, headers: { "idempotency-key": reused } });
+    const inAnHour = () => Date.now() + 3_600_000;
+    const toCancel = await post("/v1/messages", f.key, { ...send1, send_at: inAnHour() });
+    const toMove = await post("/v1/messages", f.key, { ...send1, send_at: inAnHour() });
+    const canceled = await post("/v1/messages", f.key, { ...send1, send_at: inAnHour() });
+    await call("DELETE", `/v1/outbox?id=${canceled.body.id}`, { key: f.key });
 
     const byOp: Record<keyof typeof OPERATIONS, Sample[]> = {
       listLines: [
@@ -186,6 +191,21 @@ describe("the OpenAPI document behind a validating proxy", () => {
         { name: "list", key: f.key, status: 200 },
         { name: "unknown item", key: f.key, query: q({ id: "obx_nope" }), status: 404, code: "outbox_item_not_found" },
       ],
+      cancelOutboxItem: [
+        { name: "cancel", key: f.key, query: q({ id: toCancel.body.id }), status: 200 },
+        { name: "not pending", key: f.key, query: q({ id: canceled.body.id }), status: 409, code: "outbox_item_not_cancelable" },
+        { name: "unknown item", key: f.key, query: q({ id: "obx_nope" }), status: 404, code: "outbox_item_not_found" },
+      ],
+      rescheduleOutboxItem: [
+        { name: "reschedule", key: f.key, query: q({ id: toMove.body.id }), json: { send_at: inAnHour() + 60_000 }, status: 200 },
+        { name: "in the past", key: f.key, query: q({ id: toMove.body.id }), json: { send_at: Date.now() - 60_000 }, status: 400, code: "invalid_parameter_value" },
+        { name: "not pending", key: f.key, query: q({ id: canceled.body.id }), json: { send_at: inAnHour() }, status: 409, code: "outbox_item_not_reschedulable" },
+      ],
+      getCapacity: [
+        { name: "a line", key: f.key, query: q({ from }), status: 200 },
+        { name: "unknown pool", key: f.key, query: q({ from: "pool_nope" }), status: 404, code: "pool_not_found" },
+      ],
+      listPools: [{ name: "list", key: f.key, status: 200 }],
       getSandbox: [
         { name: "state", key: f.key, status: 200 },
         { name: "no owner", key: ownerless.key, status: 403, code: "sandbox_requires_owner" },

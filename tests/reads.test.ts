@@ -25,6 +25,8 @@ describe("read endpoints", () => {
       status: "connected",
       status_reason: null,
       last_event_at: null,
+      // An iMessage line's defaults: SPEC's contact-first rule, and Sendblue's published new-contact budgets.
+      send_policy: { contact_first: true, new_contacts_per_hour: 10, new_contacts_per_day: 50, quiet_hours: null, rate_per_second: 1 },
     });
   });
 

@@ -6,10 +6,12 @@
 // that this table names every other route file under app/v1 at its own path.
 import type { RouteModule } from "@/server/transports/http/fast-routes";
 import * as audioMessages from "./audio-messages/route";
+import * as capacity from "./capacity/route";
 import * as chats from "./chats/route";
 import * as lines from "./lines/route";
 import * as messages from "./messages/route";
 import * as outbox from "./outbox/route";
+import * as pools from "./pools/route";
 import * as reactions from "./reactions/route";
 import * as receipts from "./receipts/route";
 import * as sandbox from "./sandbox/route";
@@ -23,10 +25,12 @@ import * as webhooks from "./webhooks/route";
 
 export const V1_FAST_ROUTES: Readonly<Record<string, RouteModule>> = {
   "/v1/audio-messages": audioMessages,
+  "/v1/capacity": capacity,
   "/v1/chats": chats,
   "/v1/lines": lines,
   "/v1/messages": messages,
   "/v1/outbox": outbox,
+  "/v1/pools": pools,
   "/v1/reactions": reactions,
   "/v1/receipts": receipts,
   "/v1/sandbox": sandbox,

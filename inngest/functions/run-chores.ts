@@ -1,5 +1,6 @@
 import { cron, type Inngest } from "inngest";
 import { overduePending } from "@/server/outbox/queue";
+import { heldDueSoon } from "@/server/outbox/holds";
 import { CHORES } from "@/server/engine/chores";
 import { inngest } from "../client";
 import { outboxItemCreated } from "../events";
@@ -14,6 +15,8 @@ import { outboxItemCreated } from "../events";
 /** Due for this long without being claimed means no run is coming for it. */
 export const OVERDUE_MS = 60_000;
 const SWEEP_BATCH = 1_000;
+/** The sweep runs every minute: held items due within the next two are woken (a run waits at most RUN_HOLD_WAIT_MS for one). */
+const HELD_LOOKAHEAD_MS = 120_000;
 
 export function createRunChores(client: Inngest.Any) {
   return client.createFunction(
@@ -34,7 +37,16 @@ export function createRunChores(client: Inngest.Any) {
           overdue.map((item) => outboxItemCreated.create({ id: item.id, line_id: item.lineId })),
         );
       }
-      return { chores: done, redelivered: overdue.map((item) => item.id) };
+      // Held items (scheduled sends, quiet hours, budgets) due before the next sweep: a run each,
+      // which sleeps until the item's time. Runs for items held longer were not kept waiting.
+      const waking = await step.run("find-held-due-soon", () => heldDueSoon(HELD_LOOKAHEAD_MS, SWEEP_BATCH));
+      if (waking.length) {
+        await step.sendEvent(
+          "wake-held",
+          waking.map((item) => outboxItemCreated.create({ id: item.id, line_id: item.lineId })),
+        );
+      }
+      return { chores: done, redelivered: overdue.map((item) => item.id), woken: waking.map((item) => item.id) };
     },
   );
 }

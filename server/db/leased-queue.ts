@@ -21,6 +21,8 @@ export interface LeasedQueueSpec {
   dueColumn: string;
   /** What else a released row forgets or keeps (SQL SET items). */
   onRelease?: string;
+  /** The statuses a due row may have to be claimed (default pending; outbox items also held, once due). */
+  claimable?: readonly string[];
 }
 
 /** Which claimed rows to hand back. */
@@ -41,13 +43,14 @@ export interface Claim {
 
 export function leasedQueue<Row>(spec: LeasedQueueSpec) {
   const table = `"${spec.table}"`;
+  const claimable = `status IN (${(spec.claimable ?? ["pending"]).map((s) => `'${s}'`).join(", ")})`;
   return {
     /** Claims the candidate rows that are still pending; returns them as claimed. */
     claim(c: Claim): Promise<Row[]> {
       const lease = new Date((c.now ?? new Date()).getTime() + (c.leaseMs ?? LEASE_MS));
       return sql<Row>(
         `${c.with ? `WITH ${c.with} ` : ""}UPDATE ${table} SET status = '${spec.claimedStatus}', "leaseExpiresAt" = $1, attempts = attempts + 1${c.set ? `, ${c.set}` : ""}
-         WHERE id IN (${c.candidates}) AND status = 'pending'
+         WHERE id IN (${c.candidates}) AND ${claimable}
          RETURNING *`,
         [lease, ...c.params],
       );
@@ -72,10 +75,10 @@ export function leasedQueue<Row>(spec: LeasedQueueSpec) {
       return rows.length;
     },
 
-    /** When the next pending row is due, if any; `join` and `where` narrow the rows (alias t). */
+    /** When the next claimable row is due, if any; `join` and `where` narrow the rows (alias t). */
     async nextDue(narrow: { join?: string; where?: string } = {}): Promise<Date | null> {
       const [row] = await sql<{ at: Date | null }>(
-        `SELECT min(t."${spec.dueColumn}") AS at FROM ${table} t ${narrow.join ?? ""} WHERE t.status = 'pending'${narrow.where ? ` AND ${narrow.where}` : ""}`,
+        `SELECT min(t."${spec.dueColumn}") AS at FROM ${table} t ${narrow.join ?? ""} WHERE t.${claimable}${narrow.where ? ` AND ${narrow.where}` : ""}`,
       );
       return row?.at ?? null;
     },

@@ -1,6 +1,7 @@
 import { config } from "../kernel/config";
 import { releaseExpiredLeases } from "../outbox/queue";
 import { expireStranded } from "../outbox/serial";
+import { forgetOldOpenings } from "../outbox/budgets";
 import { deleteExpiredIdempotencyRecords } from "../services/access/idempotency";
 import { log } from "../observability/log";
 import { deleteStaleListenSessions } from "../services/webhooks/listen";
@@ -41,6 +42,8 @@ export const CHORES: readonly Chore[] = [
   { id: "probe-due-lines", everyMs: () => Math.min(5_000, config().PROVIDER_PROBE_SECONDS * 1000), run: ({ background }) => probeDueLines(new Date(), { wait: !background }) },
   { id: "forget-old-provider-events", everyMs: () => 3_600_000, run: () => sweepProviderEvents() },
   { id: "forget-old-line-status-changes", everyMs: () => 3_600_000, run: () => forgetOldStatusChanges() },
+  // New-contact budgets look back one day.
+  { id: "forget-old-contact-openings", everyMs: () => 3_600_000, run: () => forgetOldOpenings() },
 ];
 
 const LOOK_EVERY_MS = 1_000;

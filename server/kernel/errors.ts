@@ -45,6 +45,12 @@ export const ERROR_CODES = {
   chat_not_found: { type: "not_found_error", status: 404 },
   message_not_found: { type: "not_found_error", status: 404 },
   outbox_item_not_found: { type: "not_found_error", status: 404 },
+  /** Extension: DELETE /v1/outbox?id= for an item already claimed, sent or failed. */
+  outbox_item_not_cancelable: { type: "invalid_request_error", status: 409 },
+  /** Extension: PATCH /v1/outbox?id= for an item already claimed, sent or failed. */
+  outbox_item_not_reschedulable: { type: "invalid_request_error", status: 409 },
+  /** Extension: an unknown or foreign pool_ ID. */
+  pool_not_found: { type: "not_found_error", status: 404 },
   webhook_not_found: { type: "not_found_error", status: 404 },
   /** Extension: GET /v1/webhooks/deliveries?id= and resend for an unknown or foreign dlv_ ID. */
   delivery_not_found: { type: "not_found_error", status: 404 },

@@ -22,6 +22,7 @@ export const ID_PREFIXES = {
   idempotency: "idem",
   request: "req",
   listenSession: "lsn",
+  pool: "pool",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -41,6 +41,8 @@ export interface NewMessage {
   sentAt: Date;
   /** `sent` on lines whose provider reports delivery (our sends only). */
   deliveryStatus?: string | null;
+  /** Sent as SMS because the recipient cannot receive iMessage. */
+  fallback?: boolean | null;
   attachments?: NewAttachment[];
 }
 
@@ -86,6 +88,7 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
       deliveryStatus: m.deliveryStatus ?? null,
       deliveredAt: null,
       deliveryError: null,
+      fallback: m.fallback ?? null,
       attachments: (m.attachments ?? []).map((a, position) => ({
         id: newId("attachment"),
         messageId: id,
@@ -105,7 +108,7 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
   for (const chunk of chunkRows(rows.map(messageValues))) {
     const v = valuesList(chunk, MESSAGE_CASTS);
     const inserted = await unit.query<{ id: string }>(
-      `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt", "syncedAt", "deliveryStatus")
+      `INSERT INTO "Message" (id, "accountId", "lineId", "chatId", guid, sender, text, "isFromMe", "isAudioMessage", service, "replyToGuid", "outboxId", "sentAt", "syncedAt", "deliveryStatus", fallback)
        VALUES ${v.text} ON CONFLICT ${conflict} DO NOTHING RETURNING id`,
       v.params,
     );
@@ -138,10 +141,10 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
   return stored;
 }
 
-const MESSAGE_CASTS = ["", "", "", "", "", "", "", "::boolean", "::boolean", "", "", "", "::timestamptz", "::timestamptz", ""];
+const MESSAGE_CASTS = ["", "", "", "", "", "", "", "::boolean", "::boolean", "", "", "", "::timestamptz", "::timestamptz", "", "::boolean"];
 
 function messageValues(m: StoredMessage): unknown[] {
-  return [m.id, m.accountId, m.lineId, m.chatId, m.guid, m.sender, m.text, m.isFromMe, m.isAudioMessage, m.service, m.replyToGuid, m.outboxId, m.sentAt, m.syncedAt, m.deliveryStatus];
+  return [m.id, m.accountId, m.lineId, m.chatId, m.guid, m.sender, m.text, m.isFromMe, m.isAudioMessage, m.service, m.replyToGuid, m.outboxId, m.sentAt, m.syncedAt, m.deliveryStatus, m.fallback];
 }
 
 /**

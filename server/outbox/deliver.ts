@@ -4,6 +4,7 @@ import { log } from "../observability/log";
 import type { SendResult } from "../platform/types";
 import { type BatchContext, loadContext, type Prepared, prepare, preparedOne } from "./prepare";
 import { retryLater } from "./queue";
+import { admit } from "./holds";
 import { recordOutcomes } from "./record";
 import { send } from "./send";
 
@@ -12,7 +13,10 @@ import { send } from "./send";
 // (Inngest), where claim, send and record are separate steps persisted between retries.
 
 /** Sends a batch of claimed items through their lines' platforms and records the outcomes. */
-export async function deliverBatch(items: OutboxItem[]): Promise<void> {
+export async function deliverBatch(claimed: OutboxItem[]): Promise<void> {
+  if (!claimed.length) return;
+  // The policy step: items inside quiet hours or over a new-contact budget are held again.
+  const items = await admit(claimed);
   if (!items.length) return;
   let ctx: BatchContext;
   try {

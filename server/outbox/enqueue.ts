@@ -18,10 +18,13 @@ export const addToOutbox = processSingleton("outbox-insert", () =>
   batcher<NewOutboxItem, void>(async (items) => {
     // Straight through the driver: the ORM's query compiler costs more CPU than the insert.
     const { text, params } = valuesList(
-      items.map((i) => [i.id, i.accountId, i.lineId, i.apiKeyId, i.kind, JSON.stringify(i.payload), i.payload.chat_id, i.retryOf ?? null, i.requestId]),
-      ["", "", "", "", "", "::jsonb", "", "", ""],
+      items.map((i) => [
+        i.id, i.accountId, i.lineId, i.apiKeyId, i.kind, JSON.stringify(i.payload), i.payload.chat_id, i.retryOf ?? null, i.requestId,
+        i.sendAt ? "held" : "pending", i.sendAt ?? null, i.sendAt ? "scheduled" : null, i.poolId ?? null,
+      ]),
+      ["", "", "", "", "", "::jsonb", "", "", "", "", "COALESCE($::timestamptz, now())", "", ""],
     );
-    const insert = `INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "chatId", "retryOf", "requestId") VALUES ${text}`;
+    const insert = `INSERT INTO "OutboxItem" (id, "accountId", "lineId", "apiKeyId", kind, payload, "chatId", "retryOf", "requestId", status, "availableAt", "holdReason", "poolId") VALUES ${text}`;
     const events = items.map((i) => outboxEvent(i, i.payload.chat_id, "pending"));
     const notify = livePayloads(events);
     if (notify) {
@@ -54,5 +57,9 @@ export interface NewOutboxItem {
   payload: { chat_id: string };
   /** The failed item this one sends again, when it is a retry. */
   retryOf?: string | null;
+  /** A scheduled send: held until then. */
+  sendAt?: Date | null;
+  /** The pool named as `from`, when the line was chosen from one. */
+  poolId?: string | null;
   requestId: string;
 }

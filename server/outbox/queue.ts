@@ -8,6 +8,7 @@ import { PROVIDER_NAMES } from "../platform/registry";
 import { findLine } from "../db/line-cache";
 import type { LiveEvent } from "../events/live";
 import { unitOfWork } from "../write/unit";
+import { releaseOpening } from "./budgets";
 import { MessagePayload, OutboxTarget } from "./payloads";
 
 // The outbox state machine: pending -> claimed (with a lease) -> sent | failed, or back to
@@ -32,7 +33,14 @@ const queue = leasedQueue<OutboxItem>({
   claimedStatus: "claimed",
   dueColumn: "availableAt",
   onRelease: `"claimedBy" = NULL, "unknownSince" = COALESCE("unknownSince", "attemptStartedAt")`,
+  claimable: ["pending", "held"],
 });
+
+/**
+ * SET items of every claim: a held item leaves its hold (its send window starts now). $3 is
+ * the claim's time. In an UPDATE's SET, `status` is still the row's old value.
+ */
+export const CLAIM_SET = `"attemptStartedAt" = $3, "releasedAt" = CASE WHEN status = 'held' THEN $3 ELSE "releasedAt" END, "holdReason" = NULL`;
 
 export function outboxEvent(
   item: Pick<OutboxItem, "id" | "accountId" | "lineId">,
@@ -50,8 +58,8 @@ const SERIAL_PROVIDERS = serialProviderNames(PROVIDER_NAMES);
  */
 export function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]> {
   return queue.claim({
-    set: `"claimedBy" = $2, "attemptStartedAt" = $3`,
-    candidates: `SELECT id FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= $3
+    set: `"claimedBy" = $2, ${CLAIM_SET}`,
+    candidates: `SELECT id FROM "OutboxItem" WHERE status IN ('pending', 'held') AND "availableAt" <= $3
          AND "lineId" NOT IN (SELECT id FROM "Line" WHERE platform = ANY($5::text[]))
        ORDER BY "availableAt", id LIMIT $4 FOR UPDATE SKIP LOCKED`,
     params: [workerId, now, limit, SERIAL_PROVIDERS],
@@ -62,7 +70,7 @@ export function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]>
 /** Claims one item by ID if it is pending and due; null when it is not (already handled, or not yet due). An Inngest run's claim. */
 export async function claimOne(id: string, claimedBy: string, now = new Date()): Promise<OutboxItem | null> {
   const rows = await queue.claim({
-    set: `"claimedBy" = $2, "attemptStartedAt" = $3`,
+    set: `"claimedBy" = $2, ${CLAIM_SET}`,
     candidates: `SELECT id FROM "OutboxItem" WHERE id = $4 AND "availableAt" <= $3`,
     params: [claimedBy, now, id],
     now,
@@ -103,6 +111,7 @@ async function fail(item: OutboxItem, reason: string): Promise<void> {
     if (!rows.length) return;
     if (target.success) unit.live([outboxEvent(item, target.data.chat_id, "failed")]);
     if (item.kind !== "message") return;
+    await releaseOpening(unit.query, item.id); // a send that never went opened no conversation
     const p = MessagePayload.parse(item.payload);
     const data = {
       object: "outbox_item",
@@ -134,7 +143,7 @@ export const failClaimed = (item: OutboxItem, reason: string): Promise<void> => 
 export async function retryLater(item: OutboxItem, reason: string, options: RetryOptions = {}): Promise<void> {
   const waiting = options.unknown || options.waitForProvider;
   const windowMs = config().PROVIDER_SEND_WINDOW_SECONDS * 1000;
-  if (waiting && Date.now() - item.createdAt.getTime() > windowMs) {
+  if (waiting && Date.now() - (item.releasedAt ?? item.createdAt).getTime() > windowMs) {
     const unsure = options.unknown || item.unknownSince ? "; the provider never confirmed whether it was sent" : "";
     await fail(item, `${reason}; gave up after ${Math.round(windowMs / 60_000)} minutes of waiting for the provider${unsure}`);
     return;
@@ -160,11 +169,11 @@ export async function retryLater(item: OutboxItem, reason: string, options: Retr
   });
 }
 
-/** Pending items due for a while (their event was lost, or their lease expired): to be sent again. */
+/** Pending (or held) items due for a while (their event was lost, or their lease expired): to be sent again. */
 export async function overduePending(olderThanMs: number, limit = 1_000, now = Date.now()): Promise<{ id: string; lineId: string; attempts: number }[]> {
   const db = await getDb();
   return db.outboxItem.findMany({
-    where: { status: "pending", availableAt: { lt: new Date(now - olderThanMs) } },
+    where: { status: { in: ["pending", "held"] }, availableAt: { lt: new Date(now - olderThanMs) } },
     orderBy: { availableAt: "asc" },
     take: limit,
     select: { id: true, lineId: true, attempts: true },

@@ -4,6 +4,7 @@ import { serialProviderNames } from "../platform/connection";
 import { PROVIDER_NAMES, providerFor } from "../platform/registry";
 import { findLine } from "../db/line-cache";
 import { config } from "../kernel/config";
+import { admit } from "./holds";
 import { claimOne, failClaimed, LEASE_MS } from "./queue";
 
 // Provider lines send one item at a time, in outbox order, paced: a real Apple ID or SIM that
@@ -16,6 +17,13 @@ const SERIAL = serialProviderNames(PROVIDER_NAMES);
 
 /** Whether lines of this provider send one item at a time, in order (the provider-line loop's). */
 export const sendsSerially = (provider: string): boolean => SERIAL.includes(provider);
+
+/**
+ * The items of a line that keep its order ($2 is now): claimed ones, pending ones (also those
+ * waiting for a retry), and held ones once due. A held item waiting for its time is not in
+ * line: what comes after it goes first.
+ */
+const inLine = (t = "") => `(${t}status IN ('pending', 'claimed') OR (${t}status = 'held' AND ${t}"availableAt" <= $2))`;
 
 /** Margin of a claim's lease over the provider's own send timeout. */
 const LEASE_MARGIN_MS = 60_000;
@@ -31,21 +39,22 @@ export async function dueLineHeads(now = new Date()): Promise<LineHead[]> {
     `WITH heads AS (
        SELECT DISTINCT ON (o."lineId") o.id, o."lineId", o.status, o."availableAt"
        FROM "OutboxItem" o
-       WHERE o.status IN ('pending', 'claimed')
+       WHERE ${inLine("o.")}
          AND o."lineId" IN (SELECT id FROM "Line" WHERE platform = ANY($1::text[]) AND status <> 'disconnected'
                             AND ("nextSendAt" IS NULL OR "nextSendAt" <= $2))
        ORDER BY o."lineId", o.id)
-     SELECT id, "lineId" FROM heads WHERE status = 'pending' AND "availableAt" <= $2`,
+     SELECT id, "lineId" FROM heads WHERE status IN ('pending', 'held') AND "availableAt" <= $2`,
     [SERIAL, now],
   );
 }
 
 /** Whether any provider line has an item waiting (pending or claimed). */
 export async function serialBacklog(): Promise<boolean> {
+  // Held items that are not due yet are no backlog: a month of scheduled sends costs no polling.
   const rows = await sql(
-    `SELECT 1 FROM "OutboxItem" WHERE status IN ('pending', 'claimed')
+    `SELECT 1 FROM "OutboxItem" WHERE ${inLine()}
        AND "lineId" IN (SELECT id FROM "Line" WHERE platform = ANY($1::text[])) LIMIT 1`,
-    [SERIAL],
+    [SERIAL, new Date()],
   );
   return rows.length > 0;
 }
@@ -69,15 +78,16 @@ export async function claimHead(id: string, lineId: string, claimedBy: string, n
   const lease = new Date(now.getTime() + leaseMsFor(line));
   const rows = await sql<OutboxItem>(
     `WITH head AS (
-       SELECT id FROM "OutboxItem" WHERE "lineId" = $1 AND status IN ('pending', 'claimed') ORDER BY id LIMIT 1),
+       SELECT id FROM "OutboxItem" WHERE "lineId" = $1 AND ${inLine()} ORDER BY id LIMIT 1),
      slot AS (
        UPDATE "Line" SET "nextSendAt" = $3
        WHERE id = $1 AND status <> 'disconnected' AND ("nextSendAt" IS NULL OR "nextSendAt" <= $2)
          AND EXISTS (SELECT 1 FROM head WHERE head.id = $6)
-         AND EXISTS (SELECT 1 FROM "OutboxItem" WHERE id = $6 AND status = 'pending' AND "availableAt" <= $2)
+         AND EXISTS (SELECT 1 FROM "OutboxItem" WHERE id = $6 AND status IN ('pending', 'held') AND "availableAt" <= $2)
        RETURNING id)
-     UPDATE "OutboxItem" o SET status = 'claimed', "leaseExpiresAt" = $4, "claimedBy" = $5, attempts = attempts + 1, "attemptStartedAt" = $2
-     FROM slot WHERE o.id = $6 AND o.status = 'pending' AND o."availableAt" <= $2
+     UPDATE "OutboxItem" o SET status = 'claimed', "leaseExpiresAt" = $4, "claimedBy" = $5, attempts = attempts + 1,
+       "attemptStartedAt" = $2, "releasedAt" = CASE WHEN o.status = 'held' THEN $2 ELSE o."releasedAt" END, "holdReason" = NULL
+     FROM slot WHERE o.id = $6 AND o.status IN ('pending', 'held') AND o."availableAt" <= $2
      RETURNING o.*`,
     [lineId, now, nextSlot, lease, claimedBy, id],
   );
@@ -100,12 +110,23 @@ export type RunClaim = { status: "claimed" } | { status: "skip" } | { status: "w
  */
 export async function claimForRun(id: string, lineId: string, claimedBy: string, now = new Date()): Promise<RunClaim> {
   const line = await findLine(lineId);
-  if (!line || !SERIAL.includes(line.provider)) return (await claimOne(id, claimedBy, now)) ? { status: "claimed" } : { status: "skip" };
-  if (await claimHead(id, lineId, claimedBy, now)) return { status: "claimed" };
-  const rows = await sql<{ status: string }>(`SELECT status FROM "OutboxItem" WHERE id = $1`, [id]);
-  if (rows[0]?.status !== "pending") return { status: "skip" };
+  const serial = line !== null && SERIAL.includes(line.provider);
+  const claimed = serial ? await claimHead(id, lineId, claimedBy, now) : await claimOne(id, claimedBy, now);
+  // The policy step: a claimed item inside quiet hours or over a budget is held again.
+  if (claimed && (await admit([claimed], now.getTime())).length) return { status: "claimed" };
+  const rows = await sql<{ status: string; availableAt: Date }>(`SELECT status, "availableAt" FROM "OutboxItem" WHERE id = $1`, [id]);
+  const row = rows[0];
+  if (row?.status === "held") {
+    // A run sleeps for a hold that ends soon; a later one is woken near its time by the chores (a month-long sleep per item costs the engine).
+    const at = Math.max(new Date(row.availableAt).getTime(), now.getTime() + 1_000);
+    return at - now.getTime() <= RUN_HOLD_WAIT_MS ? { status: "wait", until: new Date(at).toISOString() } : { status: "skip" };
+  }
+  if (!serial || row?.status !== "pending") return { status: "skip" };
   return { status: "wait", until: (await nextChanceAt(lineId, now)).toISOString() };
 }
+
+/** How long an engine run waits for a held item itself; past it, the chores wake the item nearer its time. */
+export const RUN_HOLD_WAIT_MS = 15 * 60_000;
 
 /**
  * Items on provider lines that waited past the send window without the provider coming back
@@ -115,7 +136,7 @@ export async function expireStranded(now = new Date()): Promise<number> {
   const windowMs = config().PROVIDER_SEND_WINDOW_SECONDS * 1000;
   const items = await sql<OutboxItem>(
     `UPDATE "OutboxItem" SET status = 'claimed', "claimedBy" = 'expiry', "leaseExpiresAt" = $3
-     WHERE id IN (SELECT id FROM "OutboxItem" WHERE status = 'pending' AND "createdAt" < $1
+     WHERE id IN (SELECT id FROM "OutboxItem" WHERE ((status = 'pending' AND COALESCE("releasedAt", "createdAt") < $1) OR (status = 'held' AND "availableAt" < $1))
                   AND "lineId" IN (SELECT id FROM "Line" WHERE platform = ANY($2::text[]) AND status = 'disconnected')
                   ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED)
      RETURNING *`,

@@ -13,6 +13,19 @@ export type LineProvider = ProviderName;
 const ms = z.number().int().describe("Unix time in milliseconds");
 const msOrNull = ms.nullable();
 
+export const SendPolicySchema = z
+  .object({
+    contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (SPEC's rule)"),
+    new_contacts_per_hour: z.number().int().nullable().describe("Conversations with new contacts per sliding hour; null: no limit"),
+    new_contacts_per_day: z.number().int().nullable().describe("The same per sliding 24 hours; null: no limit"),
+    quiet_hours: z
+      .object({ start: z.string().describe("HH:MM"), end: z.string().describe("HH:MM"), timezone: z.string().describe("IANA time zone") })
+      .nullable()
+      .describe("A daily local-time window during which new messages wait (a reply to a contact who wrote in the last 30 minutes still goes)"),
+    rate_per_second: z.number().describe("Sends per second a provider line starts, at most"),
+  })
+  .meta({ id: "SendPolicy" });
+
 export const LineSchema = z
   .object({
     object: z.literal("line"),
@@ -30,6 +43,7 @@ export const LineSchema = z
       .describe("Extension: the provider's health. degraded: a call or probe failed (or the Private API helper is gone); disconnected: several in a row. Sends wait while disconnected."),
     status_reason: z.string().nullable().describe("Extension: why the line is degraded or disconnected"),
     last_event_at: msOrNull.describe("Extension: when the provider last answered or sent an event (Unix ms)"),
+    send_policy: SendPolicySchema.describe("Extension: when, and to whom, the line may send (docs/send-policy.md)"),
   })
   .meta({ id: "Line" });
 
@@ -133,6 +147,14 @@ export const OutboxItemSchema = z
     line_id: z.string(),
     kind: z.string().describe("message | audio_message | reaction | typing | receipt"),
     status: z.string().describe("pending | claimed | sent | failed"),
+    not_before: msOrNull.describe("Extension. While the item is held: when it may go (Unix ms); null when it is not held, or only a person can release it"),
+    hold_reason: z
+      .enum(["scheduled", "quiet_hours", "new_contact_budget", "line_rate", "line_unavailable"])
+      .nullable()
+      .describe("Extension. Why a pending item waits: its send_at (scheduled), the line's quiet hours, its new-contact budget, its pace (line_rate), or its provider being unreachable (line_unavailable)"),
+    canceled_at: msOrNull.describe("Extension. When it was canceled (DELETE /v1/outbox): it is then failed with error \"canceled\""),
+    pool_id: z.string().nullable().describe("Extension. The pool named as `from`, when the line (line_id) was chosen from a pool"),
+    fallback: z.boolean().describe("Extension. The message went as SMS because the recipient cannot receive iMessage"),
     error: z.string().nullable(),
     attempts: z.number().int(),
     max_attempts: z.number().int(),
@@ -231,6 +253,52 @@ export const ErrorSchema = z
     request_id: z.string(),
   })
   .meta({ id: "Error" });
+
+const BudgetWindowSchema = z.object({
+  used: z.number().int().describe("New contacts messaged in the window"),
+  limit: z.number().int().nullable().describe("null: no limit"),
+  remaining: z.number().int().nullable(),
+  resets_at: msOrNull.describe("When the oldest of them leaves the window (a slot frees)"),
+});
+
+export const LineCapacitySchema = z
+  .object({
+    line_id: z.string(),
+    handle: z.string(),
+    status: z.string().describe("connected | degraded | disconnected"),
+    new_contacts: z.object({ hour: BudgetWindowSchema, day: BudgetWindowSchema }).describe("The new-contact budgets, sliding hour and day"),
+    quiet_hours: z.object({ active: z.boolean(), until: msOrNull }),
+    queued: z
+      .object({
+        scheduled: z.number().int(),
+        quiet_hours: z.number().int(),
+        new_contact_budget: z.number().int(),
+        line_rate: z.number().int(),
+        line_unavailable: z.number().int(),
+      })
+      .describe("Pending sends that wait, by hold_reason"),
+    next_slot_at: msOrNull.describe("When a send to a new contact could go out (budgets and quiet hours); null when a budget is 0"),
+  })
+  .meta({ id: "LineCapacity" });
+
+export const CapacitySchema = z
+  .object({
+    object: z.literal("capacity"),
+    from: z.string(),
+    pool_id: z.string().nullable().describe("When `from` is a pool: its ID; lines are the pool's lines the key may use"),
+    lines: z.array(LineCapacitySchema),
+  })
+  .meta({ id: "Capacity" });
+
+export const PoolSchema = z
+  .object({
+    object: z.literal("pool"),
+    id: z.string().describe("pool_ ID: usable as `from` of POST /v1/messages"),
+    name: z.string(),
+    line_ids: z.array(z.string()).describe("Its lines (those the key may use)"),
+    created_at: ms,
+  })
+  .meta({ id: "Pool" });
 
 /** A page of a list: newest (or oldest) first, with an opaque cursor for the next page. */
 export function page<T extends z.ZodType>(item: T, name: string) {

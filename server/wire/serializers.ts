@@ -15,6 +15,8 @@ import type { FileUrlSigner } from "../storage/signed-urls";
 
 // One serializer per resource: the JSON shapes of SPEC.md + COMPAT.md (snake_case, Unix ms).
 
+import { policyOf } from "../kernel/send-policy";
+
 const ms = (d: Date) => d.getTime();
 export const msOrNull = (d: Date | null) => (d ? d.getTime() : null);
 
@@ -33,6 +35,7 @@ export function serializeLine(line: Line) {
     status: line.status as "connected" | "degraded" | "disconnected",
     status_reason: line.statusReason,
     last_event_at: msOrNull(line.lastEventAt),
+    send_policy: policyOf(line),
   };
 }
 
@@ -129,13 +132,32 @@ export function serializeReceipt(r: ReadReceipt) {
   };
 }
 
-export function serializeOutboxItem(o: OutboxItem) {
+/** The due time of a hold that only a person or a policy change ends (server/outbox/holds.ts NEVER). */
+const NEVER_MS = Date.UTC(9999, 11, 31);
+
+/** What is in the way of a pending item that is due, read from its line's state (not stored). */
+type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget";
+
+export interface LineHold {
+  reason: "line_rate" | "line_unavailable";
+  until: Date | null;
+}
+
+export function serializeOutboxItem(o: OutboxItem, lineHold: LineHold | null = null) {
+  // Held items are `pending` on the wire: clients parse status as a strict enum.
+  const held = o.status === "held";
+  const hold = held ? { reason: (o.holdReason ?? "scheduled") as StoredHoldReason, until: o.availableAt.getTime() >= NEVER_MS ? null : o.availableAt } : o.status === "pending" ? lineHold : null;
   return {
     object: "outbox_item" as const,
     id: o.id,
     line_id: o.lineId,
     kind: o.kind,
-    status: o.status,
+    status: held ? "pending" : o.status,
+    not_before: hold?.until ? hold.until.getTime() : null,
+    hold_reason: hold?.reason ?? null,
+    canceled_at: msOrNull(o.canceledAt),
+    pool_id: o.poolId,
+    fallback: o.fallback ?? false,
     error: o.error,
     attempts: o.attempts,
     max_attempts: o.maxAttempts,

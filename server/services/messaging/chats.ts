@@ -1,8 +1,9 @@
 import type { Actor } from "../access/actor";
-import { getDb } from "../../db";
-import { ApiError } from "../../kernel/errors";
+import { getDb, sql } from "../../db";
+import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Chat, Line } from "../../generated/prisma/client";
-import { normalizeHandle } from "../../kernel/handles";
+import { isPhoneNumber, normalizeHandle } from "../../kernel/handles";
+import { newId } from "../../kernel/ids";
 import { keysetDesc, type Page, toPage } from "../../wire/pagination";
 import { serializeChat } from "../../wire/serializers";
 import { rejectForeignId } from "../access/id-params";
@@ -21,6 +22,29 @@ export async function resolveChat(actor: Actor, line: Line, to: string, param = 
       });
   if (!chat) throw new ApiError("chat_not_found", `No chat with '${value}' on line ${line.handle}.`, { param });
   return chat;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/**
+ * The one-to-one chat with `to` on the line, created when the line never talked to it: a line
+ * whose contact-first rule is off may message people first. `to` must be a phone number (E.164
+ * after normalizing), or on an iMessage line an email address.
+ */
+export async function openChat(actor: Actor, line: Line, to: string): Promise<Chat> {
+  const identifier = normalizeHandle(to);
+  const sms = line.service === "sms";
+  if (!isPhoneNumber(identifier) && (sms || !EMAIL.test(identifier))) {
+    throw invalidParam("to", sms ? `${to} is not a phone number; an SMS line sends to E.164 numbers such as +15551230001.` : `${to} is not a phone number or an email address.`);
+  }
+  const rows = await sql<Chat>(
+    `INSERT INTO "Chat" (id, "accountId", "lineId", identifier, service, "isGroup", participants)
+     VALUES ($1, $2, $3, $4, $5, false, ARRAY[$4]::text[])
+     ON CONFLICT ("lineId", "accountId", identifier) DO UPDATE SET identifier = EXCLUDED.identifier
+     RETURNING *`,
+    [newId("chat"), actor.accountId, line.id, identifier, sms ? "sms" : "imessage"],
+  );
+  return rows[0]!;
 }
 
 /** Chats whose handle, name or a participant matches `search` (under AND: a page cursor brings an OR of its own). */

@@ -8,6 +8,12 @@ import { assertLineIdAccess, resolveLine } from "../lines/lines";
 import { whereForActor, whereOnLine } from "../lines/tenancy";
 
 import { OUTBOX_STATUSES, type OutboxStatus } from "./outbox-statuses";
+import { z } from "zod";
+import { cancelPending, schedulePending } from "../../outbox/holds";
+import { fire } from "../../kernel/signals";
+import { sendsSerially } from "../../outbox/serial";
+import { findLine } from "../../db/line-cache";
+import { scheduledTime } from "./schedule";
 
 export { OUTBOX_STATUSES, type OutboxStatus };
 
@@ -34,9 +40,44 @@ export async function listOutbox(
   const page = keysetDesc(null, input.cursor);
   const scope = line ? whereOnLine(actor, line) : await whereForActor(actor);
   const rows = await db.outboxItem.findMany({
-    where: { ...scope, ...(input.status ? { status: input.status } : {}), ...page.where },
+    // Held items are pending on the wire.
+    where: { ...scope, ...(input.status ? { status: input.status === "pending" ? { in: ["pending", "held"] } : input.status } : {}), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
   return toPage(rows, input.limit, serializeOutboxItem, (o) => [o.id]);
+}
+
+/**
+ * DELETE /v1/outbox?id=: a pending item (scheduled, held, or waiting its turn) ends failed
+ * with error "canceled". The update only matches a pending row, so a claim racing it leaves
+ * exactly one winner: a claimed item is on its way and can no longer be canceled.
+ */
+export async function cancelOutboxItem(actor: Actor, id: string) {
+  const item = await findOutboxItem(actor, id);
+  const canceled = await cancelPending(item.id);
+  if (!canceled) {
+    const now = await findOutboxItem(actor, id);
+    throw new ApiError("outbox_item_not_cancelable", `Outbox item ${id} is ${now.status}: only a pending item can be canceled.`, { param: "id" });
+  }
+  return serializeOutboxItem(canceled);
+}
+
+export const RescheduleBody = z
+  .object({ send_at: z.number().int("must be a whole number of Unix milliseconds").describe("The new time (Unix ms): in the future, at most 365 days ahead") })
+  .strict();
+
+/** PATCH /v1/outbox?id=: moves a pending item's send to `send_at` (held as scheduled until then). */
+export async function rescheduleOutboxItem(actor: Actor, id: string, input: z.output<typeof RescheduleBody>) {
+  const at = scheduledTime(input.send_at)!;
+  const item = await findOutboxItem(actor, id);
+  const moved = await schedulePending(item.id, at);
+  if (!moved) {
+    const now = await findOutboxItem(actor, id);
+    throw new ApiError("outbox_item_not_reschedulable", `Outbox item ${id} is ${now.status}: only a pending item can be rescheduled.`, { param: "id" });
+  }
+  // An engine that runs each item on its own (Inngest) starts a run that waits for the new time.
+  const line = await findLine(moved.lineId);
+  fire("outbox.stored", { id: moved.id, lineId: moved.lineId, serial: line ? sendsSerially(line.provider) : false });
+  return serializeOutboxItem(moved);
 }

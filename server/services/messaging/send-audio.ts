@@ -4,7 +4,8 @@ import type { Actor } from "../access/actor";
 import { convertToVoiceMemo } from "../../audio/ffmpeg";
 import type { MessagePayload } from "../../outbox/payloads";
 import { findFile, openFileBytes, storeFile } from "./files";
-import { enforceSandboxQuota, enqueue, handle, parentGuid, prepareWrite, replyTo, target } from "./send";
+import { enforceSandboxQuota, enqueue, fromPool, handle, parentGuid, prepareWrite, replyTo, target } from "./send";
+import { scheduledTime, sendAt } from "./schedule";
 
 // POST /v1/audio-messages: an uploaded recording goes out as a native voice memo. The upload is
 // converted (server/audio/ffmpeg.ts) before the request is answered, so a file that is not
@@ -16,6 +17,7 @@ export const SendAudioMessageBody = z.object({
   to: handle,
   audio_message: z.string().trim().min(1, "must not be empty").max(200).describe("file_ ID of an uploaded audio file (m4a, mp3, wav, caf, aiff; at most 30 minutes)"),
   reply_to: replyTo,
+  send_at: sendAt,
 });
 export type SendAudioMessageInput = z.output<typeof SendAudioMessageBody>;
 
@@ -26,7 +28,9 @@ export function voiceMemoFilename(original: string): string {
 }
 
 export async function sendAudioMessage(actor: Actor, input: SendAudioMessageInput, requestId: string) {
-  const { line, chat } = await prepareWrite(actor, input.from, input.to, { richOnly: "Audio messages", advanced: "Audio messages" });
+  const at = scheduledTime(input.send_at);
+  const picked = await fromPool(actor, input.from, input.to);
+  const { line, chat } = await prepareWrite(actor, picked?.line.id ?? input.from, input.to, { richOnly: "Audio messages", advanced: "Audio messages" });
   const original = await findFile(actor, input.audio_message, "audio_message");
   const replyToGuid = await parentGuid(actor, chat, input.reply_to);
   // Streamed from storage into the conversion once it has a slot: a queued request holds no audio.
@@ -34,5 +38,5 @@ export async function sendAudioMessage(actor: Actor, input: SendAudioMessageInpu
   if (line.isSandbox) await enforceSandboxQuota(actor); // only sends that are accepted count
   const file = await storeFile(actor, { bytes: converted, mimeType: "audio/x-caf", filename: voiceMemoFilename(original.filename) });
   const payload: MessagePayload = { ...target(chat), text: null, attachments: [file.id], reply_to_guid: replyToGuid, is_audio_message: true };
-  return enqueue(actor, line, "message", payload, requestId);
+  return enqueue(actor, line, "message", payload, requestId, { sendAt: at, poolId: picked?.poolId });
 }

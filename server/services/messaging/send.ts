@@ -21,6 +21,10 @@ import { requireIdKind } from "../access/id-params";
 import { resolveLine } from "../lines/lines";
 import { findMessage } from "./messages";
 import { DAY_MS, sandboxQuotaBucket } from "../lines/sandbox";
+import { scheduledTime, sendAt } from "./schedule";
+import { policyOf } from "../../kernel/send-policy";
+import { openChat } from "./chats";
+import { choosePoolLine } from "../pools/pools";
 
 // The write side: validate, apply every policy synchronously, store a pending outbox item
 // and answer at once. Delivery happens after, in server/outbox.
@@ -29,12 +33,14 @@ export const handle = z.string().trim().min(1, "must not be empty").max(320);
 
 export const replyTo = z.string().trim().min(1).max(200).nullable().optional();
 
+
 export const SendMessageBody = z.object({
-  from: handle.describe("The line: its handle or ln_ ID"),
+  from: handle.describe("The line: its handle or ln_ ID; or a pool_ ID (extension), whose line is chosen per contact"),
   to: handle.describe("A phone number, platform account ID or cht_ chat ID (the contact must have messaged the line first)"),
   text: z.string().max(MAX_TEXT_LENGTH, `must be at most ${MAX_TEXT_LENGTH} characters`).nullable().optional().describe("Up to 20,000 characters; text and/or an attachment"),
   attachments: z.array(z.string().trim()).max(1, "at most one attachment per message").optional().describe("At most one file_ ID from POST /v1/files"),
   reply_to: replyTo.describe("msg_ ID or GUID of a message in the same chat"),
+  send_at: sendAt,
 });
 export type SendMessageInput = z.output<typeof SendMessageBody>;
 
@@ -77,6 +83,10 @@ async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
   if (chat?.hasReceivedInbound) {
     if (sendableChats.size >= SENDABLE_CACHE_MAX) sendableChats.clear();
     sendableChats.set(cacheKey, { chat, until: Date.now() + SENDABLE_CACHE_MS });
+  }
+  if (!policyOf(line).contact_first && !to.startsWith("cht_")) {
+    // The line may message people first (its operator switched contact-first off).
+    return chat ?? (await openChat(actor, line, to));
   }
   if (!chat || !chat.hasReceivedInbound) {
     throw new ApiError(
@@ -126,9 +136,17 @@ export async function prepareWrite(actor: Actor, from: string, to: string, optio
   return { line, chat };
 }
 
-export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: { chat_id: string }, requestId: string, retryOf: string | null = null) {
+export interface EnqueueOptions {
+  /** The failed item this one sends again. */
+  retryOf?: string | null;
+  /** Held until then (a scheduled send). */
+  sendAt?: Date | null;
+  poolId?: string | null;
+}
+
+export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: { chat_id: string }, requestId: string, options: EnqueueOptions = {}) {
   const id = newId("outbox");
-  await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, retryOf, requestId });
+  await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId, ...options });
   fire("outbox.stored", { id, lineId: line.id, serial: sendsSerially(line.provider) }); // a pending item changes no cached list (lines, chats, messages): no notification
   return { object: "outbox_item" as const, id, status: "pending" as const };
 }
@@ -147,10 +165,12 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
   const text = input.text === "" ? null : (input.text ?? null);
   const attachments = input.attachments ?? [];
   if (text === null && attachments.length === 0) throw missingParam("text");
+  const at = scheduledTime(input.send_at);
   for (const id of attachments) {
     requireIdKind("file", id, "attachments");
   }
-  const { line, chat } = await prepareWrite(actor, input.from, input.to);
+  const picked = await fromPool(actor, input.from, input.to);
+  const { line, chat } = await prepareWrite(actor, picked?.line.id ?? input.from, input.to);
   if (attachments.length && CapabilitiesSchema.safeParse(line.capabilities).data?.attachments === false) {
     throw invalidParam("attachments", `Line ${line.handle} sends text only: its provider (${line.provider}) cannot send attachments.`);
   }
@@ -158,7 +178,13 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
   const replyToGuid = await parentGuid(actor, chat, input.reply_to);
   if (line.isSandbox) await enforceSandboxQuota(actor);
   const payload: MessagePayload = { ...target(chat), text, attachments, reply_to_guid: replyToGuid, is_audio_message: false };
-  return enqueue(actor, line, "message", payload, requestId);
+  return enqueue(actor, line, "message", payload, requestId, { sendAt: at, poolId: picked?.poolId });
+}
+
+/** A send whose `from` is a pool (pool_...): the line chosen for `to`. Null for a line. */
+export async function fromPool(actor: Actor, from: string, to: string) {
+  const value = from.trim();
+  return value.startsWith("pool_") ? choosePoolLine(actor, value, to) : null;
 }
 
 export const SendReactionBody = z.object({
@@ -220,5 +246,5 @@ export async function retrySend(actor: Actor, outboxId: string, requestId: strin
   const payload = MessagePayloadSchema.parse(item.payload);
   const { line, chat } = await prepareWrite(actor, item.lineId, payload.chat_id);
   if (line.isSandbox) await enforceSandboxQuota(actor);
-  return enqueue(actor, line, "message", { ...payload, ...target(chat) }, requestId, item.id);
+  return enqueue(actor, line, "message", { ...payload, ...target(chat) }, requestId, { retryOf: item.id });
 }

@@ -31,5 +31,8 @@ export const OutboxQuery = PageQuery.extend({
   status: z.enum(OUTBOX_STATUSES).optional(),
 });
 
+/** DELETE and PATCH /v1/outbox?id= */
+export const OutboxIdQuery = z.object({ id: z.string().trim().min(1, "must not be empty").max(100).describe("The obx_ ID") });
+
 /** GET /v1/files?id= */
 export const FileQuery = z.object({ id: z.string().trim().min(1).max(100) });

@@ -2,7 +2,9 @@ import { z } from "zod";
 import type { Scope } from "../../services/access/scopes";
 import type { ErrorCode } from "../../kernel/errors";
 import * as R from "../../wire/responses";
-import { ChatStateQuery, FileQuery, ListChatsQuery, ListLinesQuery, ListMessagesQuery, ListReactionsQuery, OutboxQuery } from "../../services/schemas/v1";
+import { ChatStateQuery, FileQuery, ListChatsQuery, ListLinesQuery, ListMessagesQuery, ListReactionsQuery, OutboxIdQuery, OutboxQuery } from "../../services/schemas/v1";
+import { RescheduleBody } from "../../services/messaging/outbox";
+import { CapacityQuery } from "../../services/lines/capacity";
 import { SendAudioMessageBody } from "../../services/messaging/send-audio";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody } from "../../services/messaging/send";
 import { ListDeliveriesQuery, ResendBody, WebhookIdBody } from "../../services/webhooks/webhook-deliveries";
@@ -14,7 +16,7 @@ import { CreateWebhookBody, DeleteWebhookBody, ListWebhooksQuery } from "../../s
 // or when a listed operation's scope is not the one the route enforces.
 
 export interface Operation {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   path: string;
   summary: string;
   description?: string;
@@ -198,6 +200,54 @@ export const OPERATIONS = {
     query: OutboxQuery,
     response: z.union([R.page(R.OutboxItemSchema, "OutboxItem"), R.OutboxItemSchema]),
     errors: [...LINE_ERRORS, "outbox_item_not_found"],
+  },
+  cancelOutboxItem: {
+    method: "DELETE",
+    path: "/v1/outbox",
+    tag: "Outbox",
+    summary: "Cancel a pending send (extension)",
+    description:
+      "A pending item (scheduled, held, or waiting its turn) ends `failed` with `error: \"canceled\"` and `canceled_at`. An item already claimed, sent or failed answers 409 `outbox_item_not_cancelable`: a claim and a cancel never both win.",
+    scope: "messages:write",
+    query: OutboxIdQuery,
+    response: R.OutboxItemSchema,
+    errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_cancelable"],
+    example: { id: "obx_01h..." },
+  },
+  rescheduleOutboxItem: {
+    method: "PATCH",
+    path: "/v1/outbox",
+    tag: "Outbox",
+    summary: "Reschedule a pending send (extension)",
+    description: "Moves a pending item's send to `send_at` (Unix ms, in the future, at most 365 days ahead); it is held with `hold_reason: \"scheduled\"` until then and never sent at its old time.",
+    scope: "messages:write",
+    query: OutboxIdQuery,
+    body: RescheduleBody,
+    response: R.OutboxItemSchema,
+    errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_reschedulable", "invalid_json"],
+    example: { send_at: 1767261600000 },
+  },
+  getCapacity: {
+    method: "GET",
+    path: "/v1/capacity",
+    tag: "Lines",
+    summary: "What a line or pool can still send (extension)",
+    description: "Per line: status, the new-contact budgets (used, limit, remaining, resets_at, per sliding hour and day), quiet hours, the held sends by reason, and when a new-contact send could next go out.",
+    scope: "lines:read",
+    query: CapacityQuery,
+    response: R.CapacitySchema,
+    errors: [...LINE_ERRORS, "pool_not_found"],
+    example: { from: "+15550001000" },
+  },
+  listPools: {
+    method: "GET",
+    path: "/v1/pools",
+    tag: "Lines",
+    summary: "List sender pools (extension)",
+    description: "A pool is a named set of lines; its pool_ ID is a `from` of POST /v1/messages, which then sends from the line that already talks with the contact, otherwise from the connected line with the most new-contact capacity left.",
+    scope: "lines:read",
+    response: R.page(R.PoolSchema, "Pool"),
+    errors: [],
   },
   getSandbox: {
     method: "GET",

@@ -1,0 +1,73 @@
+import { z } from "zod";
+import { type QuietHours, QuietHoursSchema } from "./quiet-hours";
+
+// A line's send policy: when, and to whom, it may send. Stored as set (Line.sendPolicy, only
+// the fields an operator gave); a field left out takes its default for the line's service, so
+// a line that moves from SMS to iMessage gains the iMessage budgets without a migration.
+
+const budget = z.number().int("must be a whole number").min(0, "must not be negative").max(100_000, "must be at most 100000").nullable();
+
+/** What an operator may set (PUT semantics per field: a field given replaces it; null clears a budget or quiet hours). */
+export const SendPolicyInput = z
+  .object({
+    contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (SPEC's rule). Default true"),
+    new_contacts_per_hour: budget.describe("Sends that open a conversation with a new contact, per sliding hour; null: no limit"),
+    new_contacts_per_day: budget.describe("The same per sliding 24 hours; null: no limit"),
+    quiet_hours: QuietHoursSchema.nullable().describe("A daily window (local time in an IANA zone) during which new messages wait"),
+    rate_per_second: z.number().positive("must be above 0").max(100, "must be at most 100").describe("How many sends per second a provider line starts, at most"),
+  })
+  .partial()
+  .strict();
+export type SendPolicyInput = z.output<typeof SendPolicyInput>;
+
+/** The stored part (everything but the rate, which is the line's pacing column). */
+const StoredPolicy = SendPolicyInput.omit({ rate_per_second: true });
+
+export interface SendPolicy {
+  contact_first: boolean;
+  new_contacts_per_hour: number | null;
+  new_contacts_per_day: number | null;
+  quiet_hours: QuietHours | null;
+  rate_per_second: number;
+}
+
+/** Apple flags iMessage accounts that message too many new people: these are Sendblue's published per-line limits, hour and day. */
+const IMESSAGE_BUDGETS = { new_contacts_per_hour: 10, new_contacts_per_day: 50 } as const;
+
+export function defaultPolicy(service: string): Omit<SendPolicy, "rate_per_second"> {
+  const budgets = service === "sms" ? { new_contacts_per_hour: null, new_contacts_per_day: null } : IMESSAGE_BUDGETS;
+  return { contact_first: true, ...budgets, quiet_hours: null };
+}
+
+/** What of a line (a Line row) its policy is read from. */
+export interface PolicyHolder {
+  service: string;
+  sendPolicy: unknown;
+  sendRatePerSecond: number;
+}
+
+/** Parsed policies by line row (a cached line is one object until it changes): the send path reads one per item. */
+const parsed = new WeakMap<PolicyHolder, SendPolicy>();
+
+/** The policy a line sends under: what was set, defaults for the rest. */
+export function policyOf(line: PolicyHolder): SendPolicy {
+  const cached = parsed.get(line);
+  if (cached) return cached;
+  // A stored policy was validated when set; one that no longer parses (a field renamed) falls back to defaults, never fails a send.
+  const stored = StoredPolicy.safeParse(line.sendPolicy).data ?? {};
+  const policy: SendPolicy = { ...defaultPolicy(line.service), ...stored, rate_per_second: line.sendRatePerSecond > 0 ? line.sendRatePerSecond : 1 };
+  parsed.set(line, policy);
+  return policy;
+}
+
+/** The stored JSON after applying a change to what was set before. */
+export function mergePolicy(current: unknown, change: SendPolicyInput): { stored: z.output<typeof StoredPolicy>; rate: number | undefined } {
+  const { rate_per_second: rate, ...rest } = change;
+  const before = StoredPolicy.safeParse(current).data ?? {};
+  return { stored: { ...before, ...rest }, rate };
+}
+
+/** Whether the policy can hold a message at its claim (quiet hours or budgets that apply). */
+export function mayHold(policy: SendPolicy): boolean {
+  return policy.quiet_hours !== null || (!policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null));
+}

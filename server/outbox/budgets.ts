@@ -1,0 +1,100 @@
+import { type Query, sql, sqlTransaction } from "../db";
+import type { SendPolicy } from "../kernel/send-policy";
+
+// New-contact budgets: how many conversations a line may open per sliding hour and day with
+// contacts it never exchanged a message with. Each opening is a ContactOpening row (this file
+// is its one writer), reserved at the claim of the send that opens it, under a per-line lock
+// so instances racing for the last slot never both win.
+
+export const HOUR_MS = 3_600_000;
+export const DAY_MS = 24 * HOUR_MS;
+
+export interface Window {
+  used: number;
+  limit: number | null;
+  remaining: number | null;
+  /** When the oldest opening in the window ages out (a slot frees), if any is in it. */
+  resets_at: number | null;
+}
+
+export interface BudgetUse {
+  hour: Window;
+  day: Window;
+  /** When a new-contact send could go out (now when both windows have room; null when a limit is 0). */
+  next_slot_at: number | null;
+}
+
+function windowOf(openings: number[], spanMs: number, limit: number | null, now: number): { w: Window; freeAt: number | null } {
+  const inside = openings.filter((t) => t > now - spanMs); // ascending
+  const used = inside.length;
+  const w: Window = { used, limit, remaining: limit === null ? null : Math.max(0, limit - used), resets_at: used ? inside[0]! + spanMs : null };
+  if (limit === null || used < limit) return { w, freeAt: now };
+  if (limit === 0) return { w, freeAt: null };
+  // The slot frees when enough openings leave the window: the (used - limit + 1)-th oldest.
+  return { w, freeAt: inside[used - limit]! + spanMs };
+}
+
+/** The budgets' state from a line's openings of the last day (ascending Unix ms). */
+export function budgetUse(openings: number[], policy: Pick<SendPolicy, "new_contacts_per_hour" | "new_contacts_per_day">, now: number): BudgetUse {
+  const hour = windowOf(openings, HOUR_MS, policy.new_contacts_per_hour, now);
+  const day = windowOf(openings, DAY_MS, policy.new_contacts_per_day, now);
+  const next = hour.freeAt === null || day.freeAt === null ? null : Math.max(hour.freeAt, day.freeAt);
+  return { hour: hour.w, day: day.w, next_slot_at: next };
+}
+
+async function openingsOf(query: Query, lineId: string, now: number): Promise<number[]> {
+  const rows = await query<{ at: Date }>(
+    `SELECT "openedAt" AS at FROM "ContactOpening" WHERE "lineId" = $1 AND "openedAt" > $2 ORDER BY "openedAt"`,
+    [lineId, new Date(now - DAY_MS)],
+  );
+  return rows.map((r) => new Date(r.at).getTime());
+}
+
+/** A line's budget use now (capacity). */
+export async function lineBudgetUse(lineId: string, policy: SendPolicy, now = Date.now()): Promise<BudgetUse> {
+  return budgetUse(await openingsOf(sql, lineId, now), policy, now);
+}
+
+/** Whether the chat needs a budget slot: the line never exchanged a message with it and no earlier send opened it. */
+export async function opensConversation(lineId: string, chatId: string): Promise<boolean> {
+  const rows = await sql<{ known: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM "Message" WHERE "chatId" = $2)
+         OR EXISTS (SELECT 1 FROM "ContactOpening" WHERE "lineId" = $1 AND "chatId" = $2) AS known`,
+    [lineId, chatId],
+  );
+  return !rows[0]?.known;
+}
+
+/**
+ * Takes a budget slot for `outboxId` opening `chatId`, if both windows have room: null when
+ * taken, else when to try again (null inside: only a policy change frees it).
+ */
+export async function reserveOpening(
+  lineId: string,
+  chatId: string,
+  outboxId: string,
+  policy: SendPolicy,
+  now = Date.now(),
+): Promise<{ taken: true } | { taken: false; retryAt: number | null }> {
+  return sqlTransaction(async (query) => {
+    await query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`opening:${lineId}`]);
+    const use = budgetUse(await openingsOf(query, lineId, now), policy, now);
+    if (use.next_slot_at !== now) return { taken: false, retryAt: use.next_slot_at };
+    await query(
+      `INSERT INTO "ContactOpening" ("lineId", "chatId", "outboxId", "openedAt") VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+      [lineId, chatId, outboxId, new Date(now)],
+    );
+    return { taken: true };
+  });
+}
+
+/** A send that failed for good opened nothing: its slot is given back. */
+export async function releaseOpening(query: Query, outboxId: string): Promise<void> {
+  await query(`DELETE FROM "ContactOpening" WHERE "outboxId" = $1`, [outboxId]);
+}
+
+/** Openings older than a day count for nothing (a chore). */
+export async function forgetOldOpenings(now = Date.now()): Promise<number> {
+  const rows = await sql(`DELETE FROM "ContactOpening" WHERE "openedAt" < $1 RETURNING 1`, [new Date(now - DAY_MS)]);
+  return rows.length;
+}

@@ -1,0 +1,162 @@
+import { sql } from "../db";
+import { findLine } from "../db/line-cache";
+import type { Line, OutboxItem } from "../generated/prisma/client";
+import { log } from "../observability/log";
+import { opensConversation, reserveOpening } from "./budgets";
+import { MessagePayload } from "./payloads";
+import { quietState } from "../kernel/quiet-hours";
+import { mayHold, policyOf, type SendPolicy } from "../kernel/send-policy";
+import { outboxEvent } from "./queue";
+import { unitOfWork } from "../write/unit";
+
+// Holds: a pending item that may not go yet. It is stored with status 'held' (the API shows
+// `pending` with `hold_reason` and `not_before`: clients parse status as a strict enum) and its
+// due time in availableAt, so the claims' index on (status, availableAt) finds it when it is
+// due and never looks at it before: 100,000 items held for next month cost nothing today.
+//
+// A scheduled send is held from the start. The line's policy is applied at the claim (the
+// policy step, before anything is sent): inside quiet hours or over a new-contact budget, the
+// claimed item goes back to held with the time it may go, its attempt not counted.
+
+/** Every reason an item may wait, as the API names them. */
+export const HOLD_REASONS = ["scheduled", "quiet_hours", "new_contact_budget", "line_rate", "line_unavailable"] as const;
+export type HoldReason = (typeof HOLD_REASONS)[number];
+
+/** The due time of a hold that only a person, or a change of the line's policy, releases (shown as not_before null). */
+export const NEVER = new Date("9999-12-31T00:00:00.000Z");
+
+/** During quiet hours a reply still goes to a contact who wrote this recently. */
+export const QUIET_HOURS_REPLY_MS = 30 * 60_000;
+
+/** How far ahead a send may be scheduled. */
+export const MAX_SCHEDULE_MS = 365 * 24 * 3_600_000;
+
+type Decision = { go: true } | { go: false; reason: HoldReason; until: Date };
+
+/** Whether the contact wrote in the chat recently (a reply may go in quiet hours). */
+async function wroteRecently(chatId: string, now: number): Promise<boolean> {
+  const rows = await sql(`SELECT 1 FROM "Message" WHERE "chatId" = $1 AND "isFromMe" = false AND "sentAt" > $2 LIMIT 1`, [
+    chatId,
+    new Date(now - QUIET_HOURS_REPLY_MS),
+  ]);
+  return rows.length > 0;
+}
+
+async function decide(item: OutboxItem, line: Line, policy: SendPolicy, now: number): Promise<Decision> {
+  const chatId = MessagePayload.parse(item.payload).chat_id;
+  if (policy.quiet_hours) {
+    const quiet = quietState(policy.quiet_hours, now);
+    if (quiet.active && !(await wroteRecently(chatId, now))) return { go: false, reason: "quiet_hours", until: new Date(quiet.until ?? now) };
+  }
+  if (!policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null)) {
+    if (await opensConversation(line.id, chatId)) {
+      const slot = await reserveOpening(line.id, chatId, item.id, policy, now);
+      if (!slot.taken) return { go: false, reason: "new_contact_budget", until: slot.retryAt === null ? NEVER : new Date(slot.retryAt) };
+    }
+  }
+  return { go: true };
+}
+
+/** Puts a claimed item back on hold until `until`; its attempt is not counted. */
+async function holdBack(item: OutboxItem, reason: HoldReason, until: Date): Promise<void> {
+  await sql(
+    `UPDATE "OutboxItem" SET status = 'held', "holdReason" = $2, "availableAt" = $3, attempts = GREATEST(0, attempts - 1),
+       "claimedBy" = NULL, "leaseExpiresAt" = NULL
+     WHERE id = $1 AND status = 'claimed' AND "claimedBy" IS NOT DISTINCT FROM $4`,
+    [item.id, reason, until, item.claimedBy],
+  );
+}
+
+/**
+ * The policy step, between the claim and the send: the claimed items that may go now. The
+ * others are held again until they may (quiet hours' end, a budget slot). Only messages wait:
+ * reactions, typing and receipts answer what the contact did and go at once. A line whose
+ * policy cannot hold anything costs nothing here.
+ */
+export async function admit(items: OutboxItem[], now = Date.now()): Promise<OutboxItem[]> {
+  const admitted: OutboxItem[] = [];
+  for (const item of items) {
+    if (item.kind !== "message") {
+      admitted.push(item);
+      continue;
+    }
+    try {
+      const line = await findLine(item.lineId);
+      const policy = line ? policyOf(line) : null;
+      if (!line || !policy || !mayHold(policy)) {
+        admitted.push(item);
+        continue;
+      }
+      const decision = await decide(item, line, policy, now);
+      if (decision.go) admitted.push(item);
+      else await holdBack(item, decision.reason, decision.until);
+    } catch (err) {
+      // The policy could not be read (the database hiccuped): the item waits a little, never goes unchecked.
+      log().error({ err, outbox_id: item.id }, "applying the send policy failed");
+      await holdBack(item, "line_unavailable", new Date(now + 5_000)).catch(() => undefined);
+    }
+  }
+  return admitted;
+}
+
+/**
+ * Items held by the line's policy go back to being due, to be judged again by the new policy
+ * at their claim (a policy change, a line reconnecting).
+ */
+export async function reconsiderHolds(lineId: string, now = new Date()): Promise<number> {
+  const rows = await sql(
+    `UPDATE "OutboxItem" SET "availableAt" = $2
+     WHERE "lineId" = $1 AND status = 'held' AND "holdReason" IN ('quiet_hours', 'new_contact_budget') AND "availableAt" > $2 RETURNING 1`,
+    [lineId, now],
+  );
+  return rows.length;
+}
+
+/** Cancels a pending (or held) item: it ends failed with error 'canceled'. Null when it was no longer pending (a claim won). */
+export async function cancelPending(id: string, now = new Date()): Promise<OutboxItem | null> {
+  return unitOfWork(async (unit) => {
+    const rows = await unit.query<OutboxItem>(
+      `UPDATE "OutboxItem" SET status = 'failed', error = 'canceled', "canceledAt" = $2, "completedAt" = $2, "holdReason" = NULL
+       WHERE id = $1 AND status IN ('pending', 'held') RETURNING *`,
+      [id, now],
+    );
+    const item = rows[0];
+    // The dashboard hears of it; no message.failed webhook: the owner's own decision is no delivery failure.
+    if (item?.chatId) unit.live([outboxEvent(item, item.chatId, "failed")]);
+    return item ?? null;
+  });
+}
+
+/** Holds a pending item until `at` (reschedule); null when it was no longer pending. */
+export async function schedulePending(id: string, at: Date): Promise<OutboxItem | null> {
+  const rows = await sql<OutboxItem>(
+    `UPDATE "OutboxItem" SET status = 'held', "holdReason" = 'scheduled', "availableAt" = $2
+     WHERE id = $1 AND status IN ('pending', 'held') RETURNING *`,
+    [id, at],
+  );
+  return rows[0] ?? null;
+}
+
+/** Held items of the lines by reason (capacity's `queued`). */
+export async function heldCounts(lineIds: string[]): Promise<Map<string, Record<string, number>>> {
+  const rows = await sql<{ lineId: string; reason: string | null; n: number }>(
+    `SELECT "lineId", "holdReason" AS reason, count(*)::int AS n FROM "OutboxItem"
+     WHERE "lineId" = ANY($1::text[]) AND status = 'held' GROUP BY 1, 2`,
+    [lineIds],
+  );
+  const out = new Map<string, Record<string, number>>();
+  for (const r of rows) {
+    const counts = out.get(r.lineId) ?? {};
+    counts[r.reason ?? "scheduled"] = (counts[r.reason ?? "scheduled"] ?? 0) + r.n;
+    out.set(r.lineId, counts);
+  }
+  return out;
+}
+
+/** Held items that come due within `withinMs` (an engine that runs each item on its own wakes them). */
+export async function heldDueSoon(withinMs: number, limit = 1_000, now = Date.now()): Promise<{ id: string; lineId: string }[]> {
+  return sql<{ id: string; lineId: string }>(
+    `SELECT id, "lineId" FROM "OutboxItem" WHERE status = 'held' AND "availableAt" <= $1 ORDER BY "availableAt", id LIMIT $2`,
+    [new Date(now + withinMs), limit],
+  );
+}

@@ -1,0 +1,34 @@
+import { getDb, type Prisma } from "../../db";
+import { forgetCachedLines } from "../../db/line-cache";
+import { ApiError } from "../../kernel/errors";
+import type { Line } from "../../generated/prisma/client";
+import { reconsiderHolds } from "../../outbox/holds";
+import { mergePolicy, policyOf, type SendPolicy, SendPolicyInput } from "../../kernel/send-policy";
+import { notifyChange } from "../../cache/changes";
+
+// Setting a line's send policy: the operator CLI (`line policy`), the dashboard and GraphQL
+// (the owner's session). Sends already held by the old policy are judged again by the new one.
+
+export { SendPolicyInput };
+
+/** The line's effective policy (defaults filled in). */
+export const linePolicy = (line: Line): SendPolicy => policyOf(line);
+
+/**
+ * Applies a change to line `lineId` of `accountId` (null: the operator, any account). Fields
+ * left out keep their value; null clears a budget or the quiet hours.
+ */
+export async function setLinePolicy(accountId: string | null, lineId: string, change: SendPolicyInput): Promise<{ line: Line; policy: SendPolicy }> {
+  const db = await getDb();
+  const line = await db.line.findFirst({ where: { id: lineId, ...(accountId ? { accountId } : {}) } });
+  if (!line) throw new ApiError("line_not_found", `No line with ID '${lineId}'.`, { param: "line_id" });
+  const { stored, rate } = mergePolicy(line.sendPolicy, change);
+  const updated = await db.line.update({
+    where: { id: line.id },
+    data: { sendPolicy: stored as Prisma.InputJsonObject, ...(rate !== undefined ? { sendRatePerSecond: rate } : {}) },
+  });
+  forgetCachedLines();
+  await reconsiderHolds(line.id);
+  if (updated.accountId) await notifyChange(updated.accountId);
+  return { line: updated, policy: policyOf(updated) };
+}

@@ -1,0 +1,155 @@
+import { z } from "zod";
+import type { Actor } from "../access/actor";
+import { getDb, sql } from "../../db";
+import { findLine } from "../../db/line-cache";
+import { ApiError, invalidParam } from "../../kernel/errors";
+import type { Line, Pool } from "../../generated/prisma/client";
+import { newId } from "../../kernel/ids";
+import { normalizeHandle } from "../../kernel/handles";
+import { policyOf } from "../../kernel/send-policy";
+import { lineBudgetUse } from "../../outbox/budgets";
+import { notifyChange } from "../../cache/changes";
+import { requireIdKind } from "../access/id-params";
+
+// Sender pools (pool_...): a named set of lines of one account. A send whose `from` is a pool
+// goes from one of its lines: the line that already talks with the contact (sticky, so a
+// conversation never changes number), otherwise the connected line with the most new-contact
+// capacity left, round-robin on ties. The choice is the outbox item's line_id.
+
+export const PoolName = z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters");
+
+export interface PoolView {
+  object: "pool";
+  id: string;
+  name: string;
+  line_ids: string[];
+  created_at: number;
+}
+
+type PoolWithLines = Pool & { lines: { lineId: string }[] };
+
+function view(pool: PoolWithLines, visible: (lineId: string) => boolean = () => true): PoolView {
+  return { object: "pool", id: pool.id, name: pool.name, line_ids: pool.lines.map((l) => l.lineId).filter(visible), created_at: pool.createdAt.getTime() };
+}
+
+const visibleTo = (actor: Actor) => (lineId: string) => !actor.lineIds || actor.lineIds.has(lineId);
+
+async function poolOf(accountId: string | null, id: string): Promise<PoolWithLines> {
+  requireIdKind("pool", id, "id");
+  const db = await getDb();
+  const pool = await db.pool.findFirst({ where: { id, ...(accountId ? { accountId } : {}) }, include: { lines: { select: { lineId: true }, orderBy: { addedAt: "asc" } } } });
+  if (!pool) throw new ApiError("pool_not_found", `No pool with ID '${id}'.`, { param: "id" });
+  return pool;
+}
+
+/** Lines by ID that must all be lines of the account (not the sandbox). */
+async function accountLines(accountId: string, lineIds: string[]): Promise<Line[]> {
+  const lines: Line[] = [];
+  for (const id of [...new Set(lineIds)]) {
+    const line = await findLine(id);
+    if (!line || line.accountId !== accountId || line.isSandbox) throw invalidParam("line_ids", `No line '${id}' in this account.`);
+    lines.push(line);
+  }
+  return lines;
+}
+
+export async function listPools(actor: Actor): Promise<{ data: PoolView[]; has_more: boolean; next_cursor: string | null }> {
+  const db = await getDb();
+  const pools = await db.pool.findMany({
+    where: { accountId: actor.accountId },
+    include: { lines: { select: { lineId: true }, orderBy: { addedAt: "asc" } } },
+    orderBy: { id: "asc" },
+  });
+  const visible = visibleTo(actor);
+  // A key restricted to some lines sees the pools that hold one of them, with only those lines.
+  const data = pools.filter((p) => !actor.lineIds || p.lines.some((l) => visible(l.lineId))).map((p) => view(p, visible));
+  return { data, has_more: false, next_cursor: null }; // an account has few pools: one page
+}
+
+export async function createPool(accountId: string, input: { name: string; line_ids: string[] }): Promise<PoolView> {
+  const name = PoolName.parse(input.name);
+  const lines = await accountLines(accountId, input.line_ids);
+  const db = await getDb();
+  if (await db.pool.findFirst({ where: { accountId, name } })) throw invalidParam("name", `A pool named '${name}' exists already.`);
+  const pool = await db.pool.create({
+    data: { id: newId("pool"), accountId, name, lines: { create: lines.map((l) => ({ lineId: l.id })) } },
+    include: { lines: { select: { lineId: true }, orderBy: { addedAt: "asc" } } },
+  });
+  await notifyChange(accountId);
+  return view(pool);
+}
+
+export async function addPoolLine(accountId: string | null, poolId: string, lineId: string): Promise<PoolView> {
+  const pool = await poolOf(accountId, poolId);
+  await accountLines(pool.accountId, [lineId]);
+  await sql(`INSERT INTO "PoolLine" ("poolId", "lineId") VALUES ($1, $2) ON CONFLICT DO NOTHING`, [pool.id, lineId]);
+  await notifyChange(pool.accountId);
+  return view(await poolOf(accountId, poolId));
+}
+
+export async function removePoolLine(accountId: string | null, poolId: string, lineId: string): Promise<PoolView> {
+  const pool = await poolOf(accountId, poolId);
+  await sql(`DELETE FROM "PoolLine" WHERE "poolId" = $1 AND "lineId" = $2`, [pool.id, lineId]);
+  await notifyChange(pool.accountId);
+  return view(await poolOf(accountId, poolId));
+}
+
+export async function deletePool(accountId: string | null, poolId: string): Promise<{ object: "pool"; id: string; deleted: true }> {
+  const pool = await poolOf(accountId, poolId);
+  const db = await getDb();
+  await db.pool.delete({ where: { id: pool.id } });
+  await notifyChange(pool.accountId);
+  return { object: "pool", id: pool.id, deleted: true };
+}
+
+/** The pool's lines the caller may use (active ones), or line_not_accessible when it may use none. */
+export async function poolLines(actor: Actor, poolId: string): Promise<{ pool: PoolWithLines; lines: Line[] }> {
+  const pool = await poolOf(actor.accountId, poolId);
+  const visible = visibleTo(actor);
+  const lines: Line[] = [];
+  for (const { lineId } of pool.lines) {
+    const line = visible(lineId) ? await findLine(lineId) : null;
+    if (line?.isActive) lines.push(line);
+  }
+  if (!lines.length) {
+    throw new ApiError("line_not_accessible", pool.lines.length ? `This API key may use none of the lines of pool ${pool.id}.` : `Pool ${pool.id} has no active lines.`, {
+      param: "from",
+    });
+  }
+  return { pool, lines };
+}
+
+/** The line of the pool that already talks with `to`: the newest conversation. */
+async function stickyLine(actor: Actor, lines: Line[], to: string): Promise<Line | null> {
+  const ids = lines.map((l) => l.id);
+  const rows = to.startsWith("cht_")
+    ? await sql<{ lineId: string }>(`SELECT "lineId" FROM "Chat" WHERE id = $1 AND "accountId" = $2 AND "lineId" = ANY($3::text[])`, [to, actor.accountId, ids])
+    : await sql<{ lineId: string }>(
+        `SELECT "lineId" FROM "Chat" WHERE "accountId" = $1 AND identifier = $2 AND "lineId" = ANY($3::text[]) AND "lastMessageAt" IS NOT NULL
+         ORDER BY "lastMessageAt" DESC LIMIT 1`,
+        [actor.accountId, normalizeHandle(to), ids],
+      );
+  return lines.find((l) => l.id === rows[0]?.lineId) ?? null;
+}
+
+/** Remaining new-contact sends of a line today (the tighter of its windows); Infinity without budgets. */
+async function roomOf(line: Line, now: number): Promise<number> {
+  const use = await lineBudgetUse(line.id, policyOf(line), now);
+  return Math.min(use.hour.remaining ?? Infinity, use.day.remaining ?? Infinity);
+}
+
+/** Which line of pool `poolId` a send to `to` goes from. */
+export async function choosePoolLine(actor: Actor, poolId: string, to: string, now = Date.now()): Promise<{ line: Line; poolId: string }> {
+  const { pool, lines } = await poolLines(actor, poolId);
+  const sticky = await stickyLine(actor, lines, to);
+  if (sticky) return { line: sticky, poolId: pool.id };
+  // A new conversation: a disconnected line is skipped while another can take it.
+  const connected = lines.filter((l) => l.status !== "disconnected");
+  const candidates = connected.length ? connected : lines;
+  const rooms = await Promise.all(candidates.map((l) => roomOf(l, now)));
+  const best = Math.max(...rooms);
+  const tied = candidates.filter((_, i) => rooms[i] === best);
+  if (tied.length === 1) return { line: tied[0]!, poolId: pool.id };
+  const [turn] = await sql<{ turn: number }>(`UPDATE "Pool" SET turn = turn + 1 WHERE id = $1 RETURNING turn`, [pool.id]);
+  return { line: tied[(turn?.turn ?? 0) % tied.length]!, poolId: pool.id };
+}
