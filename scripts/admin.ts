@@ -5,6 +5,7 @@
 //   npm run -s admin -- line connect --line ln_... --provider NAME --provider-config JSON|- | --provider-config-file PATH|- [--rate N]
 //   npm run -s admin -- line test --line ln_...
 //   npm run -s admin -- line list [--account E] [--json]
+//   npm run -s admin -- line policy --line ln_... --show | --json '{...}'   (and pool ...: admin-send-policy.ts)
 //   npm run -s admin -- key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
 //   npm run -s admin -- key revoke --key sk_live_...
 //   npm run -s admin -- backup --out FILE [--force]
@@ -18,6 +19,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { z, ZodError } from "zod";
 import { PROVIDER_ABOUTS, providerConfigHelp } from "../server/platform/about";
+import { isSendPolicyCommand, runSendPolicyCommand, SEND_POLICY_USAGE, UsageError } from "./admin-send-policy";
 
 const PROVIDERS = PROVIDER_ABOUTS.map((p) => p.name).join("|");
 
@@ -31,12 +33,12 @@ const USAGE = `usage:
       the settings (? optional): ${providerConfigHelp()}
   admin line test --line ln_...
   admin line list [--account E] [--json]
+${SEND_POLICY_USAGE}
   admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
   admin key revoke --key sk_live_...
   admin backup --out FILE [--force]     embedded database, files and credentials key in one .tar.gz (works while the server runs)
   admin restore --from FILE [--force]   into DATA_DIR, server stopped; --force moves existing data to DATA_DIR.before-restore-<time>`;
 
-class UsageError extends Error {}
 
 /** Provider webhooks are registered by the running server, at its own PUBLIC_URL (docs/operator-cli.md), never from here. */
 const SERVER_REGISTERS = { registerWebhooks: false };
@@ -230,6 +232,11 @@ async function main(argv: string[]): Promise<void> {
   // status change, a migration warning) goes to stderr beside the errors.
   const { resetLogger } = await import("../server/observability/log");
   resetLogger({ write: (line: string) => void process.stderr.write(line) });
+  if (isSendPolicyCommand(argv)) {
+    await useRunningServer();
+    const { closeDatabase } = await import("../server/db");
+    return runSendPolicyCommand(argv).finally(() => closeDatabase());
+  }
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -377,7 +384,8 @@ main(process.argv.slice(2)).then(
   () => process.exit(process.exitCode ?? 0),
   (err: unknown) => {
     if (err instanceof ZodError) {
-      console.error(`error: ${err.issues.map((i) => i.message).join("; ")}`);
+      // Each problem names its field (quiet_hours.timezone: must be an IANA time zone ...).
+      console.error(`error: ${err.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ")}`);
     } else {
       console.error(`error: ${(err as Error).message}`);
     }

@@ -150,6 +150,33 @@ describe("operator CLI", { timeout: 180_000 }, () => {
     }
   });
 
+  it("sets and shows a line's send policy, naming a bad field; manages pools", async () => {
+    const email = `policy-${Date.now()}@example.com`;
+    expect((await admin("account", "create", "--email", email)).code).toBe(0);
+    const handles = [`+1555${Date.now() % 10_000_000}`.padEnd(12, "1"), `+1556${Date.now() % 10_000_000}`.padEnd(12, "2")];
+    const [a, b] = await Promise.all(handles.map(async (h) => (await admin("line", "create", "--account", email, "--handle", h)).stdout.trim()));
+    expect(a).toMatch(/^ln_/);
+    const shown = await admin("line", "policy", "--line", a!, "--show");
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toEqual({ contact_first: true, new_contacts_per_hour: 10, new_contacts_per_day: 50, quiet_hours: null, rate_per_second: 1 });
+    const bad = await admin("line", "policy", "--line", a!, "--json", '{"quiet_hours":{"start":"21:00","end":"08:00","timezone":"Mars/Olympus"},"new_contacts_per_day":-1}');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("quiet_hours.timezone: must be an IANA time zone");
+    expect(bad.stderr).toContain("new_contacts_per_day: must not be negative");
+    const quiet = { start: "21:00", end: "08:00", timezone: "America/New_York" };
+    const set = await admin("line", "policy", "--line", handles[0]!, "--json", JSON.stringify({ quiet_hours: quiet, new_contacts_per_hour: null }));
+    expect(set.code).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ quiet_hours: quiet, new_contacts_per_hour: null, new_contacts_per_day: 50 });
+    const pool = await admin("pool", "create", "--account", email, "--name", "support", "--lines", `${a},${handles[1]}`);
+    expect(pool.code).toBe(0);
+    const created = JSON.parse(pool.stdout) as { id: string; line_ids: string[] };
+    expect(created).toMatchObject({ object: "pool", id: expect.stringMatching(/^pool_/), name: "support", line_ids: [a, b] });
+    const removed = await admin("pool", "remove-line", "--pool", created.id, "--line", b!);
+    expect(JSON.parse(removed.stdout).line_ids).toEqual([a]);
+    const list = await admin("pool", "list", "--account", email, "--json");
+    expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ id: created.id, name: "support", line_ids: [a] })]);
+  });
+
   it("reports bad input on stderr with a non-zero exit", async () => {
     const cases: [string[], RegExp][] = [
       [["account", "create"], /--email is required/],

@@ -66,6 +66,17 @@ export async function listPools(actor: Actor): Promise<{ data: PoolView[]; has_m
   return { data, has_more: false, next_cursor: null }; // an account has few pools: one page
 }
 
+/** Every pool of an account, or of all accounts (the operator CLI). */
+export async function listAccountPools(accountId: string | null): Promise<(PoolView & { account_id: string })[]> {
+  const db = await getDb();
+  const pools = await db.pool.findMany({
+    where: accountId ? { accountId } : {},
+    include: { lines: { select: { lineId: true }, orderBy: { addedAt: "asc" } } },
+    orderBy: { id: "asc" },
+  });
+  return pools.map((p) => ({ ...view(p), account_id: p.accountId }));
+}
+
 export async function createPool(accountId: string, input: { name: string; line_ids: string[] }): Promise<PoolView> {
   const name = PoolName.parse(input.name);
   const lines = await accountLines(accountId, input.line_ids);
@@ -119,14 +130,15 @@ export async function poolLines(actor: Actor, poolId: string): Promise<{ pool: P
   return { pool, lines };
 }
 
-/** The line of the pool that already talks with `to`: the newest conversation. */
+/** The line of the pool that already talks with `to` (or is about to): the newest conversation. */
 async function stickyLine(actor: Actor, lines: Line[], to: string): Promise<Line | null> {
   const ids = lines.map((l) => l.id);
   const rows = to.startsWith("cht_")
     ? await sql<{ lineId: string }>(`SELECT "lineId" FROM "Chat" WHERE id = $1 AND "accountId" = $2 AND "lineId" = ANY($3::text[])`, [to, actor.accountId, ids])
     : await sql<{ lineId: string }>(
-        `SELECT "lineId" FROM "Chat" WHERE "accountId" = $1 AND identifier = $2 AND "lineId" = ANY($3::text[]) AND "lastMessageAt" IS NOT NULL
-         ORDER BY "lastMessageAt" DESC LIMIT 1`,
+        // A chat with no message yet was opened by a send still on its way: the next send follows it.
+        `SELECT "lineId" FROM "Chat" WHERE "accountId" = $1 AND identifier = $2 AND "lineId" = ANY($3::text[])
+         ORDER BY "lastMessageAt" DESC NULLS LAST, "createdAt" DESC LIMIT 1`,
         [actor.accountId, normalizeHandle(to), ids],
       );
   return lines.find((l) => l.id === rows[0]?.lineId) ?? null;
