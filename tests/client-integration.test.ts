@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { AuthenticationError, InvalidRequestError, NotFoundError, Relay, verifyWebhook, type Chat } from "@/packages/client/src/index";
 import { revokeApiKeyBySecret } from "@/server/services/access/api-keys";
 import { newId } from "@/server/kernel/ids";
+import { createLine } from "@/server/services/lines/lines";
+import { setLinePolicy } from "@/server/services/lines/send-policy";
+import { createPool } from "@/server/services/pools/pools";
 import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 
 // The client library end to end against the real route handlers, in-process: its fetch hands
@@ -175,5 +178,126 @@ describe("the client against the real routes", () => {
     expect(reconnects).toEqual([]);
     expect(sessions).toHaveLength(1);
     await expect(events.next()).resolves.toMatchObject({ done: true });
+  });
+
+  it("schedules a send with send_at, shows it held as scheduled, and cancels it: it is never sent", async () => {
+    const f = await makeAccount();
+    const relay = relayFor(f);
+    const alice = phone();
+    await inbound(f, alice);
+    const sendAt = Date.now() + 10 * 60_000;
+    const accepted = await relay.messages.send({ from: f.line.handle, to: alice, text: "in ten minutes", send_at: sendAt });
+    expect(accepted).toMatchObject({ id: expect.stringMatching(/^obx_/), status: "pending" });
+    expect(await relay.outbox.get(accepted.id)).toMatchObject({ status: "pending", hold_reason: "scheduled", not_before: sendAt, canceled_at: null, attempts: 0 });
+    expect((await relay.outbox.list({ from: f.line.handle, status: "pending" })).data.map((o) => o.id)).toContain(accepted.id);
+
+    const before = Date.now();
+    const canceled = await relay.outbox.cancel(accepted.id);
+    expect(canceled).toMatchObject({ id: accepted.id, status: "failed", error: "canceled", hold_reason: null, not_before: null });
+    expect(canceled.canceled_at).toBeGreaterThanOrEqual(before - 1_000);
+    expect(canceled.canceled_at).toBeLessThanOrEqual(Date.now());
+    // Canceling again (a retry whose first answer was lost) resolves with the same item.
+    expect(await relay.outbox.cancel(accepted.id)).toMatchObject({ id: accepted.id, status: "failed", canceled_at: canceled.canceled_at });
+    expect(await relay.outbox.get(accepted.id)).toMatchObject({ status: "failed", error: "canceled", canceled_at: canceled.canceled_at });
+
+    // A message already sent cannot be called off; a time that has passed is refused.
+    const now = await relay.messages.send({ from: f.line.handle, to: alice, text: "right away" });
+    expect((await relay.outbox.wait(now.id, { timeoutMs: 15_000, intervalMs: 20 })).status).toBe("sent");
+    const tooLate = await relay.outbox.cancel(now.id).catch((e: unknown) => e);
+    expect(tooLate).toBeInstanceOf(InvalidRequestError);
+    expect(tooLate).toMatchObject({ code: "outbox_item_not_cancelable", status: 409 });
+    const past = await relay.messages.send({ from: f.line.handle, to: alice, text: "yesterday", send_at: Date.now() - 60_000 }).catch((e: unknown) => e);
+    expect(past).toBeInstanceOf(InvalidRequestError);
+    expect(past).toMatchObject({ code: "invalid_parameter_value", param: "send_at", status: 400 });
+    const texts = (await relay.messages.list({ from: f.line.handle, to: alice })).data.map((m) => m.text);
+    expect(texts).toContain("right away");
+    expect(texts).not.toContain("in ten minutes");
+    expect(texts).not.toContain("yesterday");
+  });
+
+  it("reschedules a pending send: it goes out at the new time, not the old one", async () => {
+    const f = await makeAccount();
+    const relay = relayFor(f);
+    const bob = phone();
+    await inbound(f, bob);
+    const accepted = await relay.messages.send({ from: f.line.handle, to: bob, text: "moved", send_at: Date.now() + 60 * 60_000 });
+    const later = Date.now() + 2 * 60 * 60_000;
+    expect(await relay.outbox.reschedule(accepted.id, later)).toMatchObject({ id: accepted.id, status: "pending", hold_reason: "scheduled", not_before: later });
+    expect((await relay.outbox.get(accepted.id)).not_before).toBe(later);
+    const tooFar = await relay.outbox.reschedule(accepted.id, Date.now() + 400 * 24 * 3_600_000).catch((e: unknown) => e);
+    expect(tooFar).toMatchObject({ code: "invalid_parameter_value", param: "send_at", status: 400 });
+
+    const soon = Date.now() + 1_500;
+    await relay.outbox.reschedule(accepted.id, soon);
+    expect((await relay.outbox.get(accepted.id)).status).toBe("pending");
+    const sent = await relay.outbox.wait(accepted.id, { timeoutMs: 15_000, intervalMs: 50 });
+    expect(sent).toMatchObject({ status: "sent", hold_reason: null, not_before: null });
+    expect(sent.completed_at).toBeGreaterThanOrEqual(soon);
+    const [message] = (await relay.messages.list({ from: f.line.handle, to: bob, limit: 1 })).data;
+    expect(message).toMatchObject({ text: "moved", outbox_id: accepted.id });
+    const again = await relay.outbox.reschedule(accepted.id, Date.now() + 60_000).catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(InvalidRequestError);
+    expect(again).toMatchObject({ code: "outbox_item_not_reschedulable", status: 409 });
+  });
+
+  it("reports a line's capacity: new-contact budgets per hour and day, and the sends that wait", async () => {
+    const f = await makeAccount();
+    await setLinePolicy(null, f.line.id, { contact_first: false, new_contacts_per_hour: 2, new_contacts_per_day: 5 });
+    const relay = relayFor(f);
+    const fresh = await relay.capacity.get(f.line.handle);
+    expect(fresh).toMatchObject({ object: "capacity", from: f.line.handle, pool_id: null });
+    expect(fresh.lines).toHaveLength(1);
+    expect(fresh.lines[0]).toMatchObject({
+      line_id: f.line.id,
+      handle: f.line.handle,
+      status: "connected",
+      new_contacts: { hour: { used: 0, limit: 2, remaining: 2, resets_at: null }, day: { used: 0, limit: 5, remaining: 5, resets_at: null } },
+      quiet_hours: { active: false, until: null },
+      queued: { scheduled: 0, quiet_hours: 0, new_contact_budget: 0, line_rate: 0, line_unavailable: 0 },
+    });
+    expect(fresh.lines[0]!.next_slot_at).toBeLessThanOrEqual(Date.now());
+
+    // A first message to someone who never wrote opens a conversation: a slot of each window.
+    const opened = await relay.messages.send({ from: f.line.handle, to: phone(), text: "first contact" });
+    const sent = await relay.outbox.wait(opened.id, { timeoutMs: 15_000, intervalMs: 20 });
+    expect(sent.status).toBe("sent");
+    await relay.messages.send({ from: f.line.handle, to: phone(), text: "tomorrow", send_at: Date.now() + 24 * 3_600_000 });
+    const after = await relay.capacity.get(f.line.id); // by ln_ ID too
+    const line = after.lines[0]!;
+    expect(line.new_contacts.hour).toMatchObject({ used: 1, limit: 2, remaining: 1 });
+    expect(line.new_contacts.day).toMatchObject({ used: 1, limit: 5, remaining: 4 });
+    expect(line.new_contacts.hour.resets_at! - sent.completed_at!).toBeGreaterThan(3_600_000 - 15_000);
+    expect(line.new_contacts.hour.resets_at! - sent.completed_at!).toBeLessThanOrEqual(3_600_000);
+    expect(line.queued.scheduled).toBe(1);
+
+    const unknown = await relay.capacity.get(newId("pool")).catch((e: unknown) => e);
+    expect(unknown).toBeInstanceOf(NotFoundError);
+    expect(unknown).toMatchObject({ code: "pool_not_found", status: 404 });
+  });
+
+  it("lists the account's pools; a pool_ ID is a from of send and of capacity", async () => {
+    const f = await makeAccount();
+    const second = await createLine({ accountId: f.accountId, handle: phone(), advancedFeatures: true });
+    const pool = await createPool(f.accountId, { name: "support", line_ids: [f.line.id, second.id] });
+    const relay = relayFor(f);
+    const pools = await relay.pools.list();
+    expect(pools).toMatchObject({ has_more: false, next_cursor: null });
+    expect(pools.data).toHaveLength(1);
+    expect(pools.data[0]).toMatchObject({ object: "pool", id: pool.id, name: "support", created_at: pool.created_at });
+    expect([...pools.data[0]!.line_ids].sort()).toEqual([f.line.id, second.id].sort());
+
+    const capacity = await relay.capacity.get(pool.id);
+    expect(capacity.pool_id).toBe(pool.id);
+    expect(capacity.lines.map((l) => l.handle).sort()).toEqual([f.line.handle, second.handle].sort());
+
+    // Alice talks with the first line: a send from the pool goes from that line.
+    const alice = phone();
+    await inbound(f, alice);
+    const accepted = await relay.messages.send({ from: pool.id, to: alice, text: "from the pool" });
+    expect(await relay.outbox.wait(accepted.id, { timeoutMs: 15_000, intervalMs: 20 })).toMatchObject({ status: "sent", line_id: f.line.id, pool_id: pool.id });
+
+    const other = relayFor(await makeAccount());
+    expect((await other.pools.list()).data).toEqual([]);
+    await expect(other.capacity.get(pool.id)).rejects.toMatchObject({ code: "pool_not_found" });
   });
 });

@@ -341,3 +341,57 @@ describe("client listen", () => {
     expect(boom.seen).toHaveLength(1);
   });
 });
+
+describe("client scheduling, capacity and pools", () => {
+  it("schedules with send_at in the POST body, cancels with DELETE ?id=, reschedules with PATCH ?id= and a JSON body", async () => {
+    const sendAt = Date.UTC(2026, 11, 1, 9);
+    const item = (extra: Record<string, unknown>) => json(200, { object: "outbox_item", id: "obx_1", status: "pending", ...extra });
+    const { fetch, seen } = scripted(
+      accepted(),
+      item({ status: "failed", error: "canceled", canceled_at: 1_000 }),
+      item({ hold_reason: "scheduled", not_before: sendAt }),
+      json(200, { object: "capacity", from: "pool_1", pool_id: "pool_1", lines: [] }),
+      json(200, { data: [{ object: "pool", id: "pool_1", name: "support", line_ids: ["ln_1"], created_at: 1 }], has_more: false, next_cursor: null }),
+    );
+    const relay = client(fetch);
+    await relay.messages.send({ ...send, send_at: sendAt });
+    expect(await relay.outbox.cancel("obx_1")).toMatchObject({ status: "failed", error: "canceled", canceled_at: 1_000 });
+    expect(await relay.outbox.reschedule("obx_1", sendAt)).toMatchObject({ hold_reason: "scheduled", not_before: sendAt });
+    expect((await relay.capacity.get("pool_1")).pool_id).toBe("pool_1");
+    expect((await relay.pools.list()).data.map((p) => p.name)).toEqual(["support"]);
+    expect(seen.map((s) => `${s.method} ${new URL(s.url).pathname}${new URL(s.url).search}`)).toEqual([
+      "POST /v1/messages",
+      "DELETE /v1/outbox?id=obx_1",
+      "PATCH /v1/outbox?id=obx_1",
+      "GET /v1/capacity?from=pool_1",
+      "GET /v1/pools",
+    ]);
+    expect(JSON.parse(seen[0]!.body!)).toEqual({ ...send, send_at: sendAt });
+    expect(seen[1]!.body).toBeNull();
+    expect(seen[1]!.headers.get("content-type")).toBeNull();
+    expect(seen[2]!.body).toBe(`{"send_at":${sendAt}}`);
+    expect(seen[2]!.headers.get("content-type")).toBe("application/json");
+    // Only POSTs carry an Idempotency-Key (the server honours it on POST only).
+    expect(seen.slice(1).map((s) => s.headers.get("idempotency-key"))).toEqual([null, null, null, null]);
+  });
+
+  it("a cancel retried after its answer was lost resolves with the canceled item; a real conflict still rejects", async () => {
+    const canceled = { object: "outbox_item", id: "obx_1", status: "failed", error: "canceled", canceled_at: 1_000 };
+    const notCancelable = () => apiError(409, "invalid_request_error", "outbox_item_not_cancelable", { param: "id" });
+    // The first DELETE canceled it but its answer never came: the retry finds it canceled.
+    const lost = scripted(new TypeError("socket hang up"), notCancelable(), json(200, canceled));
+    expect(await client(lost.fetch).outbox.cancel("obx_1")).toEqual(canceled);
+    expect(lost.seen.map((s) => `${s.method} ${new URL(s.url).search}`)).toEqual(["DELETE ?id=obx_1", "DELETE ?id=obx_1", "GET ?id=obx_1"]);
+    // Sent before the cancel arrived: the 409 is the answer.
+    const tooLate = scripted(notCancelable(), json(200, { ...canceled, status: "sent", error: null, canceled_at: null }));
+    const error = await client(tooLate.fetch).outbox.cancel("obx_1").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect(error).toMatchObject({ code: "outbox_item_not_cancelable", status: 409, param: "id" });
+    // A key that may not read the outbox: the 409 stands too.
+    const blind = scripted(notCancelable(), apiError(403, "authorization_error", "insufficient_scope"));
+    await expect(client(blind.fetch).outbox.cancel("obx_1")).rejects.toMatchObject({ code: "outbox_item_not_cancelable" });
+    const conflict = scripted(apiError(409, "invalid_request_error", "outbox_item_not_reschedulable", { param: "id" }));
+    await expect(client(conflict.fetch).outbox.reschedule("obx_1", Date.now() + 60_000)).rejects.toMatchObject({ code: "outbox_item_not_reschedulable", status: 409 });
+    expect(conflict.seen).toHaveLength(1); // a 409 conflict is not retried
+  });
+});

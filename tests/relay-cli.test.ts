@@ -7,6 +7,10 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EXIT, runCli } from "@/packages/client/src/cli/run";
 import { encodeQr } from "@/packages/client/src/cli/qr";
 import { verifyWebhook } from "@/packages/client/src/webhooks";
+import { newId } from "@/server/kernel/ids";
+import { createLine } from "@/server/services/lines/lines";
+import { setLinePolicy } from "@/server/services/lines/send-policy";
+import { createPool } from "@/server/services/pools/pools";
 import { dispatch, inbound, makeAccount, phone, runDelivery, type Fixture } from "./helpers";
 
 // The `relay` command line, driven in-process against the real route handlers: output,
@@ -165,7 +169,8 @@ describe("relay CLI", () => {
     expect(send.stdout).toMatch(/^Usage: relay send --from LINE --to CONTACT/);
     expect(send.stdout).not.toContain("webhooks create");
     const all = await relay(["--help"]);
-    for (const command of ["login", "lines", "chats", "messages", "send", "outbox get", "react", "typing", "read", "files upload", "webhooks", "sandbox", "listen"]) {
+    expect(send.stdout).toContain("[--at TIME]");
+    for (const command of ["login", "lines", "pools", "capacity", "chats", "messages", "send", "outbox get", "outbox cancel", "outbox reschedule", "react", "typing", "read", "files upload", "webhooks", "sandbox", "listen"]) {
       expect(all.stdout).toContain(`  ${command}`);
     }
     const plain = await relay(["lines"]);
@@ -350,5 +355,118 @@ describe("relay CLI", () => {
     const printed = await relay(["listen", "--print-secret"], { RELAY_CONFIG_DIR: blocked, RELAY_API_KEY: f.key });
     expect(printed.code).toBe(EXIT.apiError);
     expect(printed.stderr).toContain("could not keep the signing secret");
+  });
+
+  it("send --at +10m schedules the message, held until then; outbox reschedule moves it and outbox cancel calls it off", async () => {
+    const env = { RELAY_API_KEY: f.key };
+    const before = Date.now();
+    const scheduled = await relay(["send", "--from", f.line.handle, "--to", alice, "--text", "in ten minutes", "--at", "+10m"], env);
+    expect(scheduled.code, scheduled.stderr).toBe(EXIT.ok);
+    const id = scheduled.stdout.match(/^Scheduled (obx_\w+) for \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(pending\)/)?.[1];
+    expect(id, scheduled.stdout).toBeDefined();
+    expect(scheduled.stdout).toContain(`relay outbox cancel ${id}`);
+    const item = JSON.parse((await relay(["outbox", "get", id!, "--json"], env)).stdout);
+    expect(item).toMatchObject({ id, status: "pending", hold_reason: "scheduled", attempts: 0 });
+    expect(Math.abs(item.not_before - (before + 10 * 60_000))).toBeLessThan(5_000);
+    const shown = await relay(["outbox", "get", id!], env);
+    expect(shown.code).toBe(EXIT.ok);
+    expect(shown.stdout).toMatch(new RegExp(`^${id}: pending \\(held: scheduled until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\), 0 attempt`));
+
+    const moved = await relay(["outbox", "reschedule", id!, "--at", "+2h"], env);
+    expect(moved.code, moved.stderr).toBe(EXIT.ok);
+    expect(moved.stdout).toMatch(new RegExp(`^Rescheduled ${id} for \\d{4}-.* UTC \\(pending\\)`));
+    const later = JSON.parse((await relay(["outbox", "get", id!, "--json"], env)).stdout);
+    expect(Math.abs(later.not_before - (Date.now() + 2 * 3_600_000))).toBeLessThan(5_000);
+    const iso = new Date(Date.now() + 3 * 3_600_000).toISOString().replace(/\.\d+Z$/, "+00:00");
+    expect((await relay(["outbox", "reschedule", id!, "--at", iso, "--json"], env)).stdout).toContain(`"not_before": ${Date.parse(iso)}`);
+
+    const canceled = await relay(["outbox", "cancel", id!], env);
+    expect(canceled.code, canceled.stderr).toBe(EXIT.ok);
+    expect(canceled.stdout).toContain(`Canceled ${id}`);
+    const after = await relay(["outbox", "get", id!, "--json"], env);
+    expect(JSON.parse(after.stdout)).toMatchObject({ status: "failed", error: "canceled", canceled_at: expect.any(Number) });
+    const texts = JSON.parse((await relay(["messages", "--from", f.line.handle, "--to", alice, "--json"], env)).stdout).data.map((m: { text: string }) => m.text);
+    expect(texts).not.toContain("in ten minutes");
+
+    // A message already sent cannot be called off or moved: the API's refusal, exit 1.
+    const sent = JSON.parse((await relay(["send", "--from", f.line.handle, "--to", alice, "--text", "now", "--wait", "--json"], env)).stdout);
+    const refused = await relay(["outbox", "cancel", sent.id], env);
+    expect(refused.code).toBe(EXIT.apiError);
+    expect(refused.stderr).toContain("outbox_item_not_cancelable");
+    expect((await relay(["outbox", "reschedule", sent.id, "--at", "+1h"], env)).stderr).toContain("outbox_item_not_reschedulable");
+  });
+
+  it("a bad or past --at is a usage error naming --at, refused before anything is uploaded or sent", async () => {
+    const requests: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      requests.push(`${init?.method ?? "GET"} ${new URL(String(input)).pathname}`);
+      return apiFetch(input, init);
+    };
+    const run = async (args: string[]) => {
+      let stderr = "";
+      const code = await runCli(args, { stdout: () => undefined, stderr: (t) => (stderr += t), env: { RELAY_CONFIG_DIR: configDir, RELAY_API_KEY: f.key }, fetch: recording });
+      return { code, stderr };
+    };
+    const send = ["send", "--from", f.line.handle, "--to", alice, "--text", "x"];
+    for (const at of ["tomorrow", "+10x", "10m", "+1.5h", "2026-02-30T10:00:00Z", "2099-12-01T09:00", "1796115600", ""]) {
+      const res = await run([...send, "--at", at]);
+      expect(res.code, at).toBe(EXIT.usage);
+      expect(res.stderr, at).toContain("--at");
+      expect(res.stderr, at).toContain("relay --help");
+    }
+    expect((await run([...send, "--at", "2099-12-01T09:00"])).stderr).toContain("has no time zone: add Z");
+    const past = await run([...send, "--at", "2020-01-01T00:00:00Z"]);
+    expect(past.code).toBe(EXIT.usage);
+    expect(past.stderr).toContain("--at 2020-01-01T00:00:00Z is not in the future");
+    expect((await run([...send, "--at", "+0m"])).stderr).toContain("not in the future");
+    expect((await run([...send, "--at", "+400d"])).stderr).toContain("--at +400d is more than 365 days ahead");
+    // Checked before the attachment is read or uploaded.
+    expect((await run(["send", "--from", f.line.handle, "--to", alice, "--attach", "package.json", "--at", "yesterday"])).code).toBe(EXIT.usage);
+    expect((await run(["outbox", "reschedule", "obx_1", "--at", "+5"])).stderr).toContain("--at must be");
+    expect((await run(["outbox", "reschedule", "obx_1"])).stderr).toContain("--at is required");
+    expect((await run(["outbox", "cancel"])).stderr).toContain("usage: relay outbox get OBX_ID [--wait] | cancel OBX_ID | reschedule OBX_ID --at TIME");
+    expect(requests).toEqual([]);
+  });
+
+  it("capacity shows a line's hour and day budgets as a table (--json: the API's answer); pools lists the pools", async () => {
+    const g = await makeAccount();
+    await setLinePolicy(null, g.line.id, { new_contacts_per_hour: 4, new_contacts_per_day: 20 });
+    const env = { RELAY_API_KEY: g.key };
+    const bob = phone();
+    await inbound(g, bob);
+    expect((await relay(["send", "--from", g.line.handle, "--to", bob, "--text", "later", "--at", "+1h"], env)).code).toBe(EXIT.ok);
+
+    const shown = await relay(["capacity", g.line.handle], env);
+    expect(shown.code, shown.stderr).toBe(EXIT.ok);
+    const [header, row, legend] = shown.stdout.split("\n");
+    expect(header).toMatch(/^HANDLE\s+HEALTH\s+NEW\/HOUR\s+NEW\/DAY\s+QUIET\s+WAITING\s+NEXT SLOT$/);
+    expect(row).toMatch(new RegExp(`^\\${g.line.handle}\\s+connected\\s+0/4\\s+0/20\\s+no\\s+1 \\(1 scheduled\\)\\s+now$`));
+    expect(legend).toContain("per sliding hour and day");
+    const raw = JSON.parse((await relay(["capacity", g.line.id, "--json"], env)).stdout);
+    expect(raw).toMatchObject({ object: "capacity", from: g.line.id, pool_id: null });
+    expect(raw.lines[0].new_contacts).toEqual({
+      hour: { used: 0, limit: 4, remaining: 4, resets_at: null },
+      day: { used: 0, limit: 20, remaining: 20, resets_at: null },
+    });
+
+    expect((await relay(["pools"], env)).stdout.trim()).toBe("(none)");
+    const second = await createLine({ accountId: g.accountId, handle: phone(), advancedFeatures: true });
+    const pool = await createPool(g.accountId, { name: "sales team", line_ids: [g.line.id, second.id] });
+    const pools = await relay(["pools"], env);
+    expect(pools.code).toBe(EXIT.ok);
+    expect(pools.stdout).toMatch(/^ID\s+NAME\s+LINES\s+CREATED/);
+    expect(pools.stdout).toMatch(new RegExp(`${pool.id}\\s+sales team\\s+.*\\${g.line.handle}`));
+    expect(pools.stdout).toContain(second.handle);
+    expect(JSON.parse((await relay(["pools", "--json"], env)).stdout).data.map((p: { id: string }) => p.id)).toEqual([pool.id]);
+
+    const ofPool = await relay(["capacity", pool.id], env);
+    expect(ofPool.stdout).toMatch(new RegExp(`^Pool ${pool.id}: 2 line\\(s\\)\n`));
+    expect(ofPool.stdout).toContain(second.handle);
+    expect(ofPool.stdout).toMatch(new RegExp(`\\${second.handle}\\s+\\S+\\s+0/10\\s+0/50`)); // an iMessage line's default budgets
+
+    const unknown = await relay(["capacity", newId("pool")], env);
+    expect(unknown.code).toBe(EXIT.apiError);
+    expect(unknown.stderr).toContain("pool_not_found");
+    expect((await relay(["capacity"], env)).code).toBe(EXIT.usage);
   });
 });

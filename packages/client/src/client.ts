@@ -5,6 +5,7 @@ import type { WebhookEvent } from "./webhooks.js";
 import {
   OPERATIONS,
   type AcceptedWrite,
+  type Capacity,
   type Chat,
   type CreateWebhookBody,
   type Deleted,
@@ -23,10 +24,12 @@ import {
   type Message,
   type OperationId,
   type OutboxItem,
+  type Pool,
   type Reaction,
   type ReadReceipt,
   type Resend,
   type ResendDeliveriesBody,
+  type RescheduleOutboxItemBody,
   type Sandbox,
   type SendAudioMessageBody,
   type SendMessageBody,
@@ -249,10 +252,18 @@ export class Relay {
     ...this.lister<Omit<ListMessagesQuery, "id">, Message>("listMessages"),
     /** One message by msg_ ID or platform GUID. */
     get: (id: string, options?: RequestOptions) => this.call<Message>("listMessages", { query: { id } }, options),
+    /**
+     * Accepts a message for sending: the answer is its outbox item (`pending`). `from` is a
+     * line, or a pool_ ID (extension: the pool picks the line per contact). `send_at`
+     * (extension, Unix ms, in the future and at most 365 days ahead) schedules it: the item
+     * stays pending with `hold_reason: "scheduled"` and `not_before` until then; move it with
+     * outbox.reschedule, call it off with outbox.cancel.
+     */
     send: (body: SendMessageBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendMessage", { body }, options),
   };
 
   readonly audioMessages = {
+    /** Sends an uploaded audio file as a voice memo; `send_at` schedules it as for messages.send. */
     send: (body: SendAudioMessageBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendAudioMessage", { body }, options),
   };
 
@@ -294,6 +305,50 @@ export class Relay {
         await sleep(Math.min(intervalMs, left), signal);
       }
     },
+    /**
+     * DELETE /v1/outbox?id= (extension): calls off a pending item (scheduled, held by the line's
+     * send policy, or waiting its turn). It comes back `failed` with `error: "canceled"` and
+     * `canceled_at`. An item already claimed, sent or failed rejects with InvalidRequestError
+     * `outbox_item_not_cancelable` (409). An item that is already canceled resolves as it is,
+     * so a cancel retried after its first answer was lost does not report a failure.
+     */
+    cancel: async (id: string, options?: RequestOptions) => {
+      try {
+        return await this.call<OutboxItem>("cancelOutboxItem", { query: { id } }, options);
+      } catch (error) {
+        if (!(error instanceof RelayError) || error.code !== "outbox_item_not_cancelable") throw error;
+        // Canceled already (by this call's lost first attempt, or an earlier one): that is the outcome asked for.
+        const item = await this.call<OutboxItem>("getOutbox", { query: { id } }, options).catch((lookup: unknown) => {
+          if (options?.signal?.aborted) throw lookup;
+          return null; // (a key without outbox:read) the refusal stands
+        });
+        if (typeof item?.canceled_at !== "number") throw error;
+        return item;
+      }
+    },
+    /**
+     * PATCH /v1/outbox?id= (extension): moves a pending item's send to `sendAt` (Unix ms, in the
+     * future, at most 365 days ahead). It is held with `hold_reason: "scheduled"` and
+     * `not_before: sendAt` until then, and never sent at its old time. An item already claimed,
+     * sent or failed rejects with InvalidRequestError `outbox_item_not_reschedulable` (409).
+     */
+    reschedule: (id: string, sendAt: number, options?: RequestOptions) =>
+      this.call<OutboxItem>("rescheduleOutboxItem", { query: { id }, body: { send_at: sendAt } satisfies RescheduleOutboxItemBody }, options),
+  };
+
+  readonly capacity = {
+    /**
+     * GET /v1/capacity (extension): what a line (handle or ln_ ID), or each line of a pool
+     * (pool_ ID) the key may use, can still send: its new-contact budgets per sliding hour and
+     * day, quiet hours, the pending sends that wait (by hold_reason), and when a send to a new
+     * contact could next go out (`next_slot_at`).
+     */
+    get: (from: string, options?: RequestOptions) => this.call<Capacity>("getCapacity", { query: { from } }, options),
+  };
+
+  readonly pools = {
+    /** GET /v1/pools (extension): the account's sender pools (one page: an account has few). A pool's `id` is a `from` of messages.send. */
+    list: (options?: RequestOptions) => this.call<Page<Pool>>("listPools", {}, options),
   };
 
   readonly files = {

@@ -43,7 +43,7 @@ export class RelayError extends Error {
 export class AuthenticationError extends RelayError {}
 /** 403: the key lacks a scope, or may not use that line. */
 export class AuthorizationError extends RelayError {}
-/** 400 (and 403 contact_has_not_messaged, 409 idempotency_key_in_use, 413 file_too_large / request_too_large): the request is wrong. */
+/** 400 (and 403 contact_has_not_messaged, 409 idempotency_key_in_use / outbox_item_not_cancelable / outbox_item_not_reschedulable, 413 file_too_large / request_too_large): the request is wrong. */
 export class InvalidRequestError extends RelayError {}
 /** 404. */
 export class NotFoundError extends RelayError {}

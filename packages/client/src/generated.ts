@@ -31,6 +31,28 @@ export type Line = {
   status_reason: string | null;
   /** Extension: when the provider last answered or sent an event (Unix ms) */
   last_event_at: number | null;
+  /** Extension: when, and to whom, the line may send (docs/send-policy.md) */
+  send_policy: SendPolicy;
+};
+
+export type SendPolicy = {
+  /** Sends only to contacts that messaged the line first (SPEC's rule) */
+  contact_first: boolean;
+  /** Conversations with new contacts per sliding hour; null: no limit */
+  new_contacts_per_hour: number | null;
+  /** The same per sliding 24 hours; null: no limit */
+  new_contacts_per_day: number | null;
+  /** A daily local-time window during which new messages wait (a reply to a contact who wrote in the last 30 minutes still goes) */
+  quiet_hours: {
+    /** HH:MM */
+    start: string;
+    /** HH:MM */
+    end: string;
+    /** IANA time zone */
+    timezone: string;
+  } | null;
+  /** Sends per second a provider line starts, at most */
+  rate_per_second: number;
 };
 
 export type ChatPage = {
@@ -187,6 +209,16 @@ export type OutboxItem = {
   kind: string;
   /** pending | claimed | sent | failed */
   status: string;
+  /** Extension. While the item is held: when it may go (Unix ms); null when it is not held, or only a person can release it */
+  not_before: number | null;
+  /** Extension. Why a pending item waits: its send_at (scheduled), the line's quiet hours, its new-contact budget, its pace (line_rate), or its provider being unreachable (line_unavailable) */
+  hold_reason: ("scheduled" | "quiet_hours" | "new_contact_budget" | "line_rate" | "line_unavailable") | null;
+  /** Extension. When it was canceled (DELETE /v1/outbox): it is then failed with error "canceled" */
+  canceled_at: number | null;
+  /** Extension. The pool named as `from`, when the line (line_id) was chosen from a pool */
+  pool_id: string | null;
+  /** Extension. The message went as SMS because the recipient cannot receive iMessage */
+  fallback: boolean;
   error: string | null;
   attempts: number;
   max_attempts: number;
@@ -197,6 +229,74 @@ export type OutboxItem = {
   segments: number | null;
   /** What will be (or was) sent */
   payload: unknown;
+};
+
+export type Capacity = {
+  object: "capacity";
+  from: string;
+  /** When `from` is a pool: its ID; lines are the pool's lines the key may use */
+  pool_id: string | null;
+  lines: LineCapacity[];
+};
+
+export type LineCapacity = {
+  line_id: string;
+  handle: string;
+  /** connected | degraded | disconnected */
+  status: string;
+  /** The new-contact budgets, sliding hour and day */
+  new_contacts: {
+    hour: {
+      /** New contacts messaged in the window */
+      used: number;
+      /** null: no limit */
+      limit: number | null;
+      remaining: number | null;
+      /** When the oldest of them leaves the window (a slot frees) */
+      resets_at: number | null;
+    };
+    day: {
+      /** New contacts messaged in the window */
+      used: number;
+      /** null: no limit */
+      limit: number | null;
+      remaining: number | null;
+      /** When the oldest of them leaves the window (a slot frees) */
+      resets_at: number | null;
+    };
+  };
+  quiet_hours: {
+    active: boolean;
+    until: number | null;
+  };
+  /** Pending sends that wait, by hold_reason */
+  queued: {
+    scheduled: number;
+    quiet_hours: number;
+    new_contact_budget: number;
+    line_rate: number;
+    line_unavailable: number;
+  };
+  /** When a send to a new contact could go out (budgets and quiet hours); null when a budget is 0 */
+  next_slot_at: number | null;
+};
+
+export type PoolPage = {
+  data: Pool[];
+  has_more: boolean;
+  /** Pass as ?cursor= for the next page */
+  next_cursor: string | null;
+};
+
+export type Pool = {
+  object: "pool";
+  /** pool_ ID: usable as `from` of POST /v1/messages */
+  id: string;
+  name: string;
+  /** Its lines (those the key may use) */
+  line_ids: string[];
+  /** Unix time in milliseconds */
+  created_at: number;
 };
 
 export type Sandbox = {
@@ -341,7 +441,7 @@ export type ListMessagesResponse = MessagePage | Message;
 
 /** POST /v1/messages body. */
 export type SendMessageBody = {
-  /** The line: its handle or ln_ ID */
+  /** The line: its handle or ln_ ID; or a pool_ ID (extension), whose line is chosen per contact */
   from: string;
   /** A phone number, platform account ID or cht_ chat ID (the contact must have messaged the line first) */
   to: string;
@@ -351,6 +451,8 @@ export type SendMessageBody = {
   attachments?: string[];
   /** msg_ ID or GUID of a message in the same chat */
   reply_to?: string | null;
+  /** Extension. Schedules the send: a time in the future (Unix ms), at most 365 days ahead. The item is pending, held with hold_reason "scheduled", until then */
+  send_at?: number | null;
 };
 
 /** POST /v1/messages response. */
@@ -363,6 +465,8 @@ export type SendAudioMessageBody = {
   /** file_ ID of an uploaded audio file (m4a, mp3, wav, caf, aiff; at most 30 minutes) */
   audio_message: string;
   reply_to?: string | null;
+  /** Extension. Schedules the send: a time in the future (Unix ms), at most 365 days ahead. The item is pending, held with hold_reason "scheduled", until then */
+  send_at?: number | null;
 };
 
 /** POST /v1/audio-messages response. */
@@ -459,6 +563,42 @@ export type GetOutboxQuery = {
 
 /** GET /v1/outbox response. */
 export type GetOutboxResponse = OutboxItemPage | OutboxItem;
+
+/** DELETE /v1/outbox query. */
+export type CancelOutboxItemQuery = {
+  /** The obx_ ID */
+  id: string;
+};
+
+/** DELETE /v1/outbox response. */
+export type CancelOutboxItemResponse = OutboxItem;
+
+/** PATCH /v1/outbox query. */
+export type RescheduleOutboxItemQuery = {
+  /** The obx_ ID */
+  id: string;
+};
+
+/** PATCH /v1/outbox body. */
+export type RescheduleOutboxItemBody = {
+  /** The new time (Unix ms): in the future, at most 365 days ahead */
+  send_at: number;
+};
+
+/** PATCH /v1/outbox response. */
+export type RescheduleOutboxItemResponse = OutboxItem;
+
+/** GET /v1/capacity query. */
+export type GetCapacityQuery = {
+  /** A line (handle or ln_ ID) or a pool (pool_ ID) */
+  from: string;
+};
+
+/** GET /v1/capacity response. */
+export type GetCapacityResponse = Capacity;
+
+/** GET /v1/pools response. */
+export type ListPoolsResponse = PoolPage;
 
 /** GET /v1/sandbox response. */
 export type GetSandboxResponse = Sandbox;
@@ -581,6 +721,10 @@ export interface Operations {
   listReceipts: { query: ListReceiptsQuery; response: ListReceiptsResponse };
   sendReceipt: { body: SendReceiptBody; response: SendReceiptResponse };
   getOutbox: { query: GetOutboxQuery; response: GetOutboxResponse };
+  cancelOutboxItem: { query: CancelOutboxItemQuery; response: CancelOutboxItemResponse };
+  rescheduleOutboxItem: { query: RescheduleOutboxItemQuery; body: RescheduleOutboxItemBody; response: RescheduleOutboxItemResponse };
+  getCapacity: { query: GetCapacityQuery; response: GetCapacityResponse };
+  listPools: { response: ListPoolsResponse };
   getSandbox: { response: GetSandboxResponse };
   activateSandbox: { response: ActivateSandboxResponse };
   uploadFile: { response: UploadFileResponse };
@@ -610,6 +754,10 @@ export const OPERATIONS = {
   listReceipts: { method: "GET", path: "/v1/receipts", body: "none", redirect: false, stream: false },
   sendReceipt: { method: "POST", path: "/v1/receipts", body: "json", redirect: false, stream: false },
   getOutbox: { method: "GET", path: "/v1/outbox", body: "none", redirect: false, stream: false },
+  cancelOutboxItem: { method: "DELETE", path: "/v1/outbox", body: "none", redirect: false, stream: false },
+  rescheduleOutboxItem: { method: "PATCH", path: "/v1/outbox", body: "json", redirect: false, stream: false },
+  getCapacity: { method: "GET", path: "/v1/capacity", body: "none", redirect: false, stream: false },
+  listPools: { method: "GET", path: "/v1/pools", body: "none", redirect: false, stream: false },
   getSandbox: { method: "GET", path: "/v1/sandbox", body: "none", redirect: false, stream: false },
   activateSandbox: { method: "POST", path: "/v1/sandbox", body: "none", redirect: false, stream: false },
   uploadFile: { method: "POST", path: "/v1/files", body: "raw", redirect: false, stream: false },

@@ -45,16 +45,26 @@ export const COMMANDS: Record<string, { usage: string[]; about: string }> = {
   login: { usage: ["login --key sk_live_... [--base-url URL]"], about: "Checks the key and saves it with the base URL in the config file (mode 600)." },
   logout: { usage: ["logout"], about: "Deletes the config file that login wrote (the key itself stays valid: revoke it in the dashboard)." },
   lines: { usage: ["lines"], about: "The lines this key can use." },
+  pools: { usage: ["pools"], about: "The account's sender pools: a pool_ ID works as --from of send, which then picks the line per contact." },
+  capacity: {
+    usage: ["capacity LINE_OR_POOL"],
+    about:
+      "What a line (handle or ln_ ID), or each line of a pool (pool_ ID), can still send: its new-contact budgets per sliding hour and day (used/limit), quiet hours, the pending sends that wait and why, and when a send to a new contact could next go.",
+  },
   chats: { usage: ["chats --from LINE"], about: "Chats of a line, most recent first." },
   messages: {
     usage: ["messages --from LINE [--to CHAT] [--follow]"],
     about: "Messages, newest first. --follow prints the latest (oldest first) and then each new message as it arrives, until Ctrl-C.",
   },
   send: {
-    usage: ["send --from LINE --to CONTACT [--text T] [--attach FILE] [--audio FILE] [--reply-to MSG] [--wait]"],
-    about: "Sends a message (--audio: a voice memo, alone). --wait follows it until sent or failed (exit 5 when failed).",
+    usage: ["send --from LINE --to CONTACT [--text T] [--attach FILE] [--audio FILE] [--reply-to MSG] [--at TIME] [--wait]"],
+    about:
+      "Sends a message (--audio: a voice memo, alone). --at schedules it: an ISO time with its zone (2026-12-01T09:00:00Z, 2026-12-01T09:00+01:00), Unix ms, or a delay from now (+30s, +10m, +2h, +1d); in the future, at most 365 days ahead. --wait follows it until sent or failed (exit 5 when failed).",
   },
-  outbox: { usage: ["outbox get OBX_ID [--wait]"], about: "An outbox item; --wait until it is sent or failed." },
+  outbox: {
+    usage: ["outbox get OBX_ID [--wait]", "outbox cancel OBX_ID", "outbox reschedule OBX_ID --at TIME"],
+    about: "An outbox item; --wait until it is sent or failed. cancel calls off a pending one (it ends failed, error canceled); reschedule moves its send to --at (as for send).",
+  },
   react: { usage: ["react --from LINE --to CONTACT --message MSG --type love|like|dislike|laugh|emphasize|question [--wait]"], about: "Reacts to a message." },
   typing: { usage: ["typing --from LINE --to CONTACT [--off]"], about: "Starts (or stops) the typing indicator." },
   read: { usage: ["read --from LINE --to CONTACT"], about: "Marks the chat read." },
@@ -106,6 +116,7 @@ export const OPTIONS = {
   id: { type: "string" },
   webhook: { type: "string" },
   since: { type: "string" },
+  at: { type: "string" },
 } as const;
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];
@@ -130,6 +141,48 @@ export function table(rows: Record<string, unknown>[], columns: string[], ui?: S
 }
 
 export const time = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
+
+const DELAY_UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** How far ahead the API lets a send be scheduled. */
+const MAX_AHEAD_MS = 365 * 86_400_000;
+const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?$/i;
+
+/** An ISO 8601 date and time, checked field by field (Date.parse turns 2026-02-30 into March 2). */
+function isoTime(flag: string, value: string, match: RegExpExecArray): number {
+  const [, y, mo, d, h, mi, s = "0", fraction = "", zone] = match;
+  if (!zone) throw new UsageError(`${flag} ${value} has no time zone: add Z (UTC) or an offset such as +01:00`);
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [number, number, number, number, number, number];
+  const wall = Date.UTC(year, month - 1, day, hour, minute, second, Number(fraction.slice(0, 3).padEnd(3, "0")));
+  const back = new Date(wall);
+  const real =
+    back.getUTCFullYear() === year && back.getUTCMonth() === month - 1 && back.getUTCDate() === day && back.getUTCHours() === hour && back.getUTCMinutes() === minute && back.getUTCSeconds() === second;
+  const [offsetHours, offsetMinutes] = zone.toUpperCase() === "Z" ? [0, 0] : zone.slice(1).split(":").map(Number) as [number, number];
+  if (!real || offsetHours > 23 || offsetMinutes > 59) throw new UsageError(`${flag} ${value} is not a real date and time`);
+  return wall - (zone.startsWith("-") ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+}
+
+/**
+ * A scheduled send's time (`--at`) as Unix ms: an ISO time with its zone, Unix ms, or a delay
+ * from now (+30s, +10m, +2h, +1d). Anything else, a date that does not exist, a time not in the
+ * future or more than 365 days ahead is a usage error naming the flag, before any request.
+ */
+export function sendAtOf(raw: string, now = Date.now(), flag = "--at"): number {
+  const value = raw.trim();
+  const delay = /^\+(\d{1,7})([smhd])$/.exec(value);
+  const iso = ISO_TIME.exec(value);
+  let at: number;
+  if (delay) at = now + Number(delay[1]) * DELAY_UNIT_MS[delay[2] as keyof typeof DELAY_UNIT_MS];
+  else if (iso) at = isoTime(flag, value, iso);
+  else if (/^\d{1,15}$/.test(value)) {
+    at = Number(value);
+    if (at < 1e11) throw new UsageError(`${flag} ${value} looks like Unix seconds: it takes milliseconds (${value}000)`);
+  } else {
+    throw new UsageError(`${flag} must be an ISO time with its zone (2026-12-01T09:00:00Z, 2026-12-01T09:00+01:00), Unix ms, or a delay from now (+30s, +10m, +2h, +1d), not '${value}'`);
+  }
+  if (at <= now) throw new UsageError(`${flag} ${value} is not in the future (${time(at)} UTC; it is now ${time(now)} UTC)`);
+  if (at > now + MAX_AHEAD_MS) throw new UsageError(`${flag} ${value} is more than 365 days ahead`);
+  return at;
+}
 
 export function need(values: Values, name: keyof Values & string): string {
   const value = values[name];

@@ -1,13 +1,13 @@
 import { parseArgs } from "node:util";
 import { Relay } from "../client.js";
 import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } from "../errors.js";
-import type { Message, OutboxItem } from "../generated.js";
+import type { Capacity, LineCapacity, Message, OutboxItem } from "../generated.js";
 import { sandboxSmsLink } from "../sandbox.js";
 import { signWebhook } from "../webhooks.js";
 import { configDir, DEFAULT_BASE_URL, listenSecret, readConfig, removeConfig, writeConfig } from "./config.js";
 import { encodeQr, renderQr } from "./qr.js";
 import { spinner, style, type Style } from "./ui.js";
-import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS, help, OPTIONS, type Values, table, time, need, limitOf, fileArg, recentIds } from "./args.js";
+import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS, help, OPTIONS, type Values, table, time, need, limitOf, fileArg, recentIds, sendAtOf } from "./args.js";
 
 // The `relay` command. Human output by default, `--json` for scripts; exit codes scripts can
 // rely on (EXIT). runCli takes its I/O as arguments, so tests drive it in-process. The command
@@ -44,17 +44,21 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const relay = new Relay({ apiKey, baseUrl, fetch: io.fetch });
     const signal = io.signal;
 
-    /** outbox.wait with a spinner (human output) showing the item's status as it changes. */
-    const waitFor = async (id: string): Promise<OutboxItem> => {
+    /** outbox.wait with a spinner (human output) showing the item's status as it changes; timeoutMs: outbox.wait's (60 s) by default. */
+    const waitFor = async (id: string, timeoutMs?: number): Promise<OutboxItem> => {
       const progress = json ? null : spinner(io.stderr, io.interactive === true, `Waiting for ${id}: pending`);
       try {
-        return await relay.outbox.wait(id, { signal, onPoll: (item) => progress?.update(`Waiting for ${id}: ${item.status}${item.attempts > 1 ? ` (attempt ${item.attempts})` : ""}`) });
+        return await relay.outbox.wait(id, {
+          signal,
+          timeoutMs,
+          onPoll: (item) => progress?.update(`Waiting for ${id}: ${item.status}${item.hold_reason ? ` (${item.hold_reason})` : ""}${item.attempts > 1 ? ` (attempt ${item.attempts})` : ""}`),
+        });
       } finally {
         progress?.stop();
       }
     };
     const finalStatus = (item: OutboxItem) => {
-      out(item, () => `${item.id}: ${ui.status(item.status)}${item.error ? ` (${item.error})` : ""}, ${item.attempts} attempt(s)`);
+      out(item, () => `${item.id}: ${ui.status(item.status)}${held(item)}${item.error ? ` (${item.error})` : ""}, ${item.attempts} attempt(s)`);
       return item.status === "failed" ? EXIT.deliveryFailed : EXIT.ok;
     };
 
@@ -68,17 +72,32 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       }
       case "lines": {
         const page = await relay.lines.list({ limit: limitOf(values) ?? 100 }, { signal });
-        const health = (l: (typeof page.data)[number]) => {
-          const paint = l.status === "connected" ? ui.green : l.status === "degraded" ? ui.yellow : ui.red;
-          return paint(l.status) + (l.status_reason ? ` (${l.status_reason})` : "");
-        };
         out(page, () =>
           table(
-            page.data.map((l) => ({ ...l, active: l.is_active ? "yes" : "no", health: health(l), advanced: l.advanced_features ? "yes" : "no" })),
+            page.data.map((l) => ({ ...l, active: l.is_active ? "yes" : "no", health: health(ui, l.status, l.status_reason), advanced: l.advanced_features ? "yes" : "no" })),
             ["handle", "label", "service", "provider", "health", "advanced", "active", "id"],
             ui,
           ),
         );
+        return EXIT.ok;
+      }
+      case "pools": {
+        const page = await relay.pools.list({ signal });
+        // Lines by handle, as every command names them (an ID outside the first 100 lines stays an ID).
+        const handles = new Map(page.data.length ? (await relay.lines.list({ limit: 100 }, { signal })).data.map((l) => [l.id, l.handle]) : []);
+        out(page, () =>
+          table(
+            page.data.map((p) => ({ ...p, lines: p.line_ids.map((id) => handles.get(id) ?? id).join(", "), created: time(p.created_at) })),
+            ["id", "name", "lines", "created"],
+            ui,
+          ),
+        );
+        return EXIT.ok;
+      }
+      case "capacity": {
+        if (!sub) throw new UsageError("usage: relay capacity LINE_OR_POOL");
+        const capacity = await relay.capacity.get(sub, { signal });
+        out(capacity, () => capacityText(capacity, ui));
         return EXIT.ok;
       }
       case "chats": {
@@ -97,27 +116,46 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         const to = need(values, "to");
         if (values.audio && (values.attach || values.text)) throw new UsageError("--audio sends a voice memo alone: no --text or --attach with it");
         if (!values.audio && !values.attach && !values.text) throw new UsageError("pass --text, --attach or --audio");
+        // Checked before anything is uploaded or sent.
+        const sendAt = values.at === undefined ? undefined : sendAtOf(values.at);
         let accepted;
         if (values.audio) {
           const file = await fileArg(values.audio);
           const uploaded = await relay.files.upload(file.bytes, { filename: file.filename }, { signal });
-          accepted = await relay.audioMessages.send({ from, to, audio_message: uploaded.id, reply_to: values["reply-to"] }, { signal });
+          accepted = await relay.audioMessages.send({ from, to, audio_message: uploaded.id, reply_to: values["reply-to"], send_at: sendAt }, { signal });
         } else {
           const file = values.attach ? await fileArg(values.attach) : null;
           const uploaded = file ? await relay.files.upload(file.bytes, { filename: file.filename }, { signal }) : null;
           accepted = await relay.messages.send(
-            { from, to, text: values.text, attachments: uploaded ? [uploaded.id] : undefined, reply_to: values["reply-to"] },
+            { from, to, text: values.text, attachments: uploaded ? [uploaded.id] : undefined, reply_to: values["reply-to"], send_at: sendAt },
             { signal },
           );
         }
         if (!values.wait) {
-          out(accepted, () => `Accepted ${accepted.id} (${ui.status("pending")}). Follow it with: relay outbox get ${accepted.id} --wait`);
+          out(accepted, () =>
+            sendAt === undefined
+              ? `Accepted ${accepted.id} (${ui.status("pending")}). Follow it with: relay outbox get ${accepted.id} --wait`
+              : `Scheduled ${accepted.id} for ${time(sendAt)} UTC (${ui.status("pending")}). Call it off with: relay outbox cancel ${accepted.id}`,
+          );
           return EXIT.ok;
         }
-        return finalStatus(await waitFor(accepted.id));
+        // A scheduled send is waited for until a minute past its time.
+        return finalStatus(await waitFor(accepted.id, sendAt === undefined ? undefined : sendAt - Date.now() + 60_000));
       }
       case "outbox": {
-        if (sub !== "get" || !arg) throw new UsageError("usage: relay outbox get OBX_ID [--wait]");
+        if (!arg || (sub !== "get" && sub !== "cancel" && sub !== "reschedule")) {
+          throw new UsageError("usage: relay outbox get OBX_ID [--wait] | cancel OBX_ID | reschedule OBX_ID --at TIME");
+        }
+        if (sub === "cancel") {
+          const item = await relay.outbox.cancel(arg, { signal });
+          out(item, () => `Canceled ${item.id}: it will not be sent.`);
+          return EXIT.ok;
+        }
+        if (sub === "reschedule") {
+          const item = await relay.outbox.reschedule(arg, sendAtOf(need(values, "at")), { signal });
+          out(item, () => `Rescheduled ${item.id} for ${time(item.not_before)} UTC (${ui.status(item.status)}).`);
+          return EXIT.ok;
+        }
         return finalStatus(values.wait ? await waitFor(arg) : await relay.outbox.get(arg, { signal }));
       }
       case "react": {
@@ -178,6 +216,34 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     throw err;
   }
+}
+
+/** A line's provider health, coloured: green connected, yellow degraded, red disconnected. */
+const health = (ui: Style, status: string, reason?: string | null) =>
+  (status === "connected" ? ui.green : status === "degraded" ? ui.yellow : ui.red)(status) + (reason ? ` (${reason})` : "");
+
+/** Why a pending item waits, for the human output of an outbox item (empty when it does not). */
+const held = (item: OutboxItem) => (item.hold_reason ? ` (held: ${item.hold_reason}${item.not_before ? ` until ${time(item.not_before)} UTC` : ""})` : "");
+
+/** `relay capacity`: one row per line, new-contact budgets as used/limit. */
+function capacityText(capacity: Capacity, ui: Style): string {
+  const budget = (w: LineCapacity["new_contacts"]["hour"]) => (w.limit === null ? `${w.used} (no limit)` : `${w.used}/${w.limit}`);
+  const now = Date.now();
+  const rows = capacity.lines.map((l) => {
+    const waiting = Object.entries(l.queued).filter(([, n]) => n > 0);
+    const total = waiting.reduce((sum, [, n]) => sum + n, 0);
+    return {
+      handle: l.handle,
+      health: health(ui, l.status),
+      "new/hour": budget(l.new_contacts.hour),
+      "new/day": budget(l.new_contacts.day),
+      quiet: l.quiet_hours.active ? (l.quiet_hours.until ? `until ${time(l.quiet_hours.until)}` : "yes") : "no",
+      waiting: total ? `${total} (${waiting.map(([reason, n]) => `${n} ${reason}`).join(", ")})` : "0",
+      "next slot": l.next_slot_at === null ? "none (a budget is 0)" : l.next_slot_at <= now ? "now" : time(l.next_slot_at),
+    };
+  });
+  const head = capacity.pool_id ? `Pool ${capacity.pool_id}: ${capacity.lines.length} line(s)\n` : "";
+  return `${head}${table(rows, ["handle", "health", "new/hour", "new/day", "quiet", "waiting", "next slot"], ui)}\n${ui.dim("new/hour, new/day: conversations opened with new contacts / the line's budget, per sliding hour and day. Times are UTC.")}`;
 }
 
 const messageRow = (m: Message) => ({
