@@ -1,5 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import type { Actor } from "@/server/services/access/actor";
+import { sessionActorFor } from "@/server/services/access/session";
 import { createLine } from "@/server/services/lines/lines";
+import { createPool } from "@/server/services/pools/pools";
 import { call, db, gql, inbound, makeAccount, makeKey, phone, post, subscribe, type Fixture } from "./helpers";
 
 // Every query, mutation and subscription field, tried by account B with account A's line
@@ -7,6 +10,19 @@ import { call, db, gql, inbound, makeAccount, makeKey, phone, post, subscribe, t
 // tried is compared with the schema, so a new field cannot skip this test.
 
 const tried = { Query: new Set<string>(), Mutation: new Set<string>(), Subscription: new Set<string>() };
+
+// Owner-only mutations refuse API keys; the signed-in owner of another account must not reach A's
+// objects either. GraphQL reads the dashboard session through next-auth, which needs Next's
+// request scope: the session is supplied here instead (as in graphql-security.test.ts).
+const session = vi.hoisted(() => ({ actor: null as Actor | null }));
+vi.mock("@/server/services/access/session", async (importOriginal) => ({
+  ...(await importOriginal<typeof import("@/server/services/access/session")>()),
+  sessionActor: async () => session.actor,
+}));
+const COOKIE = "next-auth.session-token=eyJhbGciOiJkaXIifQ.signed";
+beforeEach(() => {
+  session.actor = null;
+});
 
 /** Account A's objects, and words that must never reach B. */
 async function accountA() {
@@ -21,6 +37,7 @@ async function accountA() {
   await inbound(a, alice, "another for the webhook");
   const delivery = await (await db()).webhookDelivery.findFirstOrThrow({ where: { webhookId: webhook.body.id } });
   const file = await call("POST", "/v1/files", { key: a.key, raw: new TextEncoder().encode("A's file"), headers: { "content-type": "text/plain" } });
+  const pool = await createPool(a.accountId, { name: "A's pool", line_ids: [a.line.id] });
   return {
     a,
     alice,
@@ -29,16 +46,18 @@ async function accountA() {
     webhook: webhook.body as { id: string; secret: string },
     delivery: delivery.id,
     file: file.body.id as string,
-    secrets: [a.line.id, m.id, m.chat_id, m.guid, obx, webhook.body.id, delivery.id, file.body.id, "private to A", "secret.txt", "A's reply"],
+    pool: pool.id,
+    secrets: [a.line.id, m.id, m.chat_id, m.guid, obx, webhook.body.id, delivery.id, file.body.id, pool.id, "private to A", "secret.txt", "A's reply", "A's pool"],
   };
 }
 
 type A = Awaited<ReturnType<typeof accountA>>;
 
-/** Runs an operation as `key`, records the root field, and checks that nothing of A's is in `data`. */
-async function attempt(kind: keyof typeof tried, field: string, key: string, operation: string, variables: Record<string, unknown>, a: A) {
+/** Runs an operation as `key` (or as the signed-in owner of an account), records the root field, and checks that nothing of A's is in `data`. */
+async function attempt(kind: keyof typeof tried, field: string, key: string | { session: Fixture }, operation: string, variables: Record<string, unknown>, a: A) {
   tried[kind].add(field);
-  const res = await gql(key, operation, variables);
+  session.actor = typeof key === "string" ? null : sessionActorFor(key.session.accountId);
+  const res = typeof key === "string" ? await gql(key, operation, variables) : await gql(null, operation, variables, { cookie: COOKIE });
   const data = JSON.stringify(res.body.data ?? null);
   for (const secret of a.secrets) expect(data, `${field} leaked ${secret}`).not.toContain(secret);
   return res;
@@ -83,6 +102,10 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
       ["webhookDelivery", `query($id: String!) { webhookDelivery(id: $id) { id data } }`, { id: a.delivery }, "delivery_not_found"],
       ["file", `query($id: String!) { file(id: $id) { id url } }`, { id: a.file }, "file_not_found"],
       ["sandbox", `{ sandbox { status activationCode contactIdentifier } }`, {}, null],
+      ["capacity", `query($from: String!) { capacity(from: $from) { lines { lineId } } }`, { from }, "line_not_found"],
+      ["capacity", `query($from: String!) { capacity(from: $from) { lines { lineId } } }`, { from: a.a.line.id }, "line_not_found"],
+      ["capacity", `query($from: String!) { capacity(from: $from) { lines { lineId } } }`, { from: a.pool }, "pool_not_found"],
+      ["pools", `{ pools { id name lineIds lines { id } } }`, {}, null],
     ];
     for (const [field, query, variables, code] of cases) {
       const res = await attempt("Query", field, b.key, query, variables, a);
@@ -93,6 +116,10 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
     expect(lists.body.data.lines.edges.map((e: { node: { id: string } }) => e.node.id)).toContain(b.line.id);
     expect(lists.body.data.outbox.edges).toEqual([]);
     expect(lists.body.data.webhooks.edges).toEqual([]);
+    expect((await gql(b.key, `{ pools { id } }`)).body.data.pools).toEqual([]);
+    // A's pool named as B's capacity `from`: the error names the argument.
+    const pool = await gql(b.key, `query($from: String!) { capacity(from: $from) { poolId } }`, { from: a.pool });
+    expect(pool.body.errors[0].extensions).toMatchObject({ code: "pool_not_found", param: "from" });
   });
 
   it("every mutation refuses A's lines and IDs with not-found codes, and changes nothing of A's", async () => {
@@ -129,6 +156,39 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
     }
     const tested = await attempt("Mutation", "testLineConnection", b.key, `mutation($id: String!) { testLineConnection(lineId: $id) { ok } }`, { id: a.a.line.id }, a);
     expect(codeOf(tested)).toBe("session_required");
+
+    // Mutations with plain arguments. Owner-only ones (pools, send policy) refuse B's API key
+    // before anything is looked up, and B's signed-in owner gets not-found for A's objects.
+    const CANCEL = `mutation($id: String!) { cancelOutboxItem(id: $id) { id status } }`;
+    const RESCHEDULE = `mutation($id: String!, $at: Timestamp!) { rescheduleOutboxItem(id: $id, sendAt: $at) { id status } }`;
+    const CREATE_POOL = `mutation($name: String!, $lineIds: [String!]!) { createPool(name: $name, lineIds: $lineIds) { id lineIds } }`;
+    const ADD = `mutation($poolId: String!, $lineId: String!) { addPoolLine(poolId: $poolId, lineId: $lineId) { id lineIds } }`;
+    const REMOVE = `mutation($poolId: String!, $lineId: String!) { removePoolLine(poolId: $poolId, lineId: $lineId) { id lineIds } }`;
+    const DELETE = `mutation($id: String!) { deletePool(id: $id) { id } }`;
+    const POLICY = `mutation($lineId: String!, $policy: SendPolicyInput!) { setLineSendPolicy(lineId: $lineId, policy: $policy) { id sendPolicy { contactFirst } } }`;
+    const bPool = (await createPool(b.accountId, { name: "B's pool", line_ids: [b.line.id] })).id;
+    const later = Date.now() + 3_600_000;
+    const plain: [string, string | { session: Fixture }, string, Record<string, unknown>, string, string?][] = [
+      ["cancelOutboxItem", b.key, CANCEL, { id: a.obx }, "outbox_item_not_found", "id"],
+      ["rescheduleOutboxItem", b.key, RESCHEDULE, { id: a.obx, at: later }, "outbox_item_not_found", "id"],
+      ["createPool", b.key, CREATE_POOL, { name: "mine", lineIds: [b.line.id] }, "session_required"],
+      ["createPool", { session: b }, CREATE_POOL, { name: "with A's line", lineIds: [a.a.line.id] }, "invalid_parameter_value", "lineIds"],
+      ["addPoolLine", b.key, ADD, { poolId: bPool, lineId: b.line.id }, "session_required"],
+      ["addPoolLine", { session: b }, ADD, { poolId: a.pool, lineId: b.line.id }, "pool_not_found", "poolId"],
+      ["addPoolLine", { session: b }, ADD, { poolId: bPool, lineId: a.a.line.id }, "invalid_parameter_value", "lineId"],
+      ["removePoolLine", b.key, REMOVE, { poolId: bPool, lineId: b.line.id }, "session_required"],
+      ["removePoolLine", { session: b }, REMOVE, { poolId: a.pool, lineId: a.a.line.id }, "pool_not_found", "poolId"],
+      ["deletePool", b.key, DELETE, { id: bPool }, "session_required"],
+      ["deletePool", { session: b }, DELETE, { id: a.pool }, "pool_not_found", "id"],
+      ["setLineSendPolicy", b.key, POLICY, { lineId: b.line.id, policy: { contactFirst: false } }, "session_required"],
+      ["setLineSendPolicy", { session: b }, POLICY, { lineId: a.a.line.id, policy: { contactFirst: false } }, "line_not_found", "lineId"],
+    ];
+    for (const [field, as, operation, variables, code, param] of plain) {
+      const res = await attempt("Mutation", field, as, operation, variables, a);
+      const label = `${field} ${typeof as === "string" ? "key" : "session"} ${JSON.stringify(variables)}`;
+      expect(codeOf(res), label).toBe(code);
+      if (param) expect(res.body.errors[0].extensions.param, label).toBe(param);
+    }
     // Mutations without references to other objects act on B's own account only.
     tried.Mutation.add("uploadFile");
     expect(codeOf(await gql(a.a.key, `query($id: String!) { file(id: $id) { id } }`, { id: upload }))).toBe("file_not_found");
@@ -138,6 +198,11 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
 
     const prisma = await db();
     expect(await prisma.webhook.findUniqueOrThrow({ where: { id: a.webhook.id } })).toMatchObject({ isActive: true, secret: a.webhook.secret });
+    expect(await prisma.outboxItem.findUniqueOrThrow({ where: { id: a.obx } })).toMatchObject({ canceledAt: null, holdReason: null });
+    expect((await prisma.line.findUniqueOrThrow({ where: { id: a.a.line.id } })).sendPolicy).toEqual({});
+    const aPool = await prisma.pool.findUniqueOrThrow({ where: { id: a.pool }, include: { lines: true } });
+    expect(aPool.lines.map((l) => l.lineId)).toEqual([a.a.line.id]);
+    expect((await prisma.pool.findUniqueOrThrow({ where: { id: bPool }, include: { lines: true } })).lines.map((l) => l.lineId)).toEqual([b.line.id]);
     expect(await prisma.outboxItem.count({ where: { accountId: b.accountId } })).toBe(0);
   });
 
@@ -176,6 +241,25 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
     expect(codeOf(await gql(restricted, `query($from: String!) { messages(from: $from) { edges { node { id } } } }`, { from: second.handle }))).toBe(
       "line_not_accessible",
     );
+
+    // Capacity, pools and the changes of an outbox item of the other line.
+    const onSecond = (await post("/v1/messages", a.key, { from: second.handle, to: bob, text: "later", send_at: Date.now() + 3_600_000 })).body.id as string;
+    const secondOnly = await createPool(a.accountId, { name: "second only", line_ids: [second.id] });
+    const both = await createPool(a.accountId, { name: "both", line_ids: [a.line.id, second.id] });
+    const CAPACITY = `query($from: String!) { capacity(from: $from) { lines { lineId } } }`;
+    expect(codeOf(await gql(restricted, CAPACITY, { from: second.handle }))).toBe("line_not_accessible");
+    expect(codeOf(await gql(restricted, CAPACITY, { from: secondOnly.id }))).toBe("line_not_accessible");
+    expect((await gql(restricted, CAPACITY, { from: both.id })).body.data.capacity.lines).toEqual([{ lineId: a.line.id }]);
+    const pools = await gql(restricted, `{ pools { id lineIds lines { id } } }`);
+    expect(pools.body.data.pools).toEqual([{ id: both.id, lineIds: [a.line.id], lines: [{ id: a.line.id }] }]);
+    const cancel = await gql(restricted, `mutation($id: String!) { cancelOutboxItem(id: $id) { id } }`, { id: onSecond });
+    expect(codeOf(cancel)).toBe("line_not_accessible");
+    const reschedule = await gql(restricted, `mutation($id: String!, $at: Timestamp!) { rescheduleOutboxItem(id: $id, sendAt: $at) { id } }`, {
+      id: onSecond,
+      at: Date.now() + 7_200_000,
+    });
+    expect(codeOf(reschedule)).toBe("line_not_accessible");
+    expect(await (await db()).outboxItem.findUniqueOrThrow({ where: { id: onSecond } })).toMatchObject({ status: "held", canceledAt: null });
   });
 
   it("covers every root field of the schema", async () => {

@@ -3,6 +3,9 @@ import { builder } from "./builder";
 // The registry of types: each module adds its objects, queries and mutations to the builder.
 import "./types/lines";
 import "./types/line-connections";
+import "./types/send-policy";
+import "./types/capacity";
+import "./types/pools";
 import "./types/chats";
 import "./types/messages";
 import "./types/outbox";

@@ -1,36 +1,20 @@
 import type { Actor } from "../../../services/access/actor";
-import { ApiError } from "../../../kernel/errors";
 import { PROVIDER_NAMES } from "../../../platform/registry";
 import { ConnectLineBody, type ConnectionReport, connectLine, TestLineBody, testLine } from "../../../services/lines/line-connections";
 import { builder } from "../builder";
 import { parseArgs } from "../inputs";
 import { JSONScalar } from "./json";
 import { providerConfigHelp } from "../../../platform/about";
+import { OWNER_ONLY, ownerAccount } from "../owner";
 
 // Connecting a line to its provider and testing the connection: the dashboard's "Connect a
 // line" (and the operator's `line connect`) for GraphQL.
 //
-// Owner-only means the dashboard's signed-in session, never an API key. The schema has no
-// scope that changes lines (lines:read only reads them), and managing lines and API keys is
-// the session's alone today; a provider's settings decide where the line's messages go, so a
-// leaked key, whatever its scopes, must not be able to point a line at another server.
-
-const OWNER_ONLY =
-  "Only for the account's owner: the dashboard's signed-in session (which also authenticates GraphQL); API keys are refused, whatever their scopes.";
-
-/** Whether the caller is the account's owner (a dashboard session), not an API key. */
-export const isOwnerSession = (actor: Actor) => actor.keyId === null;
+// Owner-only (../owner.ts): a provider's settings decide where the line's messages go.
 
 /** The owner's account ID, or session_required for an API key. */
-function ownerAccount(actor: Actor): string {
-  if (!isOwnerSession(actor)) {
-    throw new ApiError(
-      "session_required",
-      "Connecting or testing a line is for the account's owner: sign in to the dashboard (its session also authenticates GraphQL). API keys cannot change a line's provider.",
-    );
-  }
-  return actor.accountId;
-}
+const ownerOf = (actor: Actor) =>
+  ownerAccount(actor, "Connecting or testing a line", "API keys cannot change a line's provider.");
 
 const LineConnectionReport = builder.objectRef<ConnectionReport>("LineConnectionReport").implement({
   description: "What connecting or testing a line found. The provider's password is never part of it.",
@@ -81,7 +65,7 @@ builder.mutationFields((t) => ({
     description: `Connect a line to its provider, reconnect it with new settings, or switch it back to simulated: the settings are checked and stored (secrets encrypted), the provider is probed and the line's inbound webhook registered with it. A failed probe is a report with ok false (the line is then degraded), not an error. ${OWNER_ONLY}`,
     args: { input: t.arg({ type: ConnectLineInput, required: true }) },
     resolve: (_root, { input }, ctx) => {
-      const accountId = ownerAccount(ctx.actor);
+      const accountId = ownerOf(ctx.actor);
       return connectLine(accountId, parseArgs(ConnectLineBody, input));
     },
   }),
@@ -90,7 +74,7 @@ builder.mutationFields((t) => ({
     description: `Probe a line's saved connection again and record its health. ${OWNER_ONLY}`,
     args: { lineId: t.arg.string({ required: true, description: "ln_ ID of one of the account's lines." }) },
     resolve: (_root, args, ctx) => {
-      const accountId = ownerAccount(ctx.actor);
+      const accountId = ownerOf(ctx.actor);
       return testLine(accountId, parseArgs(TestLineBody, args).line_id);
     },
   }),

@@ -1,15 +1,18 @@
 import { describeLine } from "../../../services/lines/line-connections";
+import { linePolicy } from "../../../services/lines/send-policy";
 import { linesForActor } from "../../../services/lines/tenancy";
 import { builder } from "../builder";
 import { ChatConnection, CHAT_ORDER } from "./chats";
 import { JSONScalar } from "./json";
-import { isOwnerSession } from "./line-connections";
+import { isOwnerSession } from "../owner";
+import { SendPolicy } from "./send-policy";
 
-// Line: GET /v1/lines (lines:read), with its chats (chats:read), its provider and health;
-// the provider's settings for the account's owner only (see line-connections.ts).
+// Line: GET /v1/lines (lines:read), with its chats (chats:read), its provider and health, its
+// send policy; the provider's settings for the account's owner only (see line-connections.ts).
 
 const LINE_STATUSES = ["connected", "degraded", "disconnected"] as const;
-const LineStatus = builder.enumType("LineStatus", {
+export type LineStatusValue = (typeof LINE_STATUSES)[number];
+export const LineStatus = builder.enumType("LineStatus", {
   description: "A line's health: connected while its provider answers, degraded after a failed call or probe, disconnected after 3 in a row (sends wait).",
   values: LINE_STATUSES,
 });
@@ -25,7 +28,7 @@ const Line = builder.prismaObject("Line", {
     isSandbox: t.exposeBoolean("isSandbox"),
     createdAt: t.expose("createdAt", { type: "Timestamp" }),
     provider: t.exposeString("provider", { description: "Who carries the line: simulated (the built-in platform), bluebubbles (iMessage on a Mac), sms-gateway (SMS through an Android phone) or twilio (SMS and MMS)." }),
-    status: t.field({ type: LineStatus, resolve: (l) => l.status as (typeof LINE_STATUSES)[number] }),
+    status: t.field({ type: LineStatus, resolve: (l) => l.status as LineStatusValue }),
     statusReason: t.exposeString("statusReason", { nullable: true, description: "Why the line is degraded or disconnected (readable, no secrets)." }),
     lastEventAt: t.expose("lastEventAt", { type: "Timestamp", nullable: true, description: "When the provider last answered or sent an event." }),
     providerSettings: t.field({
@@ -33,6 +36,11 @@ const Line = builder.prismaObject("Line", {
       nullable: true,
       description: `The provider's settings as shown to the owner: those that are not secret, URLs masked where they carry credentials; never a password, key or token. For the account's owner only (the dashboard's signed-in session, which also authenticates GraphQL): null for API keys, whatever their scopes.`,
       resolve: (line, _args, ctx) => (isOwnerSession(ctx.actor) ? describeLine(line).provider_settings : null),
+    }),
+    sendPolicy: t.field({
+      type: SendPolicy,
+      description: "When, and to whom, the line may send (the owner sets it: setLineSendPolicy).",
+      resolve: (line) => linePolicy(line),
     }),
     chats: t.relatedConnection(
       "chats",

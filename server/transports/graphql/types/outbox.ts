@@ -12,21 +12,40 @@ import {
   TypingPayload,
 } from "../../../outbox/payloads";
 import { REACTION_TYPES } from "../../../platform/events";
-import { OutboxQuery } from "../../../services/schemas/v1";
+import { HOLD_REASONS } from "../../../outbox/holds";
+import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { resolveLine } from "../../../services/lines/lines";
-import { findOutboxItem, OUTBOX_STATUSES } from "../../../services/messaging/outbox";
+import {
+  cancelOutboxItem,
+  findOutboxItem,
+  OUTBOX_STATUSES,
+  type OutboxStatus as OutboxStatusValue,
+  RescheduleBody,
+  rescheduleOutboxItem,
+} from "../../../services/messaging/outbox";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../../services/messaging/send";
 import { SendAudioMessageBody, sendAudioMessage } from "../../../services/messaging/send-audio";
 import { whereForActor, whereOnLine } from "../../../services/lines/tenancy";
+import { serializeOutboxItem } from "../../../wire/serializers";
 import { builder, type BuilderTypes, type MutationBuilder } from "../builder";
 import type { GraphQLContext } from "../context";
 import { parseArgs } from "../inputs";
 
 // Outbox items (GET /v1/outbox, outbox:read) and the writes that create them: the mutations
 // of POST /v1/messages, /audio-messages, /reactions, /typing and /receipts, each with the
-// route's scope, zod schema and service function.
+// route's scope, zod schema and service function; and the changes of a pending item
+// (DELETE and PATCH /v1/outbox: cancel, reschedule).
+//
+// An item waiting on a hold is stored with status `held`, an internal status: like /v1, the
+// schema shows it as `pending` with `holdReason` and `notBefore`. Those fields, and status, are
+// read from the REST serializer (serializeOutboxItem), so both transports say the same.
 
 export const OutboxStatus = builder.enumType("OutboxStatus", { values: OUTBOX_STATUSES });
+const HoldReason = builder.enumType("HoldReason", {
+  description:
+    "Why a pending item waits: scheduled (sendAt), quiet_hours (the line's quiet hours), new_contact_budget (the line opened as many new conversations as its policy allows for now), line_rate (its turn on a paced provider line), line_unavailable (the line's provider is not answering).",
+  values: HOLD_REASONS,
+});
 const OutboxKindEnum = builder.enumType("OutboxKind", { values: OUTBOX_KINDS });
 const ReactionType = builder.enumType("ReactionType", { values: REACTION_TYPES });
 const TypingState = builder.enumType("TypingState", { values: ["on", "off"] as const });
@@ -95,13 +114,49 @@ builder.objectRef<Extract<Payload, { kind: "receipt" }>>(PAYLOAD_TYPES.receipt).
   fields: () => ({}),
 });
 
+/** The item as GET /v1/outbox shows it, once per row however many of its fields are selected. */
+const wireViews = new WeakMap<OutboxRow, ReturnType<typeof serializeOutboxItem>>();
+function wire(row: OutboxRow) {
+  let view = wireViews.get(row);
+  if (!view) wireViews.set(row, (view = serializeOutboxItem(row)));
+  return view;
+}
+
+/** The stored statuses a status filter matches: `pending` includes held items (they are pending on the wire). */
+const storedStatuses = (status: OutboxStatusValue) => (status === "pending" ? { in: ["pending", "held"] } : status);
+
+// The type selects whole rows (no `select` option), so a field's parent is the row serializeOutboxItem reads.
 const OutboxItem = builder.prismaObject("OutboxItem", {
   fields: (t) => ({
     id: t.exposeID("id"),
     lineId: t.exposeString("lineId"),
     line: t.relation("line", { authScopes: { scope: "lines:read" } }),
     kind: t.field({ type: OutboxKindEnum, resolve: (o) => o.kind as OutboxKind }),
-    status: t.field({ type: OutboxStatus, resolve: (o) => o.status as (typeof OUTBOX_STATUSES)[number] }),
+    status: t.field({
+      type: OutboxStatus,
+      description: "pending until claimed for delivery (also while held: see holdReason), then claimed, and sent or failed.",
+      resolve: (o) => wire(o).status as OutboxStatusValue,
+    }),
+    holdReason: t.field({
+      type: HoldReason,
+      nullable: true,
+      description: "Why a pending item waits; null when it is due (or no longer pending).",
+      resolve: (o) => wire(o).hold_reason,
+    }),
+    notBefore: t.field({
+      type: "Timestamp",
+      nullable: true,
+      description: "While held: the earliest time it may go (a schedule's sendAt, the end of quiet hours, a budget slot). Null when it is due, or when only a person or a policy change releases it.",
+      resolve: (o) => wire(o).not_before,
+    }),
+    canceledAt: t.field({
+      type: "Timestamp",
+      nullable: true,
+      description: "When cancelOutboxItem canceled it (the item is then failed with error \"canceled\").",
+      resolve: (o) => wire(o).canceled_at,
+    }),
+    poolId: t.string({ nullable: true, description: "The pool_ ID the send was addressed from, when `from` was a pool (lineId is the line chosen).", resolve: (o) => wire(o).pool_id }),
+    fallback: t.boolean({ description: "Whether the message went as SMS because the recipient cannot receive iMessage (SMS fallback).", resolve: (o) => wire(o).fallback }),
     error: t.exposeString("error", { nullable: true, description: "Why the item failed (or why its last attempt did)." }),
     attempts: t.exposeInt("attempts"),
     maxAttempts: t.exposeInt("maxAttempts"),
@@ -141,7 +196,7 @@ builder.queryFields((t) => ({
     {
       type: "OutboxItem",
       cursor: "id",
-      description: "Recent outbox items, newest first, optionally of one line and in one status.",
+      description: "Recent outbox items, newest first, optionally of one line and in one status (pending includes held items).",
       authScopes: { scope: "outbox:read" },
       args: { from: t.arg.string(), status: t.arg({ type: OutboxStatus }) },
       resolve: async (query, _root, args, ctx) => {
@@ -149,7 +204,7 @@ builder.queryFields((t) => ({
         const where = input.from ? whereOnLine(ctx.actor, await resolveLine(ctx.actor, input.from)) : await whereForActor(ctx.actor);
         return ctx.prisma.outboxItem.findMany({
           ...query,
-          where: { ...where, ...(input.status ? { status: input.status } : {}) },
+          where: { ...where, ...(input.status ? { status: storedStatuses(input.status) } : {}) },
           orderBy: { id: "desc" },
         });
       },
@@ -158,30 +213,37 @@ builder.queryFields((t) => ({
   ),
 }));
 
-/** The item a write just stored, with what the operation selects beneath it. */
+/** The item a write just stored (or changed), with what the operation selects beneath it. */
 const accepted = (ctx: GraphQLContext, query: object, item: { id: string }) =>
   ctx.prisma.outboxItem.findUniqueOrThrow({ ...query, where: { id: item.id } });
 
 const chatTarget = {
   from: { description: "The sending line: handle or ln_ ID." },
+  /** Messages and voice memos may also go from a pool. */
+  fromPool: { description: "The sending line: handle or ln_ ID; or a pool_ ID, whose line is chosen per contact (outbox item's poolId)." },
   to: { description: "A phone number, account ID or cht_ chat ID." },
 };
 
+const SEND_AT =
+  "Schedules the send: a time in the future, at most 365 days ahead. The item is pending, with holdReason scheduled and notBefore this time, until then (cancelOutboxItem, rescheduleOutboxItem).";
+
 const SendMessageInput = builder.inputType("SendMessageInput", {
   fields: (t) => ({
-    from: t.string({ required: true, ...chatTarget.from }),
+    from: t.string({ required: true, ...chatTarget.fromPool }),
     to: t.string({ required: true, ...chatTarget.to }),
     text: t.string(),
     attachments: t.stringList({ description: "At most one file_ ID (uploadFile)." }),
     replyTo: t.string({ description: "msg_ ID or GUID of a message in the same chat." }),
+    sendAt: t.field({ type: "Timestamp", description: SEND_AT }),
   }),
 });
 const SendAudioMessageInput = builder.inputType("SendAudioMessageInput", {
   fields: (t) => ({
-    from: t.string({ required: true, ...chatTarget.from }),
+    from: t.string({ required: true, ...chatTarget.fromPool }),
     to: t.string({ required: true, ...chatTarget.to }),
     audioMessage: t.string({ required: true, description: "file_ ID of an uploaded m4a, mp3, wav, caf or aiff recording." }),
     replyTo: t.string(),
+    sendAt: t.field({ type: "Timestamp", description: SEND_AT }),
   }),
 });
 const SendReactionInput = builder.inputType("SendReactionInput", {
@@ -263,5 +325,33 @@ builder.mutationFields((t) => ({
     input: SendReceiptInput,
     schema: SendReceiptBody,
     send: sendReceipt,
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  cancelOutboxItem: t.prismaField({
+    type: "OutboxItem",
+    description:
+      "DELETE /v1/outbox?id=: cancels a pending item (scheduled, held or waiting its turn); it ends failed with error \"canceled\" and canceledAt set. An item already claimed, sent or failed is outbox_item_not_cancelable.",
+    authScopes: { scope: "messages:write" },
+    args: { id: t.arg.string({ required: true, description: "obx_ ID." }) },
+    resolve: async (query, _root, args, ctx) => {
+      const { id } = parseArgs(OutboxIdQuery, args);
+      return accepted(ctx, query, await cancelOutboxItem(ctx.actor, id));
+    },
+  }),
+  rescheduleOutboxItem: t.prismaField({
+    type: "OutboxItem",
+    description:
+      "PATCH /v1/outbox?id=: moves a pending item's send to sendAt (in the future, at most 365 days ahead); it is held with holdReason scheduled until then. An item already claimed, sent or failed is outbox_item_not_reschedulable.",
+    authScopes: { scope: "messages:write" },
+    args: {
+      id: t.arg.string({ required: true, description: "obx_ ID." }),
+      sendAt: t.arg({ type: "Timestamp", required: true }),
+    },
+    resolve: async (query, _root, { id, sendAt }, ctx) => {
+      const item = parseArgs(OutboxIdQuery, { id });
+      return accepted(ctx, query, await rescheduleOutboxItem(ctx.actor, item.id, parseArgs(RescheduleBody, { sendAt })));
+    },
   }),
 }));
