@@ -57,6 +57,7 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/api/simulator/reactions": () => import("@/app/api/simulator/reactions/route"),
   "/api/simulator/typing": () => import("@/app/api/simulator/typing/route"),
   "/api/simulator/receipts": () => import("@/app/api/simulator/receipts/route"),
+  "/api/simulator/reachability": () => import("@/app/api/simulator/reachability/route"),
   "/api/graphql": () => import("@/app/api/graphql/route"),
   "/healthz": () => import("@/app/healthz/route"),
   "/readyz": () => import("@/app/readyz/route"),
@@ -198,7 +199,7 @@ export interface Fixture {
 }
 
 export async function makeAccount(
-  options: { noOwner?: boolean; advanced?: boolean; service?: "imessage" | "sms"; scopes?: Scope[] } = {},
+  options: { noOwner?: boolean; advanced?: boolean; service?: "imessage" | "sms" | "auto"; scopes?: Scope[] } = {},
 ): Promise<Fixture> {
   const email = `user-${unique()}@example.com`;
   const account = await createAccount({ email, noOwner: options.noOwner });

@@ -7,7 +7,7 @@ describe("the /v1 HTTP layer", () => {
       const res = await call("OPTIONS", path);
       expect(res.status).toBe(204);
       expect(res.headers.get("access-control-allow-origin")).toBe("*");
-      expect(res.headers.get("access-control-allow-methods")).toBe("GET, POST, DELETE, OPTIONS");
+      expect(res.headers.get("access-control-allow-methods")).toBe("GET, POST, PATCH, DELETE, OPTIONS");
       expect(res.headers.get("access-control-allow-headers")).toContain("Authorization");
     }
   });
@@ -27,7 +27,7 @@ describe("the /v1 HTTP layer", () => {
       ["POST", "/v1/lines"],
       ["PUT", "/v1/chats"],
       ["PATCH", "/v1/messages"],
-      ["DELETE", "/v1/outbox"],
+      ["DELETE", "/v1/messages"],
     ] as const) {
       const res = await call(method, path, { key: f.key });
       expect(res.status, `${method} ${path}`).toBe(404);

@@ -88,8 +88,8 @@ describe("methods no route serves answer the JSON envelope", () => {
   it("TRACE on any route is 405 method_not_allowed with Allow (Next failed with a plain-text 500)", async () => {
     for (const [path, allow] of [
       ["/healthz", "GET, HEAD"],
-      ["/v1/chats?from=x", "GET, POST, DELETE, OPTIONS"],
-      ["/v1/messages", "GET, POST, DELETE, OPTIONS"],
+      ["/v1/chats?from=x", "GET, POST, PATCH, DELETE, OPTIONS"],
+      ["/v1/messages", "GET, POST, PATCH, DELETE, OPTIONS"],
       ["/api/graphql", "GET, POST, OPTIONS"],
       ["/api/inbound/ln_01m8911r1svcjbnws49kkjf72s?token=x", "POST"],
       ["/dashboard", "GET, HEAD, POST"],

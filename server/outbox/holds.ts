@@ -6,7 +6,8 @@ import { opensConversation, reserveOpening } from "./budgets";
 import { MessagePayload } from "./payloads";
 import { quietState } from "../kernel/quiet-hours";
 import { mayHold, policyOf, type SendPolicy } from "../kernel/send-policy";
-import { outboxEvent } from "./queue";
+import { failClaimed, outboxEvent } from "./queue";
+import { routeService } from "./fallback";
 import { unitOfWork } from "../write/unit";
 
 // Holds: a pending item that may not go yet. It is stored with status 'held' (the API shows
@@ -71,7 +72,7 @@ async function holdBack(item: OutboxItem, reason: HoldReason, until: Date): Prom
  * The policy step, between the claim and the send: the claimed items that may go now. The
  * others are held again until they may (quiet hours' end, a budget slot). Only messages wait:
  * reactions, typing and receipts answer what the contact did and go at once. A line whose
- * policy cannot hold anything costs nothing here.
+ * policy cannot hold anything, and whose messages go by one service, costs nothing here.
  */
 export async function admit(items: OutboxItem[], now = Date.now()): Promise<OutboxItem[]> {
   const admitted: OutboxItem[] = [];
@@ -83,13 +84,21 @@ export async function admit(items: OutboxItem[], now = Date.now()): Promise<Outb
     try {
       const line = await findLine(item.lineId);
       const policy = line ? policyOf(line) : null;
-      if (!line || !policy || !mayHold(policy)) {
+      if (!line || !policy) {
         admitted.push(item);
         continue;
       }
-      const decision = await decide(item, line, policy, now);
-      if (decision.go) admitted.push(item);
-      else await holdBack(item, decision.reason, decision.until);
+      if (mayHold(policy)) {
+        const decision = await decide(item, line, policy, now);
+        if (!decision.go) {
+          await holdBack(item, decision.reason, decision.until);
+          continue;
+        }
+      }
+      // Then by which service, and so from which line (SMS fallback).
+      const route = await routeService(item, line, now);
+      if (route.go) admitted.push(item);
+      else if (route.reason) await failClaimed(item, route.reason);
     } catch (err) {
       // The policy could not be read (the database hiccuped): the item waits a little, never goes unchecked.
       log().error({ err, outbox_id: item.id }, "applying the send policy failed");

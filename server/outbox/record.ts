@@ -13,6 +13,7 @@ import { fireAndWait } from "../kernel/signals";
 import { type FileUrlSigner, fileUrlSigner } from "../storage/signed-urls";
 import { type Unit, unitOfWork } from "../write/unit";
 import { MessagePayload } from "./payloads";
+import { learnFromSend } from "./fallback";
 import { loadContext, type Prepared, prepare } from "./prepare";
 import { failClaimed, outboxEvent, retryLater } from "./queue";
 
@@ -59,6 +60,7 @@ async function recordMessages(unit: Unit, sent: Sent[], url: FileUrlSigner): Pro
       outboxId: x.item.id,
       sentAt,
       deliveryStatus: reportsDelivery(x.line) ? "sent" : null,
+      fallback: x.item.fallback ? true : null,
       attachments: x.files.map((f) => ({ fileId: f.id, filename: f.filename, mimeType: f.mimeType, size: f.size })),
     })),
     url,
@@ -129,9 +131,12 @@ export async function recordOutcomes(outcomes: { x: Prepared; result: SendResult
       await fireAndWait("provider.answered", { lineId: x.line.id, reachable, reason: reachable ? null : result.reason });
     }
     if (result.ok) {
+      if (x.kind === "message") await learnFromSend(x.item, x.line, result);
       sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt), service: result.service, providerChatId: result.providerChatId, segments: result.segments, delivery: result.delivery });
     } else if (result.permanent && !result.unknown) {
       if (result.optedOut && x.kind === "message") await recordRefusedOptOut(x.line.id, x.p.to);
+      // Refused as not registered with iMessage: a message that may fall back goes again as SMS.
+      if (x.kind === "message" && (await learnFromSend(x.item, x.line, result))) continue;
       await failClaimed(x.item, result.reason);
     }
     else await retryLater(x.item, result.reason, { unknown: result.unknown, waitForProvider: result.unreachable || result.unknown, retryAfterMs: result.retryAfterMs });

@@ -5,18 +5,21 @@ import { platformForLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import type { OutgoingMessage, Platform, SendResult } from "../platform/types";
 import type { Prepared } from "./prepare";
+import { sendService } from "./fallback";
 
 // Sending a prepared item: through its line's platform, the outbox ID as idempotency key. An
 // item whose earlier attempt may have sent is reconciled with the provider first. Never inside
 // a database transaction.
 
 function outgoingMessage(x: Extract<Prepared, { kind: "message" }>): OutgoingMessage {
+  const service = sendService(x.item, x.line);
   return {
     ...common(x),
     text: x.p.text,
     attachments: x.files.map((f) => ({ fileId: f.id, filename: f.filename, mimeType: f.mimeType, size: f.size, storageKey: f.storageKey })),
     replyToGuid: x.p.reply_to_guid,
     isAudioMessage: x.p.is_audio_message,
+    ...(service ? { service } : {}),
   };
 }
 

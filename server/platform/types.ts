@@ -37,6 +37,11 @@ export interface OutgoingMessage extends OutgoingAction {
   attachments: OutgoingAttachment[];
   replyToGuid: string | null;
   isAudioMessage: boolean;
+  /**
+   * The service to send by, set only for a message that may fall back to SMS (an `auto` line,
+   * a pool): "sms" once the recipient is known to have no iMessage. Absent: the line's own.
+   */
+  service?: ServiceName;
 }
 
 export interface OutgoingReaction extends OutgoingAction {
@@ -78,6 +83,8 @@ export type SendResult =
       unreachable?: boolean;
       /** The provider refused because the recipient opted out (replied STOP): later sends fail fast. */
       optedOut?: boolean;
+      /** The provider refused because the recipient is not registered with iMessage: nothing was sent. */
+      notIMessage?: boolean;
       /** The provider asked us to wait this long before trying again (HTTP 429 Retry-After). */
       retryAfterMs?: number;
     };
@@ -122,6 +129,8 @@ export interface Platform {
    * repeated.
    */
   reconcile?(message: OutgoingMessage, since: number, knownGuids: Set<string>): Promise<ReconcileResult>;
+  /** Whether `handle` can receive iMessage, for providers that can ask (null: they could not tell). */
+  iMessageReachable?(handle: string): Promise<boolean | null>;
 }
 
 /** A reference to an inbound attachment the provider still holds; downloaded only when new. */

@@ -100,6 +100,7 @@ export const MessageSchema = z
       ),
     delivered_at: msOrNull.describe("Extension. When the provider reported the message delivered"),
     delivery_error: z.string().nullable().describe("Extension. The provider's error code and reason when undelivered or failed"),
+    fallback: z.boolean().describe("Extension. Sent as SMS because the recipient cannot receive iMessage (SMS fallback)"),
   })
   .meta({ id: "Message" });
 
@@ -259,7 +260,7 @@ const BudgetWindowSchema = z.object({
   limit: z.number().int().nullable().describe("null: no limit"),
   remaining: z.number().int().nullable(),
   resets_at: msOrNull.describe("When the oldest of them leaves the window (a slot frees)"),
-});
+}).meta({ id: "BudgetWindow" });
 
 export const LineCapacitySchema = z
   .object({

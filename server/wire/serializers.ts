@@ -89,6 +89,7 @@ export function serializeMessage(m: MessageWithAttachments, url: FileUrlSigner) 
     delivery_status: m.deliveryStatus as "sent" | "delivered" | "undelivered" | "failed" | null,
     delivered_at: msOrNull(m.deliveredAt),
     delivery_error: m.deliveryError,
+    fallback: m.fallback ?? false,
   };
 }
 

@@ -246,24 +246,8 @@ export type LineCapacity = {
   status: string;
   /** The new-contact budgets, sliding hour and day */
   new_contacts: {
-    hour: {
-      /** New contacts messaged in the window */
-      used: number;
-      /** null: no limit */
-      limit: number | null;
-      remaining: number | null;
-      /** When the oldest of them leaves the window (a slot frees) */
-      resets_at: number | null;
-    };
-    day: {
-      /** New contacts messaged in the window */
-      used: number;
-      /** null: no limit */
-      limit: number | null;
-      remaining: number | null;
-      /** When the oldest of them leaves the window (a slot frees) */
-      resets_at: number | null;
-    };
+    hour: BudgetWindow;
+    day: BudgetWindow;
   };
   quiet_hours: {
     active: boolean;
@@ -279,6 +263,16 @@ export type LineCapacity = {
   };
   /** When a send to a new contact could go out (budgets and quiet hours); null when a budget is 0 */
   next_slot_at: number | null;
+};
+
+export type BudgetWindow = {
+  /** New contacts messaged in the window */
+  used: number;
+  /** null: no limit */
+  limit: number | null;
+  remaining: number | null;
+  /** When the oldest of them leaves the window (a slot frees) */
+  resets_at: number | null;
 };
 
 export type PoolPage = {

@@ -117,8 +117,9 @@ export function blueBubblesPlatform(client: BlueBubblesClient, line: BlueBubbles
   const method = line.privateApi ? ("private-api" as const) : ("apple-script" as const);
   const defaultService: ServiceName = line.service === "sms" ? "sms" : "imessage";
 
-  /** The service a new chat with `to` starts on: auto lines ask iMessage where they can. */
-  async function newChatService(to: string): Promise<ServiceName> {
+  /** The service a new chat with `to` starts on: as the outbox chose (SMS fallback), else auto lines ask iMessage where they can. */
+  async function newChatService(to: string, chosen: ServiceName | undefined): Promise<ServiceName> {
+    if (chosen) return chosen;
     if (line.service !== "auto") return defaultService;
     if (!line.privateApi) return "imessage";
     try {
@@ -209,17 +210,23 @@ export function blueBubblesPlatform(client: BlueBubblesClient, line: BlueBubbles
     name: "bluebubbles",
 
     async sendMessage(m, resume) {
-      const service = m.providerChatId ? defaultService : await newChatService(m.to);
-      const result = await sendAll(m, m.providerChatId, service, resume?.sentParts ?? []);
-      // auto: iMessage refused the recipient as not registered, so the message goes as SMS.
-      if (!result.ok && result.notRegistered && line.service === "auto" && !m.isGroup) {
-        return sendAll({ ...m, providerChatId: null }, null, "sms", resume?.sentParts ?? []);
-      }
+      // An SMS fallback never goes into the contact's iMessage chat: it starts (or finds) their SMS chat.
+      const smsFallback = m.service === "sms" && !m.isGroup && !m.providerChatId?.toLowerCase().startsWith("sms;");
+      const chatGuid = smsFallback ? null : m.providerChatId;
+      const service = chatGuid ? defaultService : await newChatService(m.to, m.service);
+      const result = await sendAll(m, chatGuid, service, resume?.sentParts ?? []);
       if (!result.ok) {
-        const { notRegistered: _, ...rest } = result;
-        return rest;
+        // Refused as not registered with iMessage: nothing was sent; the outbox decides whether it goes as SMS.
+        const { notRegistered, ...rest } = result;
+        return notRegistered ? { ...rest, notIMessage: true } : rest;
       }
       return result;
+    },
+
+    async iMessageReachable(handle) {
+      // The availability check needs the Private API; without it only a send can tell.
+      if (!line.privateApi) return null;
+      return client.iMessageAvailable(handle);
     },
 
     async reconcile(m, since, knownGuids): Promise<ReconcileResult> {

@@ -59,9 +59,43 @@ async function accept(action: OutgoingAction): Promise<SendResult> {
   return { ok: true, ...(await record(action.idempotencyKey)) };
 }
 
+/** How long a line's "no iMessage" switches are kept in memory before they are read again (another instance may have set one). */
+const REACHABILITY_CACHE_MS = 2_000;
+const reachability = processSingleton("simulated-reachability", () => new Map<string, { at: number; noIMessage: Set<string> }>());
+
+/** The contacts the simulator marked as having no iMessage for this line (POST /api/simulator/reachability). */
+async function withoutIMessage(lineHandle: string): Promise<Set<string>> {
+  const cached = reachability.get(lineHandle);
+  if (cached && Date.now() - cached.at < REACHABILITY_CACHE_MS) return cached.noIMessage;
+  const rows = await sql<{ handle: string }>(`SELECT handle FROM "SimulatedReachability" WHERE "lineHandle" = $1 AND NOT imessage`, [lineHandle]);
+  const noIMessage = new Set(rows.map((r) => r.handle));
+  if (reachability.size > 10_000) reachability.clear();
+  reachability.set(lineHandle, { at: Date.now(), noIMessage });
+  return noIMessage;
+}
+
+/** The simulator's switch: whether `handle` can receive iMessage from the line. */
+export async function setSimulatedReachability(lineHandle: string, handle: string, imessage: boolean): Promise<void> {
+  await sql(
+    `INSERT INTO "SimulatedReachability" ("lineHandle", handle, imessage) VALUES ($1, $2, $3)
+     ON CONFLICT ("lineHandle", handle) DO UPDATE SET imessage = EXCLUDED.imessage`,
+    [lineHandle, handle, imessage],
+  );
+  reachability.delete(lineHandle);
+}
+
+/** A message: by SMS when asked; by iMessage refused, as a real Mac refuses it, to a contact without iMessage. */
+async function sendMessage(message: OutgoingMessage): Promise<SendResult> {
+  if (message.service !== "sms" && !message.isGroup && (await withoutIMessage(message.lineHandle)).has(message.to)) {
+    return { ok: false, permanent: true, notIMessage: true, reason: "the recipient is not registered with iMessage" };
+  }
+  const result = await accept(message);
+  return result.ok && message.service ? { ...result, service: message.service } : result;
+}
+
 export const simulatedPlatform: Platform = {
   name: "simulated",
-  sendMessage: (message: OutgoingMessage) => accept(message),
+  sendMessage,
   sendReaction: (reaction: OutgoingReaction) => accept(reaction),
   sendTyping: (typing: OutgoingTyping) => accept(typing),
   sendReceipt: (receipt: OutgoingAction) => accept(receipt),

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { setSimulatedReachability } from "../../platform/simulated/platform";
 import type { Actor } from "../access/actor";
 import { config } from "../../kernel/config";
 import { getDb } from "../../db";
@@ -11,6 +12,7 @@ import type {
   SimulatorInboxQuery,
   SimulatorMessageBody,
   SimulatorReactionBody,
+  SimulatorReachabilityBody,
   SimulatorReceiptBody,
   SimulatorTypingBody,
 } from "../schemas/simulator";
@@ -142,4 +144,16 @@ export async function simulateTyping(actor: Actor, input: z.output<typeof Simula
 export async function simulateReceipt(actor: Actor, input: z.output<typeof SimulatorReceiptBody>) {
   const line = await simulatedLine(actor, input.line, input.from);
   return serializeReceipt(await ingestReceipt(line, { sender: input.from }));
+}
+
+/**
+ * The simulator's reachability switch: after `imessage: false`, iMessage sends from the line to
+ * the contact are refused as a real Mac refuses them (not registered with iMessage), so SMS
+ * fallback can be tried without a Mac.
+ */
+export async function simulateReachability(actor: Actor, input: z.output<typeof SimulatorReachabilityBody>) {
+  const line = await simulatedLine(actor, input.line, input.handle);
+  const handle = normalizeHandle(input.handle);
+  await setSimulatedReachability(line.handle, handle, input.imessage);
+  return { object: "simulator_reachability" as const, line: line.handle, handle, imessage: input.imessage };
 }

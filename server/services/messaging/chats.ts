@@ -3,7 +3,7 @@ import { getDb, sql } from "../../db";
 import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Chat, Line } from "../../generated/prisma/client";
 import { isPhoneNumber, normalizeHandle } from "../../kernel/handles";
-import { newId } from "../../kernel/ids";
+import { ensureDirectChat } from "../../messages/direct-chats";
 import { keysetDesc, type Page, toPage } from "../../wire/pagination";
 import { serializeChat } from "../../wire/serializers";
 import { rejectForeignId } from "../access/id-params";
@@ -37,14 +37,7 @@ export async function openChat(actor: Actor, line: Line, to: string): Promise<Ch
   if (!isPhoneNumber(identifier) && (sms || !EMAIL.test(identifier))) {
     throw invalidParam("to", sms ? `${to} is not a phone number; an SMS line sends to E.164 numbers such as +15551230001.` : `${to} is not a phone number or an email address.`);
   }
-  const rows = await sql<Chat>(
-    `INSERT INTO "Chat" (id, "accountId", "lineId", identifier, service, "isGroup", participants)
-     VALUES ($1, $2, $3, $4, $5, false, ARRAY[$4]::text[])
-     ON CONFLICT ("lineId", "accountId", identifier) DO UPDATE SET identifier = EXCLUDED.identifier
-     RETURNING *`,
-    [newId("chat"), actor.accountId, line.id, identifier, sms ? "sms" : "imessage"],
-  );
-  return rows[0]!;
+  return ensureDirectChat(sql, { accountId: actor.accountId, lineId: line.id, identifier, service: sms ? "sms" : "imessage" });
 }
 
 /** Chats whose handle, name or a participant matches `search` (under AND: a page cursor brings an OR of its own). */

@@ -3,7 +3,8 @@ import { getDb } from "../../db";
 import { ApiError } from "../../kernel/errors";
 import { keysetDesc, type Page, toPage } from "../../wire/pagination";
 import { requireIdKind } from "../access/id-params";
-import { serializeOutboxItem } from "../../wire/serializers";
+import { type LineHold, serializeOutboxItem } from "../../wire/serializers";
+import type { OutboxItem } from "../../generated/prisma/client";
 import { assertLineIdAccess, resolveLine } from "../lines/lines";
 import { whereForActor, whereOnLine } from "../lines/tenancy";
 
@@ -28,7 +29,34 @@ export async function findOutboxItem(actor: Actor, id: string) {
 }
 
 export async function getOutboxItem(actor: Actor, id: string) {
-  return serializeOutboxItem(await findOutboxItem(actor, id));
+  const item = await findOutboxItem(actor, id);
+  return serializeOutboxItem(item, (await lineHolds([item])).get(item.id) ?? null);
+}
+
+/** The filter of a status as the API names it: held items are pending on the wire. */
+export function statusWhere(status: OutboxStatus | undefined) {
+  if (!status) return {};
+  return { status: status === "pending" ? { in: ["pending", "held"] } : status };
+}
+
+/** The status as the API names it (for messages). */
+const wireStatus = (status: string) => (status === "held" ? "pending" : status);
+
+/**
+ * What holds up due pending items on provider lines, read from their line (never stored): a
+ * disconnected line (line_unavailable, until it is back), else the line's pace (line_rate,
+ * until its next send slot). Simulated lines send at once: nothing.
+ */
+export async function lineHolds(items: OutboxItem[], now = new Date()): Promise<Map<string, LineHold>> {
+  const out = new Map<string, LineHold>();
+  for (const item of items) {
+    if (item.status !== "pending" || item.availableAt > now) continue;
+    const line = await findLine(item.lineId);
+    if (!line || !sendsSerially(line.provider)) continue;
+    if (line.status === "disconnected") out.set(item.id, { reason: "line_unavailable", until: null });
+    else out.set(item.id, { reason: "line_rate", until: line.nextSendAt && line.nextSendAt > now ? line.nextSendAt : now });
+  }
+  return out;
 }
 
 export async function listOutbox(
@@ -40,12 +68,12 @@ export async function listOutbox(
   const page = keysetDesc(null, input.cursor);
   const scope = line ? whereOnLine(actor, line) : await whereForActor(actor);
   const rows = await db.outboxItem.findMany({
-    // Held items are pending on the wire.
-    where: { ...scope, ...(input.status ? { status: input.status === "pending" ? { in: ["pending", "held"] } : input.status } : {}), ...page.where },
+    where: { ...scope, ...statusWhere(input.status), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
-  return toPage(rows, input.limit, serializeOutboxItem, (o) => [o.id]);
+  const holds = await lineHolds(rows);
+  return toPage(rows, input.limit, (o) => serializeOutboxItem(o, holds.get(o.id) ?? null), (o) => [o.id]);
 }
 
 /**
@@ -58,7 +86,7 @@ export async function cancelOutboxItem(actor: Actor, id: string) {
   const canceled = await cancelPending(item.id);
   if (!canceled) {
     const now = await findOutboxItem(actor, id);
-    throw new ApiError("outbox_item_not_cancelable", `Outbox item ${id} is ${now.status}: only a pending item can be canceled.`, { param: "id" });
+    throw new ApiError("outbox_item_not_cancelable", `Outbox item ${id} is ${wireStatus(now.status)}: only a pending item can be canceled.`, { param: "id" });
   }
   return serializeOutboxItem(canceled);
 }
@@ -74,7 +102,7 @@ export async function rescheduleOutboxItem(actor: Actor, id: string, input: z.ou
   const moved = await schedulePending(item.id, at);
   if (!moved) {
     const now = await findOutboxItem(actor, id);
-    throw new ApiError("outbox_item_not_reschedulable", `Outbox item ${id} is ${now.status}: only a pending item can be rescheduled.`, { param: "id" });
+    throw new ApiError("outbox_item_not_reschedulable", `Outbox item ${id} is ${wireStatus(now.status)}: only a pending item can be rescheduled.`, { param: "id" });
   }
   // An engine that runs each item on its own (Inngest) starts a run that waits for the new time.
   const line = await findLine(moved.lineId);

@@ -34,20 +34,25 @@ function view(pool: PoolWithLines, visible: (lineId: string) => boolean = () => 
 
 const visibleTo = (actor: Actor) => (lineId: string) => !actor.lineIds || actor.lineIds.has(lineId);
 
-async function poolOf(accountId: string | null, id: string): Promise<PoolWithLines> {
-  requireIdKind("pool", id, "id");
+async function poolOf(accountId: string | null, id: string, param = "id"): Promise<PoolWithLines> {
+  requireIdKind("pool", id, param);
   const db = await getDb();
   const pool = await db.pool.findFirst({ where: { id, ...(accountId ? { accountId } : {}) }, include: { lines: { select: { lineId: true }, orderBy: { addedAt: "asc" } } } });
-  if (!pool) throw new ApiError("pool_not_found", `No pool with ID '${id}'.`, { param: "id" });
+  if (!pool) throw new ApiError("pool_not_found", `No pool with ID '${id}'.`, { param });
   return pool;
 }
 
+/** At most this many lines in a pool. */
+export const MAX_POOL_LINES = 100;
+
 /** Lines by ID that must all be lines of the account (not the sandbox). */
-async function accountLines(accountId: string, lineIds: string[]): Promise<Line[]> {
+async function accountLines(accountId: string, lineIds: string[], param: string): Promise<Line[]> {
   const lines: Line[] = [];
-  for (const id of [...new Set(lineIds)]) {
+  const unique = [...new Set(lineIds)];
+  if (unique.length > MAX_POOL_LINES) throw invalidParam(param, `A pool holds at most ${MAX_POOL_LINES} lines.`);
+  for (const id of unique) {
     const line = await findLine(id);
-    if (!line || line.accountId !== accountId || line.isSandbox) throw invalidParam("line_ids", `No line '${id}' in this account.`);
+    if (!line || line.accountId !== accountId || line.isSandbox) throw invalidParam(param, `No line '${id}' in this account.`);
     lines.push(line);
   }
   return lines;
@@ -78,8 +83,10 @@ export async function listAccountPools(accountId: string | null): Promise<(PoolV
 }
 
 export async function createPool(accountId: string, input: { name: string; line_ids: string[] }): Promise<PoolView> {
-  const name = PoolName.parse(input.name);
-  const lines = await accountLines(accountId, input.line_ids);
+  const parsed = PoolName.safeParse(input.name);
+  if (!parsed.success) throw invalidParam("name", `name ${parsed.error.issues[0]?.message ?? "is invalid"}.`);
+  const name = parsed.data;
+  const lines = await accountLines(accountId, input.line_ids, "line_ids");
   const db = await getDb();
   if (await db.pool.findFirst({ where: { accountId, name } })) throw invalidParam("name", `A pool named '${name}' exists already.`);
   const pool = await db.pool.create({
@@ -92,7 +99,8 @@ export async function createPool(accountId: string, input: { name: string; line_
 
 export async function addPoolLine(accountId: string | null, poolId: string, lineId: string): Promise<PoolView> {
   const pool = await poolOf(accountId, poolId);
-  await accountLines(pool.accountId, [lineId]);
+  if (pool.lines.length >= MAX_POOL_LINES) throw invalidParam("line_id", `A pool holds at most ${MAX_POOL_LINES} lines.`);
+  await accountLines(pool.accountId, [lineId], "line_id");
   await sql(`INSERT INTO "PoolLine" ("poolId", "lineId") VALUES ($1, $2) ON CONFLICT DO NOTHING`, [pool.id, lineId]);
   await notifyChange(pool.accountId);
   return view(await poolOf(accountId, poolId));
@@ -115,7 +123,7 @@ export async function deletePool(accountId: string | null, poolId: string): Prom
 
 /** The pool's lines the caller may use (active ones), or line_not_accessible when it may use none. */
 export async function poolLines(actor: Actor, poolId: string): Promise<{ pool: PoolWithLines; lines: Line[] }> {
-  const pool = await poolOf(actor.accountId, poolId);
+  const pool = await poolOf(actor.accountId, poolId, "from");
   const visible = visibleTo(actor);
   const lines: Line[] = [];
   for (const { lineId } of pool.lines) {

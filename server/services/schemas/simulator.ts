@@ -38,6 +38,10 @@ export const SimulatorReactionBody = z.object({
 
 export const SimulatorTypingBody = z.object({ ...base, is_typing: z.boolean() });
 export const SimulatorReceiptBody = z.object(base);
+/** POST /api/simulator/reachability: whether a contact can receive iMessage from the line. */
+export const SimulatorReachabilityBody = z
+  .object({ line: handle, handle: handle.describe("The contact"), imessage: z.boolean().describe("false: iMessage sends to them are refused as not registered") })
+  .strict();
 
 /** GET /api/simulator/messages: what the simulated phones received from a line. */
 export const SimulatorInboxQuery = PageQuery.extend({

@@ -23,7 +23,7 @@ const NEVER_SERVED = new Set(["TRACE", "TRACK"]);
 /** What a path's routes serve, for the Allow header of a 405. */
 function allowedMethods(pathname: string): string {
   if (pathname.startsWith("/api/inbound/")) return "POST";
-  if (pathname === "/v1" || pathname.startsWith("/v1/")) return "GET, POST, DELETE, OPTIONS";
+  if (pathname === "/v1" || pathname.startsWith("/v1/")) return "GET, POST, PATCH, DELETE, OPTIONS";
   if (pathname === "/api/graphql") return "GET, POST, OPTIONS";
   if (["/healthz", "/readyz", "/metrics", "/api/health"].includes(pathname) || pathname.startsWith("/api/files/")) return "GET, HEAD";
   return "GET, HEAD, POST";

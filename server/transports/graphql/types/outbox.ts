@@ -15,14 +15,7 @@ import { REACTION_TYPES } from "../../../platform/events";
 import { HOLD_REASONS } from "../../../outbox/holds";
 import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { resolveLine } from "../../../services/lines/lines";
-import {
-  cancelOutboxItem,
-  findOutboxItem,
-  OUTBOX_STATUSES,
-  type OutboxStatus as OutboxStatusValue,
-  RescheduleBody,
-  rescheduleOutboxItem,
-} from "../../../services/messaging/outbox";
+import { cancelOutboxItem, findOutboxItem, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, RescheduleBody, rescheduleOutboxItem, statusWhere } from "../../../services/messaging/outbox";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../../services/messaging/send";
 import { SendAudioMessageBody, sendAudioMessage } from "../../../services/messaging/send-audio";
 import { whereForActor, whereOnLine } from "../../../services/lines/tenancy";
@@ -122,9 +115,6 @@ function wire(row: OutboxRow) {
   return view;
 }
 
-/** The stored statuses a status filter matches: `pending` includes held items (they are pending on the wire). */
-const storedStatuses = (status: OutboxStatusValue) => (status === "pending" ? { in: ["pending", "held"] } : status);
-
 // The type selects whole rows (no `select` option), so a field's parent is the row serializeOutboxItem reads.
 const OutboxItem = builder.prismaObject("OutboxItem", {
   fields: (t) => ({
@@ -204,7 +194,7 @@ builder.queryFields((t) => ({
         const where = input.from ? whereOnLine(ctx.actor, await resolveLine(ctx.actor, input.from)) : await whereForActor(ctx.actor);
         return ctx.prisma.outboxItem.findMany({
           ...query,
-          where: { ...where, ...(input.status ? { status: storedStatuses(input.status) } : {}) },
+          where: { ...where, ...statusWhere(input.status) },
           orderBy: { id: "desc" },
         });
       },

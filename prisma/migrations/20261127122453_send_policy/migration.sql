@@ -12,6 +12,15 @@ ADD COLUMN     "poolId" TEXT,
 ADD COLUMN     "releasedAt" TIMESTAMPTZ(3);
 
 -- CreateTable
+CREATE TABLE "SimulatedReachability" (
+    "lineHandle" TEXT NOT NULL,
+    "handle" TEXT NOT NULL,
+    "imessage" BOOLEAN NOT NULL,
+
+    CONSTRAINT "SimulatedReachability_pkey" PRIMARY KEY ("lineHandle","handle")
+);
+
+-- CreateTable
 CREATE TABLE "Pool" (
     "id" TEXT NOT NULL,
     "accountId" TEXT NOT NULL,
