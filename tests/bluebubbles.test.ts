@@ -274,6 +274,24 @@ describe("sending through BlueBubbles", () => {
     expect(list[0]).toMatchObject({ guid: sent[0]!.guid, is_from_me: true });
   });
 
+  it("held sends do not hold up the line: later sends go first; when due together they go oldest first, at the line's pace", async () => {
+    const bb = await fake();
+    const f = await connected(bb, { rate: 20 });
+    const alice = phone();
+    await texted(f, alice, "hello");
+    const at = Date.now() + 1_500;
+    const scheduled: string[] = [];
+    for (let i = 0; i < 3; i++) scheduled.push(await send(f, alice, { text: `scheduled ${i}`, send_at: at }));
+    const now = await send(f, alice, { text: "right away" });
+    expect(await settled(f, now)).toMatchObject({ status: "sent" });
+    for (const id of scheduled) expect((await outbox(f, id)).status).toBe("pending");
+    for (const id of scheduled) expect(await settled(f, id)).toMatchObject({ status: "sent" });
+    const ours = bb.messages.filter((m) => m.isFromMe && m.text?.startsWith("scheduled"));
+    expect(ours.map((m) => m.text)).toEqual(["scheduled 0", "scheduled 1", "scheduled 2"]);
+    expect(Math.min(...ours.map((m) => m.dateCreated))).toBeGreaterThanOrEqual(at);
+    expect(fromUs(bb, "right away")[0]!.dateCreated).toBeLessThan(at);
+  });
+
   it("a send that times out but reached the Mac is adopted, not resent", async () => {
     const bb = await fake();
     const f = await connected(bb, { timeout: 5 });

@@ -106,6 +106,56 @@ describe("Inngest engine", () => {
     });
   }, 20_000);
 
+  it("honours holds: a near scheduled send waits for its time, a far one is left to the sweep, a canceled one never goes", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    const sendAt = Date.now() + 1_200;
+    const near = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "soon", send_at: sendAt });
+    const waits = [{ id: "wait-1", handler: () => sleep(Math.max(0, sendAt - Date.now() + 50)) }];
+    const { result, ctx } = await run({ id: near.body.id, line_id: f.line.id }, waits);
+    expect(result).toEqual({ id: near.body.id, status: "sent", rounds: 2 });
+    const [, until] = ctx.step.sleepUntil.mock.calls[0]! as [string, string];
+    expect(new Date(until).getTime()).toBeGreaterThanOrEqual(sendAt);
+    const sent = (await get(`/v1/outbox?id=${near.body.id}`, f.key)).body;
+    expect(sent.completed_at).toBeGreaterThanOrEqual(sendAt);
+
+    // A day ahead: no run waits a day; the sweep wakes the item when it comes close.
+    const far = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "tomorrow", send_at: Date.now() + 86_400_000 });
+    expect((await run({ id: far.body.id, line_id: f.line.id })).result).toEqual({ id: far.body.id, status: "skipped", rounds: 1 });
+    await (await db()).outboxItem.update({ where: { id: far.body.id }, data: { availableAt: new Date(Date.now() + 30_000) } });
+    const sweep = new InngestTestEngine({ function: createRunChores(inngest), steps: [{ id: "wake-held", handler: () => ({ ids: [] }) }] });
+    expect((await sweep.execute()).result).toMatchObject({ woken: expect.arrayContaining([far.body.id]) });
+
+    // Canceled while its run waits: the run wakes to nothing.
+    const doomedAt = Date.now() + 800;
+    const doomed = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, text: "never", send_at: doomedAt });
+    const cancelThenWait = [
+      {
+        id: "wait-1",
+        handler: async () => {
+          expect((await call("DELETE", `/v1/outbox?id=${doomed.body.id}`, { key: f.key })).status).toBe(200);
+          await sleep(Math.max(0, doomedAt - Date.now() + 50));
+        },
+      },
+    ];
+    expect((await run({ id: doomed.body.id, line_id: f.line.id }, cancelThenWait)).result).toEqual({ id: doomed.body.id, status: "skipped", rounds: 2 });
+    expect(await (await db()).message.count({ where: { outboxId: doomed.body.id } })).toBe(0);
+  }, 20_000);
+
+  it("runs the line's policy at its claim: inside quiet hours the item is held again, not sent", async () => {
+    const f = await makeAccount();
+    const { setLinePolicy } = await import("@/server/services/lines/send-policy");
+    const hhmm = (d: Date) => `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;
+    await setLinePolicy(null, f.line.id, {
+      contact_first: false,
+      quiet_hours: { start: hhmm(new Date(Date.now() - 3_600_000)), end: hhmm(new Date(Date.now() + 3_600_000)), timezone: "UTC" },
+    });
+    const item = await queued(f, phone(), "too late at night");
+    expect((await run(item)).result).toEqual({ id: item.id, status: "skipped", rounds: 1 });
+    expect((await get(`/v1/outbox?id=${item.id}`, f.key)).body).toMatchObject({ status: "pending", hold_reason: "quiet_hours", attempts: 0 });
+  });
+
   it("a write succeeds while Inngest is unreachable; the sweep returns expired claims and re-sends lost events", async () => {
     const f = await makeAccount();
     const alice = phone();
