@@ -95,7 +95,7 @@ function createMetrics() {
         if (f) for (const [labels, value] of series(f)) this.set(labels, value);
       },
     });
-  dbGauge("relay_outbox_items", "Outbox items by status (from the database; the same on every instance).", ["status"], (f) =>
+  dbGauge("relay_outbox_items", "Outbox items by status: pending (due or retrying), held (waiting for its time: scheduled, quiet hours, a budget), claimed (from the database; the same on every instance).", ["status"], (f) =>
     f.outbox.map((r) => [{ status: r.status }, r.n]),
   );
   dbGauge("relay_outbox_oldest_pending_age_seconds", "Age of the oldest outbox item that is due and still pending (0 when none; from the database).", [], (f) => [
@@ -112,9 +112,9 @@ function createMetrics() {
 
 async function readDbFigures(): Promise<DbFigures> {
   const [outbox, oldest, webhooks, lines] = await Promise.all([
-    sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "OutboxItem" WHERE status IN ('pending', 'claimed') GROUP BY status`),
+    sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "OutboxItem" WHERE status IN ('pending', 'held', 'claimed') GROUP BY status`),
     sql<{ s: number | null }>(
-      `SELECT extract(epoch FROM (now() - min("availableAt")))::float8 AS s FROM "OutboxItem" WHERE status = 'pending' AND "availableAt" <= now()`,
+      `SELECT extract(epoch FROM (now() - min("availableAt")))::float8 AS s FROM "OutboxItem" WHERE status IN ('pending', 'held') AND "availableAt" <= now()`,
     ),
     sql<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM "WebhookDelivery" WHERE status IN ('pending', 'delivering') GROUP BY status`),
     lineStatusCounts(),
@@ -123,7 +123,8 @@ async function readDbFigures(): Promise<DbFigures> {
   const withZeros = (rows: { status: string; n: number }[], states: string[]) =>
     states.map((status) => ({ status, n: rows.find((r) => r.status === status)?.n ?? 0 }));
   return {
-    outbox: withZeros(outbox, ["pending", "claimed"]),
+    // held: waiting for its time (scheduled, quiet hours, a budget); the API shows it as pending.
+    outbox: withZeros(outbox, ["pending", "held", "claimed"]),
     oldestPendingSeconds: Math.max(0, oldest[0]?.s ?? 0),
     webhooks: withZeros(webhooks, ["pending", "delivering"]),
     lines,

@@ -90,7 +90,7 @@ export async function accountOverview(accountId: string) {
     db.chat.count({ where: { accountId } }),
     db.apiKey.count({ where: { accountId, revokedAt: null } }),
     db.webhook.count({ where: { accountId } }),
-    db.outboxItem.count({ where: { accountId, status: { in: ["pending", "claimed"] } } }),
+    db.outboxItem.count({ where: { accountId, status: { in: ["pending", "held", "claimed"] } } }),
     db.outboxItem.count({ where: { accountId, status: "failed" } }),
   ]);
   return { ...account, counts: { lines, chats, keys, webhooks, pending, failed } };
