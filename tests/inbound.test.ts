@@ -29,6 +29,7 @@ describe("inbound traffic through the simulated platform", () => {
       delivery_status: null,
       delivered_at: null,
       delivery_error: null,
+      fallback: false,
       request_id: expect.stringMatching(/^req_/),
     });
     expect(m.sent_at).toBeGreaterThanOrEqual(before);
