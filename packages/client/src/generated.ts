@@ -114,6 +114,8 @@ export type Message = {
   delivered_at: number | null;
   /** Extension. The provider's error code and reason when undelivered or failed */
   delivery_error: string | null;
+  /** Extension. Sent as SMS because the recipient cannot receive iMessage (SMS fallback) */
+  fallback: boolean;
 };
 
 export type Attachment = {
