@@ -34,7 +34,7 @@ export interface SendPolicy {
 /** Apple flags iMessage accounts that message too many new people: these are Sendblue's published per-line limits, hour and day. */
 const IMESSAGE_BUDGETS = { new_contacts_per_hour: 10, new_contacts_per_day: 50 } as const;
 
-export function defaultPolicy(service: string): Omit<SendPolicy, "rate_per_second"> {
+function defaultPolicy(service: string): Omit<SendPolicy, "rate_per_second"> {
   const budgets = service === "sms" ? { new_contacts_per_hour: null, new_contacts_per_day: null } : IMESSAGE_BUDGETS;
   return { contact_first: true, ...budgets, quiet_hours: null };
 }

@@ -7,7 +7,7 @@ import type { SendPolicy } from "../kernel/send-policy";
 // so instances racing for the last slot never both win.
 
 export const HOUR_MS = 3_600_000;
-export const DAY_MS = 24 * HOUR_MS;
+const DAY_MS = 24 * HOUR_MS;
 
 export interface Window {
   used: number;

@@ -17,10 +17,10 @@ import { MessagePayload } from "./payloads";
 // Never both: the SMS goes only once the iMessage send is proven not sent (a refusal). A send
 // whose outcome is unknown is reconciled first, by the iMessage path that made it.
 
-export const REACHABILITY_TTL_MS = 7 * 24 * 3_600_000;
+const REACHABILITY_TTL_MS = 7 * 24 * 3_600_000;
 
 /** Whether a message of this item may go by either service; null when only the line's own. */
-export function fallbackMode(item: Pick<OutboxItem, "kind" | "poolId" | "payload">, line: Pick<Line, "service">): "same-line" | "pool" | null {
+function fallbackMode(item: Pick<OutboxItem, "kind" | "poolId" | "payload">, line: Pick<Line, "service">): "same-line" | "pool" | null {
   // The common case (one service, no pool) decides without parsing the payload: it runs per send.
   if (item.kind !== "message" || line.service === "sms" || (line.service !== "auto" && !item.poolId)) return null;
   if (MessagePayload.parse(item.payload).is_group) return null;
@@ -35,7 +35,7 @@ async function knownReachability(lineId: string, handle: string, now: number): P
 }
 
 /** Remembers whether `handle` can receive iMessage, as line `lineId` learned it now. */
-export async function noteReachability(lineId: string, handle: string, imessage: boolean, now = new Date()): Promise<void> {
+async function noteReachability(lineId: string, handle: string, imessage: boolean, now = new Date()): Promise<void> {
   await sql(
     `INSERT INTO "Reachability" ("lineId", handle, imessage, "checkedAt") VALUES ($1, $2, $3, $4)
      ON CONFLICT ("lineId", handle) DO UPDATE SET imessage = EXCLUDED.imessage, "checkedAt" = EXCLUDED."checkedAt"`,

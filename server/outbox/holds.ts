@@ -24,10 +24,10 @@ export const HOLD_REASONS = ["scheduled", "quiet_hours", "new_contact_budget", "
 export type HoldReason = (typeof HOLD_REASONS)[number];
 
 /** The due time of a hold that only a person, or a change of the line's policy, releases (shown as not_before null). */
-export const NEVER = new Date("9999-12-31T00:00:00.000Z");
+const NEVER = new Date("9999-12-31T00:00:00.000Z");
 
 /** During quiet hours a reply still goes to a contact who wrote this recently. */
-export const QUIET_HOURS_REPLY_MS = 30 * 60_000;
+const QUIET_HOURS_REPLY_MS = 30 * 60_000;
 
 /** How far ahead a send may be scheduled. */
 export const MAX_SCHEDULE_MS = 365 * 24 * 3_600_000;

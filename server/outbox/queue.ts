@@ -40,7 +40,7 @@ const queue = leasedQueue<OutboxItem>({
  * SET items of every claim: a held item leaves its hold (its send window starts now). $3 is
  * the claim's time. In an UPDATE's SET, `status` is still the row's old value.
  */
-export const CLAIM_SET = `"attemptStartedAt" = $3, "releasedAt" = CASE WHEN status = 'held' THEN $3 ELSE "releasedAt" END, "holdReason" = NULL`;
+const CLAIM_SET = `"attemptStartedAt" = $3, "releasedAt" = CASE WHEN status = 'held' THEN $3 ELSE "releasedAt" END, "holdReason" = NULL`;
 
 export function outboxEvent(
   item: Pick<OutboxItem, "id" | "accountId" | "lineId">,

@@ -126,7 +126,7 @@ export async function claimForRun(id: string, lineId: string, claimedBy: string,
 }
 
 /** How long an engine run waits for a held item itself; past it, the chores wake the item nearer its time. */
-export const RUN_HOLD_WAIT_MS = 15 * 60_000;
+const RUN_HOLD_WAIT_MS = 15 * 60_000;
 
 /**
  * Items on provider lines that waited past the send window without the provider coming back

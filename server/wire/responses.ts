@@ -13,7 +13,7 @@ export type LineProvider = ProviderName;
 const ms = z.number().int().describe("Unix time in milliseconds");
 const msOrNull = ms.nullable();
 
-export const SendPolicySchema = z
+const SendPolicySchema = z
   .object({
     contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (SPEC's rule)"),
     new_contacts_per_hour: z.number().int().nullable().describe("Conversations with new contacts per sliding hour; null: no limit"),
@@ -262,7 +262,7 @@ const BudgetWindowSchema = z.object({
   resets_at: msOrNull.describe("When the oldest of them leaves the window (a slot frees)"),
 }).meta({ id: "BudgetWindow" });
 
-export const LineCapacitySchema = z
+const LineCapacitySchema = z
   .object({
     line_id: z.string(),
     handle: z.string(),

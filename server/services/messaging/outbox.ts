@@ -47,7 +47,7 @@ const wireStatus = (status: string) => (status === "held" ? "pending" : status);
  * disconnected line (line_unavailable, until it is back), else the line's pace (line_rate,
  * until its next send slot). Simulated lines send at once: nothing.
  */
-export async function lineHolds(items: OutboxItem[], now = new Date()): Promise<Map<string, LineHold>> {
+async function lineHolds(items: OutboxItem[], now = new Date()): Promise<Map<string, LineHold>> {
   const out = new Map<string, LineHold>();
   for (const item of items) {
     if (item.status !== "pending" || item.availableAt > now) continue;

@@ -43,7 +43,7 @@ async function poolOf(accountId: string | null, id: string, param = "id"): Promi
 }
 
 /** At most this many lines in a pool. */
-export const MAX_POOL_LINES = 100;
+const MAX_POOL_LINES = 100;
 
 /** Lines by ID that must all be lines of the account (not the sandbox). */
 async function accountLines(accountId: string, lineIds: string[], param: string): Promise<Line[]> {
