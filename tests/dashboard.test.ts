@@ -126,6 +126,89 @@ describe("lines, chats and sending", () => {
   });
 });
 
+describe("scheduled and held sends, send policy, capacity and pools", () => {
+  it("schedules a send from the page, shows it held in the outbox and the conversation, reschedules and cancels it", async () => {
+    const f = await makeAccount();
+    await inbound(f, phone(), "hello");
+    const chatId = (await as(f).chats.list({ from: f.line.handle, limit: 1 })).data[0]!.id;
+    const at = Date.now() + 3_600_000;
+    const sent = await as(f).chats.send({ from: f.line.handle, to: chatId, text: "see you tomorrow", send_at: at });
+    const listed = (await as(f).outbox.list({ limit: 10, status: "pending" })).data.find((o) => o.id === sent.id);
+    expect(listed).toMatchObject({ status: "pending", hold_reason: "scheduled", not_before: at });
+    // The conversation shows it as pending with its hold, never the stored status 'held'.
+    const unsent = await as(f).chats.unsent({ chat_id: chatId });
+    expect(unsent).toEqual([expect.objectContaining({ outbox_id: sent.id, status: "pending", hold_reason: "scheduled", not_before: at, text: "see you tomorrow" })]);
+
+    const past = await http("outbox.reschedule", { id: sent.id, send_at: Date.now() - 1000 }, f);
+    expect(past.body.error.data).toMatchObject({ code: "invalid_parameter_value", param: "send_at" });
+    const moved = await as(f).outbox.reschedule({ id: sent.id, send_at: at + 60_000 });
+    expect(moved).toMatchObject({ status: "pending", hold_reason: "scheduled", not_before: at + 60_000 });
+
+    const canceled = await as(f).outbox.cancel({ id: sent.id });
+    expect(canceled).toMatchObject({ status: "failed", error: "canceled", hold_reason: null });
+    expect(canceled.canceled_at).toBeGreaterThan(0);
+    const again = await http("outbox.cancel", { id: sent.id }, f);
+    expect(again.body.error.data).toMatchObject({ code: "outbox_item_not_cancelable", param: "id" });
+    expect((await as(f).chats.unsent({ chat_id: chatId }))[0]).toMatchObject({ outbox_id: sent.id, status: "failed", error: "canceled", hold_reason: null });
+  });
+
+  it("reads and sets a line's send policy, naming the field a refusal is about, and shows its capacity", async () => {
+    const f = await makeAccount();
+    const before = await as(f).lines.policy({ line_id: f.line.id });
+    expect(before).toMatchObject({ line: { id: f.line.id }, editable: true, policy: { contact_first: true, quiet_hours: null } });
+
+    const badZone = await http("lines.setPolicy", { line_id: f.line.id, policy: { quiet_hours: { start: "21:00", end: "08:00", timezone: "Mars/Olympus" } } }, f);
+    expect(badZone.status).toBe(400);
+    expect(badZone.body.error.data).toMatchObject({ code: "invalid_parameter_value", param: "quiet_hours.timezone" });
+    expect(badZone.body.error.message).toMatch(/IANA time zone/);
+    const badBudget = await http("lines.setPolicy", { line_id: f.line.id, policy: { new_contacts_per_hour: -1 } }, f);
+    expect(badBudget.body.error.data).toMatchObject({ code: "invalid_parameter_value", param: "new_contacts_per_hour" });
+    const unknown = await http("lines.setPolicy", { line_id: f.line.id, policy: { nonsense: 1 } }, f);
+    expect(unknown.body.error.data).toMatchObject({ code: "invalid_parameter_value" });
+
+    const quiet = { start: "21:00", end: "08:00", timezone: "Europe/Berlin" };
+    const saved = await as(f).lines.setPolicy({
+      line_id: f.line.id,
+      policy: { contact_first: false, new_contacts_per_hour: 5, new_contacts_per_day: null, quiet_hours: quiet, rate_per_second: 2 },
+    });
+    expect(saved.policy).toEqual({ contact_first: false, new_contacts_per_hour: 5, new_contacts_per_day: null, quiet_hours: quiet, rate_per_second: 2 });
+    expect((await as(f).lines.policy({ line_id: f.line.id })).policy).toEqual(saved.policy);
+    expect((await as(f).lines.list()).data.find((l) => l.id === f.line.id)?.send_policy).toEqual(saved.policy);
+
+    const capacity = await as(f).lines.capacity({ from: f.line.handle });
+    expect(capacity.lines).toEqual([
+      expect.objectContaining({
+        line_id: f.line.id,
+        new_contacts: { hour: { used: 0, limit: 5, remaining: 5, resets_at: null }, day: { used: 0, limit: null, remaining: null, resets_at: null } },
+        quiet_hours: expect.objectContaining({ active: expect.any(Boolean) }),
+        queued: { scheduled: 0, quiet_hours: 0, new_contact_budget: 0, line_rate: 0, line_unavailable: 0 },
+      }),
+    ]);
+
+    // The shared sandbox line's policy is the operator's, never an account's to change.
+    const sandbox = (await as(f).lines.list()).data.find((l) => l.is_sandbox);
+    if (sandbox) {
+      const refused = await http("lines.setPolicy", { line_id: sandbox.id, policy: { contact_first: false } }, f);
+      expect(refused.body.error.data).toMatchObject({ code: "line_not_found" });
+    }
+  });
+
+  it("creates a pool of the account's lines, adds and removes a line, refuses a second pool of the same name, and deletes it", async () => {
+    const f = await makeAccount();
+    const second = await as(f).lines.create({ label: "Second", service: "imessage", advanced_features: false });
+    const pool = await as(f).pools.create({ name: "Outreach", line_ids: [f.line.id] });
+    expect(pool).toMatchObject({ object: "pool", name: "Outreach", line_ids: [f.line.id] });
+    expect(pool.id).toMatch(/^pool_/);
+    expect((await as(f).pools.addLine({ pool_id: pool.id, line_id: second.id })).line_ids).toEqual([f.line.id, second.id]);
+    expect((await as(f).lines.capacity({ from: pool.id })).lines.map((l) => l.line_id)).toEqual([f.line.id, second.id]);
+    expect((await as(f).pools.removeLine({ pool_id: pool.id, line_id: f.line.id })).line_ids).toEqual([second.id]);
+    const dup = await http("pools.create", { name: "Outreach", line_ids: [] }, f);
+    expect(dup.body.error.data).toMatchObject({ code: "invalid_parameter_value", param: "name" });
+    expect(await as(f).pools.delete({ id: pool.id })).toMatchObject({ id: pool.id, deleted: true });
+    expect((await as(f).pools.list()).data).toEqual([]);
+  });
+});
+
 describe("tenancy", () => {
   it("every procedure, called by another account with this account's IDs, returns nothing of it", async () => {
     const a = await makeAccount();
@@ -136,6 +219,8 @@ describe("tenancy", () => {
     const item = await as(a).chats.send({ from: a.line.handle, to: chatId, text: "secret reply" });
     const key = await as(a).keys.create({ name: "a", scopes: ["lines:read"] });
     const hook = await as(a).webhooks.create({ from: a.line.handle, url: "https://example.com/hook", events: ["message.received"] });
+    const pool = await as(a).pools.create({ name: "a's pool", line_ids: [a.line.id] });
+    const later = await as(a).chats.send({ from: a.line.handle, to: chatId, text: "secret later", send_at: Date.now() + 3_600_000 });
     const outsider = as(b);
     const dlvId = "dlv_01aaaaaaaaaaaaaaaaaaaaaaaa";
 
@@ -166,6 +251,24 @@ describe("tenancy", () => {
       "search.messages": () => outsider.search.messages({ query: "private", chat_id: chatId }),
       "outbox.list": () => outsider.outbox.list({ limit: 100 }),
       "outbox.get": () => outsider.outbox.get({ id: item.id }),
+      "outbox.cancel": () => outsider.outbox.cancel({ id: later.id }),
+      "outbox.reschedule": () => outsider.outbox.reschedule({ id: later.id, send_at: Date.now() + 7_200_000 }),
+      "lines.policy": () => outsider.lines.policy({ line_id: a.line.id }),
+      "lines.setPolicy": () => outsider.lines.setPolicy({ line_id: a.line.id, policy: { contact_first: false } }),
+      "lines.capacity": () => outsider.lines.capacity({ from: a.line.id }),
+      "pools.list": () => outsider.pools.list(),
+      // Another account's line cannot join a pool: refused as keys.create refuses it.
+      "pools.create": () =>
+        outsider.pools.create({ name: "x", line_ids: [a.line.id] }).then(
+          () => expect.fail("pools.create took another account's line"),
+          (err) => {
+            expect((err as { cause?: unknown }).cause).toMatchObject({ code: "invalid_parameter_value", param: "line_ids" });
+            return "refused";
+          },
+        ),
+      "pools.addLine": () => outsider.pools.addLine({ pool_id: pool.id, line_id: a.line.id }),
+      "pools.removeLine": () => outsider.pools.removeLine({ pool_id: pool.id, line_id: a.line.id }),
+      "pools.delete": () => outsider.pools.delete({ id: pool.id }),
       "sandbox.get": () => outsider.sandbox.get(),
       "sandbox.activate": async () => "own account only",
       "webhooks.get": () => outsider.webhooks.get({ id: hook.id }),
@@ -186,7 +289,7 @@ describe("tenancy", () => {
     };
     expect(Object.keys(calls).sort()).toEqual(Object.keys(appRouter._def.procedures).sort());
 
-    const secrets = [a.accountId, a.line.id, a.line.handle, chatId, m.id, item.id, key.id, hook.id, "private", "secret reply"];
+    const secrets = [a.accountId, a.line.id, a.line.handle, chatId, m.id, item.id, key.id, hook.id, pool.id, later.id, "private", "secret reply", "secret later"];
     for (const [name, call] of Object.entries(calls)) {
       let result: unknown;
       try {
@@ -203,5 +306,8 @@ describe("tenancy", () => {
     expect((await as(a).webhooks.get({ id: hook.id })).is_active).toBe(true);
     expect((await as(a).keys.list()).find((k) => k.id === key.id)?.status).toBe("active");
     expect((await as(a).lines.list()).data.find((l) => l.id === a.line.id)?.label).toBeNull();
+    expect((await as(a).outbox.get({ id: later.id })).hold_reason).toBe("scheduled");
+    expect((await as(a).lines.policy({ line_id: a.line.id })).policy.contact_first).toBe(true);
+    expect((await as(a).pools.list()).data).toEqual([expect.objectContaining({ id: pool.id, line_ids: [a.line.id] })]);
   });
 });

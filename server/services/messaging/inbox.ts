@@ -113,7 +113,7 @@ export async function unsentSends(actor: Actor, chatId: string, limit = 50) {
   const chat = await getChat(actor, chatId);
   const db = await getDb();
   const items = await db.outboxItem.findMany({
-    where: { chatId: chat.id, accountId: actor.accountId, kind: "message", status: { in: ["pending", "claimed", "failed"] } },
+    where: { chatId: chat.id, accountId: actor.accountId, kind: "message", status: { in: ["pending", "held", "claimed", "failed"] } },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: limit * 2,
   });

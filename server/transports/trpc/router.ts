@@ -1,6 +1,7 @@
 import { createCallerFactory, router } from "./init";
 import { accountRouter, keysRouter } from "./routers/account";
 import { chatsRouter, linesRouter, outboxRouter, sandboxRouter } from "./routers/messaging";
+import { poolsRouter } from "./routers/pools";
 import { searchRouter } from "./routers/search";
 import { simulatorRouter } from "./routers/simulator";
 import { statsRouter } from "./routers/stats";
@@ -13,6 +14,7 @@ export const appRouter = router({
   lines: linesRouter,
   chats: chatsRouter,
   outbox: outboxRouter,
+  pools: poolsRouter,
   sandbox: sandboxRouter,
   webhooks: webhooksRouter,
   simulator: simulatorRouter,

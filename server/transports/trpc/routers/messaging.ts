@@ -5,12 +5,19 @@ import { getChat, listChats, markChatRead } from "../../../services/messaging/ch
 import { InboxQuery, listInbox, unsentSends } from "../../../services/messaging/inbox";
 import { ConnectLineBody, connectLine, listConnections, TestLineBody, testLine } from "../../../services/lines/line-connections";
 import { AddLineBody, addLine } from "../../../services/lines/add-line";
-import { CreateSimulatedLineBody, createSimulatedLine, listLines, UpdateLineBody, updateLine } from "../../../services/lines/lines";
+import { CreateSimulatedLineBody, createSimulatedLine, listLines, resolveLine, UpdateLineBody, updateLine } from "../../../services/lines/lines";
 import { listConversation } from "../../../services/messaging/messages";
-import { getOutboxItem, listOutbox } from "../../../services/messaging/outbox";
+import { cancelOutboxItem, getOutboxItem, listOutbox, RescheduleBody, rescheduleOutboxItem } from "../../../services/messaging/outbox";
+import { CapacityQuery, getCapacity } from "../../../services/lines/capacity";
+import { linePolicy, SendPolicyInput, setLinePolicy } from "../../../services/lines/send-policy";
+import { serializeLine } from "../../../wire/serializers";
+import { parseWith } from "../../http/validation";
 import { activateSandbox, getSandbox } from "../../../services/lines/sandbox";
 import { retrySend, SendMessageBody, sendMessage } from "../../../services/messaging/send";
+import type { Actor } from "../../../services/access/actor";
 import { protectedProcedure, router } from "../init";
+
+const LineIdBody = z.object({ line_id: z.string().trim().min(1, "must not be empty").max(100) });
 
 export const linesRouter = router({
   list: protectedProcedure.input(PageQuery.partial().optional()).query(({ ctx, input }) => listLines(ctx.actor, { limit: input?.limit ?? 100, cursor: input?.cursor })),
@@ -29,9 +36,43 @@ export const linesRouter = router({
   add: protectedProcedure.input(AddLineBody).mutation(({ ctx, input }) => addLine(ctx.actor.accountId, input)),
   /** Probes a line's saved connection again. */
   test: protectedProcedure.input(TestLineBody).mutation(({ ctx, input }) => testLine(ctx.actor.accountId, input.line_id)),
+  /** A line (one of the account's, or the shared sandbox line, read-only) with its effective send policy. */
+  policy: protectedProcedure.input(LineIdBody).query(async ({ ctx, input }) => {
+    const line = await resolveLine(ctx.actor, input.line_id, "line_id");
+    return { line: serializeLine(line), policy: linePolicy(line), editable: !line.isSandbox };
+  }),
+  /**
+   * Changes a line's send policy (fields left out keep their value; null clears a budget or the
+   * quiet hours). Parsed here, not by tRPC, so a refusal names its field (param
+   * "quiet_hours.timezone") with a sentence the page shows next to it.
+   */
+  setPolicy: protectedProcedure
+    .input(LineIdBody.extend({ policy: z.record(z.string(), z.unknown()) }))
+    .mutation(async ({ ctx, input }) => {
+      const change = parseWith(SendPolicyInput, input.policy);
+      const { line, policy } = await setLinePolicy(ctx.actor.accountId, input.line_id, change);
+      return { line: serializeLine(line), policy, editable: true };
+    }),
+  /** What a line (or each line of a pool) can still send, and what waits: GET /v1/capacity. */
+  capacity: protectedProcedure.input(CapacityQuery).query(({ ctx, input }) => getCapacity(ctx.actor, input)),
 });
 
 const chatId = z.string().trim().min(1).max(100);
+
+/**
+ * A chat's unsent sends, each held one as the wire shows it: status pending with hold_reason
+ * and not_before (from serializeOutboxItem), never the internal status 'held'.
+ */
+async function unsentWithHolds(actor: Actor, chat: string) {
+  const items = await unsentSends(actor, chat);
+  return Promise.all(
+    items.map(async (u) => {
+      if ((u.status as string) !== "held") return { ...u, hold_reason: null, not_before: null };
+      const o = await getOutboxItem(actor, u.outbox_id);
+      return { ...u, status: "pending" as const, hold_reason: o.hold_reason, not_before: o.not_before };
+    }),
+  );
+}
 
 export const chatsRouter = router({
   list: protectedProcedure
@@ -46,16 +87,25 @@ export const chatsRouter = router({
   /** The inbox: chats of every line (or one) with their last message, unread count and last send's state. */
   inbox: protectedProcedure.input(InboxQuery).query(({ ctx, input }) => listInbox(ctx.actor, input)),
   /** A chat's sends that have no message yet (pending, or failed with the reason). */
-  unsent: protectedProcedure.input(z.object({ chat_id: chatId })).query(({ ctx, input }) => unsentSends(ctx.actor, input.chat_id)),
+  unsent: protectedProcedure.input(z.object({ chat_id: chatId })).query(({ ctx, input }) => unsentWithHolds(ctx.actor, input.chat_id)),
   /** The owner opened the chat: its messages until now are read. */
   markRead: protectedProcedure.input(z.object({ id: chatId })).mutation(({ ctx, input }) => markChatRead(ctx.actor, input.id)),
   /** Sends a failed message again, as a new outbox item. */
   retry: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).mutation(({ ctx, input }) => retrySend(ctx.actor, input.id, ctx.requestId)),
 });
 
+const OutboxId = z.object({ id: z.string().trim().min(1).max(100) });
+
 export const outboxRouter = router({
+  /** Held items are pending with hold_reason and not_before (serializeOutboxItem). */
   list: protectedProcedure.input(OutboxQuery.omit({ id: true })).query(({ ctx, input }) => listOutbox(ctx.actor, input)),
-  get: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).query(({ ctx, input }) => getOutboxItem(ctx.actor, input.id)),
+  get: protectedProcedure.input(OutboxId).query(({ ctx, input }) => getOutboxItem(ctx.actor, input.id)),
+  /** DELETE /v1/outbox?id=: a pending item ends failed with error "canceled". */
+  cancel: protectedProcedure.input(OutboxId).mutation(({ ctx, input }) => cancelOutboxItem(ctx.actor, input.id)),
+  /** PATCH /v1/outbox?id=: a pending item is held until send_at. */
+  reschedule: protectedProcedure
+    .input(RescheduleBody.extend(OutboxId.shape))
+    .mutation(({ ctx, input: { id, ...body } }) => rescheduleOutboxItem(ctx.actor, id, body)),
 });
 
 export const sandboxRouter = router({
