@@ -171,15 +171,16 @@ test("works from the keyboard: a skip link first, then the navigation; the phone
   await page.setViewportSize({ width: 1280, height: 860 });
 });
 
-const PAGES = ["/dashboard", "/dashboard/chats", "/dashboard/lines", "/dashboard/outbox", "/dashboard/webhooks", "/dashboard/keys", "/dashboard/sandbox", "/dashboard/simulator", "/docs"];
+const PAGES = ["/dashboard", "/dashboard/chats", "/dashboard/lines", "/dashboard/pools", "/dashboard/outbox", "/dashboard/webhooks", "/dashboard/keys", "/dashboard/sandbox", "/dashboard/simulator", "/docs"];
 
-/** The pages of one chat and one webhook, made once. */
+/** The pages of one chat, one line and one webhook, made once. */
 let detailPages: string[] | null = null;
 async function details(): Promise<string[]> {
   if (detailPages) return detailPages;
   const chat = (await api("GET", `/v1/chats?from=${encodeURIComponent(LINE)}&limit=1`)).data[0];
+  const line = (await api("GET", "/v1/lines")).data.find((l: { handle: string }) => l.handle === LINE);
   const hook = await api("POST", "/v1/webhooks", { from: LINE, url: "https://example.com/relay-hook", events: ["message.received"] });
-  detailPages = [`/dashboard/chats/${chat.id}`, `/dashboard/webhooks/${hook.id}`];
+  detailPages = [`/dashboard/chats/${chat.id}`, `/dashboard/lines/${line.id}`, `/dashboard/webhooks/${hook.id}`];
   return detailPages;
 }
 
@@ -195,7 +196,7 @@ for (const width of [1280, 390]) {
       await expect(page.locator("[aria-busy=true]")).toHaveCount(0);
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect(overflow, `${route} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
-      const name = route.replace(/(cht|wh)_\w+/, "$1").replace(/\W+/g, "-").replace(/^-|-$/g, "");
+      const name = route.replace(/(cht|ln|wh)_\w+/, "$1").replace(/\W+/g, "-").replace(/^-|-$/g, "");
       await page.screenshot({ path: path.join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
       // The reference is Scalar's own markup; its findings are theirs to fix.
       if (route === "/docs") continue;

@@ -9,6 +9,7 @@ const LINKS: readonly (readonly [href: string, label: string, simulatorOnly?: bo
   ["/dashboard", "Overview"],
   ["/dashboard/chats", "Inbox"],
   ["/dashboard/lines", "Lines"],
+  ["/dashboard/pools", "Pools"],
   ["/dashboard/outbox", "Outbox"],
   ["/dashboard/webhooks", "Webhooks"],
   ["/dashboard/keys", "API keys"],

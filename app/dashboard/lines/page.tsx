@@ -66,8 +66,16 @@ export default function LinesPage() {
           row={(l) => (
             <tr key={l.id}>
               <td>
-                <span className="mono">{l.handle}</span>
-                {l.is_sandbox ? <div className="small muted">shared sandbox line</div> : null}
+                {l.is_sandbox ? (
+                  <>
+                    <span className="mono">{l.handle}</span>
+                    <div className="small muted">shared sandbox line</div>
+                  </>
+                ) : (
+                  <Link className="mono" href={`/dashboard/lines/${l.id}`}>
+                    {l.handle}
+                  </Link>
+                )}
               </td>
               <td>{l.is_sandbox ? l.label : <LabelEditor id={l.id} label={l.label} onSave={(id, label) => update.mutate({ id, label })} />}</td>
               <td>
@@ -98,6 +106,11 @@ export default function LinesPage() {
                   <Link className="button" href={`/dashboard/chats?line=${encodeURIComponent(l.handle)}`}>
                     Chats
                   </Link>
+                  {l.is_sandbox ? null : (
+                    <Link className="button" href={`/dashboard/lines/${l.id}`} aria-label={`Send policy and capacity of ${l.handle}`}>
+                      Policy
+                    </Link>
+                  )}
                   {l.is_sandbox ? null : l.is_active ? (
                     <button type="button" className="danger" onClick={() => confirm(`Deactivate ${l.handle}? Sends from it will be refused.`) && update.mutate({ id: l.id, is_active: false })}>
                       Deactivate

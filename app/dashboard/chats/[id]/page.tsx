@@ -2,14 +2,18 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useParams } from "next/navigation";
-import { type FormEvent, useEffect, useRef, useState } from "react";
+import { type FormEvent, useEffect, useId, useRef, useState } from "react";
+import { HOLD_LABEL, type HoldReason, PendingActions } from "@/components/holds";
 import { useLiveSubscription } from "@/components/live";
 import { Empty, ErrorText, Loading, Time } from "@/components/ui";
+import { parseLocalInput, toLocalInput, When } from "@/components/when";
+import styles from "@/components/sending.module.css";
 import { useTRPC } from "@/lib/trpc";
 
 // One conversation: its messages and, from the database, its sends that have no message yet
-// (sending, or failed with the reason and a Retry), in time order; kept current live; a reply
-// box with an attachment and "reply to".
+// (sending; scheduled or otherwise held, with when it goes, Reschedule and Cancel; or failed
+// with the reason and a Retry), in time order; kept current live; a reply box with an
+// attachment, "reply to" and "Send later".
 
 const REACTION_EMOJI: Record<string, string> = { love: "❤️", like: "👍", dislike: "👎", laugh: "😂", emphasize: "‼️", question: "❓" };
 const MESSAGES_LIVE = `subscription($from: String, $to: String) { messageReceived(from: $from, to: $to) { id } }`;
@@ -105,9 +109,10 @@ export default function ConversationPage() {
 
   const rows = messages.data?.pages.flatMap((p) => p.data) ?? [];
   const oldestShown = messages.hasNextPage ? (rows[rows.length - 1]?.sent_at ?? 0) : 0;
-  const waiting = (unsent.data ?? []).filter((u) => u.created_at >= oldestShown);
+  // A canceled send was the owner's own decision: it leaves the conversation (the outbox keeps it).
+  const waiting = (unsent.data ?? []).filter((u) => u.created_at >= oldestShown && !(u.status === "failed" && u.error === "canceled"));
   type Item = { at: number; kind: "message"; m: (typeof rows)[number] } | { at: number; kind: "unsent"; u: (typeof waiting)[number] };
-  const items: Item[] = [...rows.map((m) => ({ at: m.sent_at, kind: "message" as const, m })), ...waiting.map((u) => ({ at: u.created_at, kind: "unsent" as const, u }))].sort(
+  const items: Item[] = [...rows.map((m) => ({ at: m.sent_at, kind: "message" as const, m })), ...waiting.map((u) => ({ at: Math.max(u.created_at, u.not_before ?? 0), kind: "unsent" as const, u }))].sort(
     (a, b) => b.at - a.at,
   );
 
@@ -119,11 +124,22 @@ export default function ConversationPage() {
   const [uploadError, setUploadError] = useState<Error | null>(null);
   const fileInput = useRef<HTMLInputElement>(null);
   const [replyTo, setReplyTo] = useState<{ id: string; text: string | null } | null>(null);
+  const [later, setLater] = useState(false);
+  const [laterAt, setLaterAt] = useState("");
+  const [laterProblem, setLaterProblem] = useState<string | null>(null);
+  const laterId = useId();
 
   async function submit(e: FormEvent) {
     e.preventDefault();
     if (!lineHandle || (!text.trim() && !file)) return;
     setUploadError(null);
+    let sendAt: number | null = null;
+    if (later) {
+      const parsed = parseLocalInput(laterAt);
+      if ("error" in parsed) return setLaterProblem(parsed.error);
+      sendAt = parsed.ms;
+    }
+    setLaterProblem(null);
     let attachments: string[] = [];
     if (file) {
       setUploading(true);
@@ -137,13 +153,15 @@ export default function ConversationPage() {
       }
     }
     send.mutate(
-      { from: lineHandle, to: id, text: text.trim() ? text : null, attachments, reply_to: replyTo?.id ?? null },
+      { from: lineHandle, to: id, text: text.trim() ? text : null, attachments, reply_to: replyTo?.id ?? null, send_at: sendAt },
       {
         onSuccess: () => {
           setText("");
           setFile(null);
           if (fileInput.current) fileInput.current.value = "";
           setReplyTo(null);
+          setLater(false);
+          setLaterAt("");
         },
       },
     );
@@ -174,7 +192,11 @@ export default function ConversationPage() {
             ) : null}
             {items.map((item) =>
               item.kind === "unsent" ? (
-                <div key={item.u.outbox_id} className={`bubble me${item.u.status === "failed" ? " failed" : " pending"}`} data-testid="unsent">
+                <div
+                  key={item.u.outbox_id}
+                  className={`bubble me${item.u.status === "failed" ? " failed" : item.u.hold_reason ? ` ${styles.heldBubble}` : " pending"}`}
+                  data-testid="unsent"
+                >
                   {item.u.text ? <div>{item.u.text}</div> : null}
                   {item.u.attachments ? <div className="small">📎 {item.u.attachments} attachment</div> : null}
                   <div className="meta">
@@ -185,6 +207,31 @@ export default function ConversationPage() {
                         <button type="button" className="bubble-action" onClick={() => retry.mutate({ id: item.u.outbox_id })} disabled={retry.isPending}>
                           Retry
                         </button>
+                      </>
+                    ) : item.u.hold_reason ? (
+                      <>
+                        <span aria-hidden="true">◷ </span>
+                        {item.u.hold_reason === "scheduled" ? (
+                          <strong>Scheduled for </strong>
+                        ) : (
+                          <strong>Waiting: {HOLD_LABEL[item.u.hold_reason as HoldReason] ?? item.u.hold_reason} · goes </strong>
+                        )}
+                        {item.u.not_before ? (
+                          <>
+                            <When ms={item.u.not_before} show="absolute" /> (<When ms={item.u.not_before} show="relative" />)
+                          </>
+                        ) : (
+                          "when the line may send"
+                        )}
+                        <div>
+                          <PendingActions
+                            compact
+                            id={item.u.outbox_id}
+                            notBefore={item.u.not_before}
+                            what={`the message${item.u.text ? ` “${item.u.text.length > 40 ? `${item.u.text.slice(0, 39)}…` : item.u.text}”` : ""}`}
+                            onDone={refresh}
+                          />
+                        </div>
                       </>
                     ) : (
                       <>
@@ -228,7 +275,7 @@ export default function ConversationPage() {
           </button>
         ) : null}
       </div>
-      <form className="panel stack" onSubmit={(e) => void submit(e)} aria-label="Send a message">
+      <form className="panel stack" onSubmit={(e) => void submit(e)} aria-label="Send a message" noValidate>
         {replyTo ? (
           <div className="row small">
             Replying to “{replyTo.text ?? "attachment"}”
@@ -245,10 +292,47 @@ export default function ConversationPage() {
           Attachment (optional)
           <input ref={fileInput} type="file" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />
         </label>
+        <div className={styles.later}>
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={later}
+              onChange={(e) => {
+                setLater(e.target.checked);
+                setLaterProblem(null);
+                if (e.target.checked && !laterAt) setLaterAt(toLocalInput(Date.now() + 3_600_000));
+              }}
+            />
+            Send later
+          </label>
+          {later ? (
+            <div className={styles.field}>
+              <label htmlFor={laterId}>Send at</label>
+              <input
+                id={laterId}
+                type="datetime-local"
+                value={laterAt}
+                min={toLocalInput(Date.now())}
+                onChange={(e) => setLaterAt(e.target.value)}
+                aria-invalid={laterProblem ? true : undefined}
+                aria-describedby={`${laterId}-note`}
+              />
+              <div id={`${laterId}-note`} className="small">
+                {laterProblem ? (
+                  <span className="error" role="alert">
+                    {laterProblem}
+                  </span>
+                ) : (
+                  <span className="muted">Your time ({Intl.DateTimeFormat().resolvedOptions().timeZone}). It waits in the outbox until then.</span>
+                )}
+              </div>
+            </div>
+          ) : null}
+        </div>
         <ErrorText error={uploadError ?? send.error ?? retry.error} />
         <div>
           <button className="primary" type="submit" disabled={send.isPending || uploading || (!text.trim() && !file) || !lineHandle}>
-            {uploading ? "Uploading…" : send.isPending ? "Sending…" : "Send"}
+            {uploading ? "Uploading…" : send.isPending ? (later ? "Scheduling…" : "Sending…") : later ? "Schedule" : "Send"}
           </button>
         </div>
       </form>

@@ -1,0 +1,91 @@
+"use client";
+import { useEffect, useState } from "react";
+
+// Times ahead of now (a scheduled send, the end of quiet hours, a budget's next slot), as
+// people read them: "in 2 hours" with the moment itself in the browser's zone, its zone named.
+
+/** Now, ticking every `everyMs` while the component is shown (relative times stay true). */
+export function useNow(everyMs = 30_000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(t);
+  }, [everyMs]);
+  return now;
+}
+
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ["day", 86_400_000],
+  ["hour", 3_600_000],
+  ["minute", 60_000],
+];
+
+/** "in 2 hours", "in 5 minutes", "in a few seconds", "3 minutes ago" (the locale's words). */
+function relativeTime(ms: number, now = Date.now()): string {
+  const diff = ms - now;
+  const abs = Math.abs(diff);
+  const format = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+  if (abs < 45_000) return diff >= 0 ? "in a few seconds" : "just now";
+  for (const [unit, size] of UNITS) {
+    // Up to 36 hours in hours, 90 minutes in minutes: "in 30 hours" reads better than "tomorrow" for a send.
+    const threshold = unit === "day" ? 36 * 3_600_000 : unit === "hour" ? 90 * 60_000 : 0;
+    if (abs >= threshold) return format.format(Math.round(diff / size), unit);
+  }
+  return format.format(Math.round(diff / 60_000), "minute");
+}
+
+/** The moment in the browser's zone, with the zone's short name: "Tue, Dec 3, 2:30 PM CET". */
+function absoluteTime(ms: number, now = Date.now()): string {
+  const d = new Date(ms);
+  const sameYear = d.getFullYear() === new Date(now).getFullYear();
+  return d.toLocaleString(undefined, {
+    weekday: "short",
+    month: "short",
+    day: "numeric",
+    year: sameYear ? undefined : "numeric",
+    hour: "numeric",
+    minute: "2-digit",
+    timeZoneName: "short",
+  });
+}
+
+/** "in 2 hours · Tue, Dec 3, 2:30 PM CET" (or only one of the two), as a <time>. */
+export function When({ ms, show = "both" }: { ms: number; show?: "both" | "relative" | "absolute" }) {
+  const now = useNow();
+  const rel = relativeTime(ms, now);
+  const abs = absoluteTime(ms, now);
+  const text = show === "relative" ? rel : show === "absolute" ? abs : `${rel} · ${abs}`;
+  return (
+    <time dateTime={new Date(ms).toISOString()} title={abs}>
+      {text}
+    </time>
+  );
+}
+
+/** The browser's IANA time zone ("Europe/Berlin"), or UTC when it has none. */
+export function browserTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+}
+
+/** A `datetime-local` value ("2026-12-03T14:30") for a moment, in the browser's zone. */
+export function toLocalInput(ms: number): string {
+  const d = new Date(ms);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** How far ahead a send may be scheduled (the server's limit: 365 days). */
+const MAX_AHEAD_MS = 365 * 86_400_000;
+
+/**
+ * A `datetime-local` value read in the browser's zone, checked as the server will: a moment in
+ * the future, at most 365 days ahead. The reason in words when it is not.
+ */
+export function parseLocalInput(value: string, now = Date.now()): { ms: number } | { error: string } {
+  if (!value) return { error: "Choose a date and time." };
+  const ms = new Date(value).getTime();
+  if (Number.isNaN(ms)) return { error: "That is not a date and time." };
+  if (ms <= now + 30_000) return { error: "Choose a time in the future." };
+  if (ms > now + MAX_AHEAD_MS) return { error: "Choose a time at most 365 days ahead." };
+  return { ms };
+}
