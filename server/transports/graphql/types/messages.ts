@@ -72,6 +72,10 @@ const Message = builder.prismaObject("Message", {
     }),
     deliveredAt: t.expose("deliveredAt", { type: "Timestamp", nullable: true, description: "When the provider reported the message delivered." }),
     deliveryError: t.exposeString("deliveryError", { nullable: true, description: "The provider's error code and reason when undelivered or failed." }),
+    fallback: t.boolean({
+      description: "Whether the message went as SMS because the recipient cannot receive iMessage (SMS fallback).",
+      resolve: (m) => m.fallback ?? false,
+    }),
     replyTo: t.prismaField({
       type: "Message",
       nullable: true,
