@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Actor } from "../access/actor";
 import { getDb, sql } from "../../db";
 import { PageQuery, keysetDesc, toPage } from "../../wire/pagination";
-import { msOrNull, serializeChat } from "../../wire/serializers";
+import { msOrNull, serializeChat, serializeOutboxItem } from "../../wire/serializers";
 import { MessagePayload } from "../../outbox/payloads";
 import { resolveLine } from "../lines/lines";
 import { whereForActor, whereOnLine } from "../lines/tenancy";
@@ -51,12 +51,12 @@ function unreadCounts(accountId: string, chatIds: string[]) {
   );
 }
 
-/** Each chat's newest send that has no message yet (pending, claimed or failed, and not sent again). */
+/** Each chat's newest send that has no message yet (pending, held, claimed or failed; not canceled, not sent again). */
 function lastUnsent(chatIds: string[]) {
   return sql<{ chatId: string; id: string; status: string; error: string | null; createdAt: Date }>(
     `SELECT o.* FROM unnest($1::text[]) AS c(id) CROSS JOIN LATERAL (
        SELECT x.id, x."chatId", x.status, x.error, x."createdAt" FROM "OutboxItem" x
-       WHERE x."chatId" = c.id AND x.status IN ('pending', 'claimed', 'failed') AND x.kind = 'message'
+       WHERE x."chatId" = c.id AND x.status IN ('pending', 'held', 'claimed', 'failed') AND x.kind = 'message' AND x."canceledAt" IS NULL
          AND NOT EXISTS (SELECT 1 FROM "OutboxItem" r WHERE r."retryOf" = x.id)
        ORDER BY x."createdAt" DESC LIMIT 1) o`,
     [chatIds],
@@ -99,7 +99,7 @@ export async function listInbox(actor: Actor, input: z.output<typeof InboxQuery>
         last_message: m
           ? { id: m.id, preview: preview(m), is_from_me: m.isFromMe, sent_at: m.sentAt.getTime(), delivery_status: m.deliveryStatus }
           : null,
-        last_send: pendingLast ? { outbox_id: pendingLast.id, status: pendingLast.status, error: pendingLast.error, created_at: pendingLast.createdAt.getTime() } : null,
+        last_send: pendingLast ? { outbox_id: pendingLast.id, status: pendingLast.status === "held" ? "pending" : pendingLast.status, error: pendingLast.error, created_at: pendingLast.createdAt.getTime() } : null,
       };
     }),
   };
@@ -113,7 +113,8 @@ export async function unsentSends(actor: Actor, chatId: string, limit = 50) {
   const chat = await getChat(actor, chatId);
   const db = await getDb();
   const items = await db.outboxItem.findMany({
-    where: { chatId: chat.id, accountId: actor.accountId, kind: "message", status: { in: ["pending", "held", "claimed", "failed"] } },
+    // A canceled send was the owner's decision: the outbox keeps it, the conversation does not.
+    where: { chatId: chat.id, accountId: actor.accountId, kind: "message", status: { in: ["pending", "held", "claimed", "failed"] }, canceledAt: null },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: limit * 2,
   });
@@ -127,10 +128,13 @@ export async function unsentSends(actor: Actor, chatId: string, limit = 50) {
     .slice(0, limit)
     .map((i) => {
       const payload = MessagePayload.safeParse(i.payload).data;
+      const wire = serializeOutboxItem(i); // held is pending on the wire, with its hold
       return {
         object: "unsent_send" as const,
         outbox_id: i.id,
-        status: i.status as "pending" | "claimed" | "failed",
+        status: wire.status as "pending" | "claimed" | "failed",
+        hold_reason: wire.hold_reason,
+        not_before: wire.not_before,
         error: i.error,
         attempts: i.attempts,
         max_attempts: i.maxAttempts,

@@ -14,7 +14,6 @@ import { serializeLine } from "../../../wire/serializers";
 import { parseWith } from "../../http/validation";
 import { activateSandbox, getSandbox } from "../../../services/lines/sandbox";
 import { retrySend, SendMessageBody, sendMessage } from "../../../services/messaging/send";
-import type { Actor } from "../../../services/access/actor";
 import { protectedProcedure, router } from "../init";
 
 const LineIdBody = z.object({ line_id: z.string().trim().min(1, "must not be empty").max(100) });
@@ -59,21 +58,6 @@ export const linesRouter = router({
 
 const chatId = z.string().trim().min(1).max(100);
 
-/**
- * A chat's unsent sends, each held one as the wire shows it: status pending with hold_reason
- * and not_before (from serializeOutboxItem), never the internal status 'held'.
- */
-async function unsentWithHolds(actor: Actor, chat: string) {
-  const items = await unsentSends(actor, chat);
-  return Promise.all(
-    items.map(async (u) => {
-      if ((u.status as string) !== "held") return { ...u, hold_reason: null, not_before: null };
-      const o = await getOutboxItem(actor, u.outbox_id);
-      return { ...u, status: "pending" as const, hold_reason: o.hold_reason, not_before: o.not_before };
-    }),
-  );
-}
-
 export const chatsRouter = router({
   list: protectedProcedure
     .input(ListChatsQuery.extend({ search: z.string().trim().max(200).optional() }))
@@ -87,7 +71,7 @@ export const chatsRouter = router({
   /** The inbox: chats of every line (or one) with their last message, unread count and last send's state. */
   inbox: protectedProcedure.input(InboxQuery).query(({ ctx, input }) => listInbox(ctx.actor, input)),
   /** A chat's sends that have no message yet (pending, or failed with the reason). */
-  unsent: protectedProcedure.input(z.object({ chat_id: chatId })).query(({ ctx, input }) => unsentWithHolds(ctx.actor, input.chat_id)),
+  unsent: protectedProcedure.input(z.object({ chat_id: chatId })).query(({ ctx, input }) => unsentSends(ctx.actor, input.chat_id)),
   /** The owner opened the chat: its messages until now are read. */
   markRead: protectedProcedure.input(z.object({ id: chatId })).mutation(({ ctx, input }) => markChatRead(ctx.actor, input.id)),
   /** Sends a failed message again, as a new outbox item. */
