@@ -3,7 +3,7 @@ import path from "node:path";
 import AxeBuilder from "@axe-core/playwright";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { type TestServer, testServer } from "./harness";
-import { signIn } from "./sign-in";
+import { apiCall, signIn } from "./sign-in";
 
 // The inbox as an owner uses it, in Debian's Chromium against `npm start`: a message texted to
 // a line arrives live (no reload); message search; a failed send that is still there after a
@@ -22,22 +22,8 @@ let app: TestServer;
 let page: Page;
 let key = "";
 
-/** A /v1 call as a client makes it: a 503 (the server shedding load) is tried again after its Retry-After. */
-async function api(method: string, route: string, body?: unknown) {
-  let res: Response;
-  for (let attempt = 1; ; attempt++) {
-    res = await fetch(`${app.base}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (res.status !== 503 || attempt === 5) break;
-    await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get("retry-after") ?? 1)));
-  }
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+/** A /v1 call with this spec's key (e2e/sign-in.ts). */
+const api = (method: string, route: string, body?: unknown) => apiCall(app.base, key, method, route, body);
 const text = (from: string, message: string) => api("POST", "/api/simulator/messages", { line: LINE, from, text: message });
 
 test.describe.configure({ mode: "serial" });

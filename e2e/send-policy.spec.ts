@@ -3,7 +3,7 @@ import path from "node:path";
 import AxeBuilder from "@axe-core/playwright";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { type TestServer, testServer } from "./harness";
-import { signIn } from "./sign-in";
+import { apiCall, signIn } from "./sign-in";
 
 // Sending later, send policies and pools as an owner uses them, in Debian's Chromium against
 // `npm start`: a reply scheduled from the composer shows in its conversation as "Scheduled for
@@ -27,21 +27,8 @@ let key = "";
 let chatId = "";
 let lineId = "";
 
-async function api(method: string, route: string, body?: unknown) {
-  let res: Response;
-  for (let attempt = 1; ; attempt++) {
-    res = await fetch(`${app.base}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    if (res.status !== 503 || attempt === 5) break;
-    await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get("retry-after") ?? 1)));
-  }
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+/** A /v1 call with this spec's key (e2e/sign-in.ts). */
+const api = (method: string, route: string, body?: unknown) => apiCall(app.base, key, method, route, body);
 
 /** A `datetime-local` value `ms` from now, in the browser's zone. */
 const localInput = (ms: number) =>

@@ -3,6 +3,7 @@ import type { Actor } from "@/server/services/access/actor";
 import { sessionActorFor } from "@/server/services/access/session";
 import { createLine } from "@/server/services/lines/lines";
 import { call, db, get, gql, inbound, makeAccount, makeKey, phone, type ApiResult, type Fixture } from "./helpers";
+import { wav } from "./wav";
 
 // Scheduled sends, held items, cancel and reschedule, capacity, sender pools and line send
 // policies through GraphQL: the same services, rules and error codes as /v1 (and the CLI),
@@ -106,23 +107,8 @@ describe("GraphQL: scheduled sends, cancel and reschedule", () => {
 
   it("sendAudioMessage takes sendAt too", async () => {
     const { f, alice } = await withContact();
-    // A WAV file: 0.1 s of silence, 8 kHz mono 16-bit.
-    const samples = Buffer.alloc(1600);
-    const header = Buffer.alloc(44);
-    header.write("RIFF", 0);
-    header.writeUInt32LE(36 + samples.length, 4);
-    header.write("WAVEfmt ", 8);
-    header.writeUInt32LE(16, 16);
-    header.writeUInt16LE(1, 20);
-    header.writeUInt16LE(1, 22);
-    header.writeUInt32LE(8000, 24);
-    header.writeUInt32LE(16000, 28);
-    header.writeUInt16LE(2, 32);
-    header.writeUInt16LE(16, 34);
-    header.write("data", 36);
-    header.writeUInt32LE(samples.length, 40);
     const upload = await gql(f.key, `mutation($b: String!) { uploadFile(input: { contentBase64: $b, filename: "memo.wav" }) { id } }`, {
-      b: Buffer.concat([header, samples]).toString("base64"),
+      b: wav().toString("base64"),
     });
     const sendAt = Date.now() + 2 * HOUR;
     const audio = await gql(f.key, `mutation($input: SendAudioMessageInput!) { sendAudioMessage(input: $input) { ${ITEM} } }`, {
