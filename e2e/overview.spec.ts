@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { freePort, type TestServer, testServer } from "./harness";
-import { signIn } from "./sign-in";
+import { apiCall, signIn } from "./sign-in";
 
 // The overview page in Chromium against `next start`: a new owner sees the setup steps and
 // charts that say they have nothing yet; after a day of traffic through the simulator and /v1
@@ -28,16 +28,8 @@ const receiver = http.createServer((req, res) => {
   req.on("end", () => res.writeHead(req.url === "/broken" ? 500 : 200).end("ok"));
 });
 
-async function v1(method: string, route: string, body?: unknown) {
-  const res = await fetch(`${app.base}${route}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+/** A /v1 call with this spec's key (e2e/sign-in.ts: retried over a kept-alive connection the server just closed). */
+const v1 = (method: string, route: string, body?: unknown) => apiCall(app.base, key, method, route, body);
 
 const text = (from: string, t: string) => v1("POST", "/api/simulator/messages", { line: LINE, from, text: t });
 

@@ -10,17 +10,32 @@ export async function signIn(page: Page, email: string, password: string): Promi
 }
 
 /**
+ * Whether fetch failed on a kept-alive connection the server closed as the request went out
+ * (its keepAliveTimeout ran out while the spec ran the admin CLI): nothing reached the server.
+ */
+function closedIdleConnection(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string } }).cause;
+  return err instanceof TypeError && (cause?.code === "UND_ERR_SOCKET" || cause?.code === "ECONNRESET");
+}
+
+/**
  * A /v1 call as a client makes it, with `key` on `base`: a 503 (the server shedding load) is
- * tried again after its Retry-After; any other error throws with the answer.
+ * tried again after its Retry-After, and so is a request that met a kept-alive connection the
+ * server had just closed; any other error throws with the answer.
  */
 export async function apiCall(base: string, key: string, method: string, route: string, body?: unknown) {
   let res: Response;
   for (let attempt = 1; ; attempt++) {
-    res = await fetch(`${base}${route}`, {
-      method,
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    try {
+      res = await fetch(`${base}${route}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      if (attempt < 3 && closedIdleConnection(err)) continue;
+      throw err;
+    }
     if (res.status !== 503 || attempt === 5) break;
     await new Promise((r) => setTimeout(r, 1000 * Number(res.headers.get("retry-after") ?? 1)));
   }
