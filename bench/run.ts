@@ -10,7 +10,7 @@
 //   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
 //   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
-//   reads,writes,webhooks,inbound,twilio,instances,observability,search) to run only some parts
+//   reads,writes,webhooks,inbound,twilio,policy,instances,observability,search) to run only some parts
 //   (instances: bench/instances.ts, one app instance vs two on PostgreSQL; observability: the
 //   same file, the request log and metrics' cost on GET /v1/chats; search: bench/search.ts,
 //   full-text search over BENCH_SEARCH_MESSAGES (default 1,000,000) messages on PostgreSQL, with
@@ -23,7 +23,14 @@
 //   webhooks in flight, BENCH_TWILIO / BENCH_TWILIO_PGLITE for the distinct events of the
 //   twilio part (bench/twilio.ts: signed inbound messages and status callbacks, 20% repeats),
 //   BENCH_NODE_ARGS for the server's node flags
-//   (e.g. --cpu-prof).
+//   (e.g. --cpu-prof). The policy part (bench/policy.ts, on both databases): accepted POST
+//   /v1/messages on the default line against a line whose send policy makes the claim-time step
+//   run and against send_at a day ahead (BENCH_SECONDS, BENCH_ROUNDS interleaved rounds), idle
+//   CPU (the server and its PostgreSQL backends) over BENCH_POLICY_IDLE_SECONDS (default 10)
+//   before anything is held and with BENCH_POLICY_HELD (default 100,000) held, GET
+//   /v1/capacity latency, and a due burst of BENCH_BURST_ITEMS (default 1,000) held items on
+//   each of BENCH_BURST_LINES (default 10) BlueBubbles lines paced at BENCH_BURST_RATE
+//   (default 50) sends/s (BENCH_BURST_LINES=0: no burst).
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -34,6 +41,7 @@ import { type Baseline, buildBaseline, startBaseline } from "./baseline";
 import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, serverEnv, storeEnvelope } from "./load";
 import { type InboundResults, measureInbound } from "./inbound";
 import { instancesReport, measureInstances } from "./instances";
+import { measurePolicy, type PolicyResults, policyReport } from "./policy";
 import { measureSearch, searchReport } from "./search";
 import { measureTwilio, type TwilioResults } from "./twilio";
 import { measureWebhooks, type WebhookResults } from "./webhooks";
@@ -45,9 +53,9 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
-const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,instances,observability,search").split(",").map((p) => p.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,policy,instances,observability,search").split(",").map((p) => p.trim()));
 /** The parts measured on the single server runOn starts (instances starts its own). */
-const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio"].some((p) => PARTS.has(p));
+const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio", "policy"].some((p) => PARTS.has(p));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
 const INBOUND = { postgres: Number(process.env.BENCH_INBOUND ?? 20_000), pglite: Number(process.env.BENCH_INBOUND_PGLITE ?? 5_000) };
 const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
@@ -62,6 +70,16 @@ const writeRows: { database: string; w: WriteResults }[] = [];
 const inboundRows: { database: string; r: InboundResults }[] = [];
 const twilioRows: { database: string; t: TwilioResults }[] = [];
 const webhookRows: { database: string; h: WebhookResults }[] = [];
+const policyRows: { database: string; p: PolicyResults }[] = [];
+const POLICY = {
+  held: Number(process.env.BENCH_POLICY_HELD ?? 100_000),
+  idleSeconds: Number(process.env.BENCH_POLICY_IDLE_SECONDS ?? 10),
+  burst: {
+    lines: Number(process.env.BENCH_BURST_LINES ?? 10),
+    perLine: Number(process.env.BENCH_BURST_ITEMS ?? 1_000),
+    rate: Number(process.env.BENCH_BURST_RATE ?? 50),
+  },
+};
 const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 const NEXT = path.resolve("node_modules/.bin/next");
 const TSX = path.resolve("node_modules/.bin/tsx");
@@ -275,13 +293,34 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
     };
     if (PARTS.has("inbound")) inboundRows.push({ database, r: await measureInbound({ ...provider, count: INBOUND[database] }) });
     if (PARTS.has("twilio")) twilioRows.push({ database, t: await measureTwilio({ ...provider, count: TWILIO[database] }) });
+    if (PARTS.has("policy")) {
+      const p = await measurePolicy({
+        database,
+        base,
+        auth,
+        account: "bench@example.com",
+        line: "+15550009000",
+        env,
+        db: dbConfig,
+        seconds: SECONDS,
+        rounds: ROUNDS,
+        connections: CONNECTIONS,
+        serverPid: server.pid!,
+        held: POLICY.held,
+        idleSeconds: POLICY.idleSeconds,
+        burst: POLICY.burst.lines > 0 ? POLICY.burst : null,
+      });
+      policyRows.push({ database, p });
+    }
     return readRows;
   } finally {
     await baseline?.stop();
     if (server && server.exitCode === null) {
       const exited = new Promise((r) => server!.once("exit", r));
       server.kill("SIGTERM");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000))]);
+      const stopped = await Promise.race([exited.then(() => true), new Promise((r) => setTimeout(() => r(false), 15_000))]);
+      // A server whose database hung never finishes its graceful stop: it must not outlive the bench.
+      if (!stopped && server.exitCode === null) server.kill("SIGKILL");
     }
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
     if (database === "postgres") {
@@ -397,6 +436,7 @@ async function main(): Promise<void> {
       }
     }
   }
+  if (policyRows.length) for (const line of policyReport(policyRows, { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS })) console.log(line);
   if (instances) for (const line of instancesReport(instances, instanceOptions)) console.log(line);
   if (search) for (const line of searchReport(search, searchOptions)) console.log(line);
   if (!SINGLE_SERVER_PARTS) return;
