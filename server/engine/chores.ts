@@ -9,6 +9,7 @@ import { probeDueLines, sweepProviderEvents } from "../services/lines/line-monit
 import { forgetOldStatusChanges } from "../services/lines/line-health";
 import { processSingleton } from "../kernel/singleton";
 import { releaseExpiredDeliveries } from "../webhooks/delivery";
+import { checkpointIfDue } from "../db/wal";
 import { runLoop, Sleeper } from "./loop";
 
 // The periodic chores, listed once. The embedded engine runs each when it is due (a loop that
@@ -44,6 +45,8 @@ export const CHORES: readonly Chore[] = [
   { id: "forget-old-line-status-changes", everyMs: () => 3_600_000, run: () => forgetOldStatusChanges() },
   // New-contact budgets look back one day.
   { id: "forget-old-contact-openings", everyMs: () => 3_600_000, run: () => forgetOldOpenings() },
+  // Embedded PGlite has no checkpointer: without this its WAL grows until writes hang (server/db/wal.ts).
+  { id: "checkpoint-embedded-database", everyMs: FIVE_SECONDS, run: () => checkpointIfDue() },
 ];
 
 const LOOK_EVERY_MS = 1_000;
