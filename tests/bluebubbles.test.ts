@@ -289,6 +289,10 @@ describe("sending through BlueBubbles", () => {
     const ours = bb.messages.filter((m) => m.isFromMe && m.text?.startsWith("scheduled"));
     expect(ours.map((m) => m.text)).toEqual(["scheduled 0", "scheduled 1", "scheduled 2"]);
     expect(Math.min(...ours.map((m) => m.dateCreated))).toBeGreaterThanOrEqual(at);
+    // Claimed never faster than the line's pace (20/s: a pacing slot every 50 ms).
+    const claims = await (await db()).outboxItem.findMany({ where: { id: { in: scheduled } }, select: { attemptStartedAt: true } });
+    const times = claims.map((c) => c.attemptStartedAt!.getTime()).sort((a, b) => a - b);
+    for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(50);
     expect(fromUs(bb, "right away")[0]!.dateCreated).toBeLessThan(at);
   });
 

@@ -43,7 +43,8 @@ export interface Claim {
 
 export function leasedQueue<Row>(spec: LeasedQueueSpec) {
   const table = `"${spec.table}"`;
-  const claimable = `status IN (${(spec.claimable ?? ["pending"]).map((s) => `'${s}'`).join(", ")})`;
+  const statuses = spec.claimable ?? ["pending"];
+  const claimable = `status IN (${statuses.map((s) => `'${s}'`).join(", ")})`;
   return {
     /** Claims the candidate rows that are still pending; returns them as claimed. */
     claim(c: Claim): Promise<Row[]> {
@@ -75,11 +76,17 @@ export function leasedQueue<Row>(spec: LeasedQueueSpec) {
       return rows.length;
     },
 
-    /** When the next claimable row is due, if any; `join` and `where` narrow the rows (alias t). */
+    /**
+     * When the next claimable row is due, if any; `join` and `where` narrow the rows (alias t).
+     * One minimum per status, each the first entry of the (status, due) index: a minimum over
+     * `status IN (...)` reads every row of those statuses, and 100,000 held rows made the
+     * runner's idle round cost 20-90 ms a second.
+     */
     async nextDue(narrow: { join?: string; where?: string } = {}): Promise<Date | null> {
-      const [row] = await sql<{ at: Date | null }>(
-        `SELECT min(t."${spec.dueColumn}") AS at FROM ${table} t ${narrow.join ?? ""} WHERE t.${claimable}${narrow.where ? ` AND ${narrow.where}` : ""}`,
+      const mins = statuses.map(
+        (s) => `(SELECT min(t."${spec.dueColumn}") FROM ${table} t ${narrow.join ?? ""} WHERE t.status = '${s}'${narrow.where ? ` AND ${narrow.where}` : ""})`,
       );
+      const [row] = await sql<{ at: Date | null }>(`SELECT ${mins.length > 1 ? `LEAST(${mins.join(", ")})` : mins[0]} AS at`);
       return row?.at ?? null;
     },
   };

@@ -5,11 +5,23 @@ import { beat, setRunning } from "../observability/heartbeats";
 // itself (heartbeat each round, an error logged and slept off instead of ending the loop), and
 // a stop that waits for the work under way up to a grace.
 
-/** A sleep that `wake()` ends early. One sleeper per loop; a wake with no sleep under way is a no-op. */
+/**
+ * A sleep that `wake()` ends early. One sleeper per loop. A wake while no sleep is under way
+ * (the loop is busy with its round) is a no-op, unless the sleeper `remembers` wakes: then the
+ * next sleep returns at once, so a signal that lands mid-round is never slept through. (The
+ * outbox runner's primary loop counts its writes itself, and sleeps to gather a batch.)
+ */
 export class Sleeper {
   private waiter: (() => void) | null = null;
+  private woken = false;
+
+  constructor(private readonly options: { remembers?: boolean } = {}) {}
 
   sleep(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -22,7 +34,8 @@ export class Sleeper {
   }
 
   wake(): void {
-    this.waiter?.();
+    if (this.waiter) this.waiter();
+    else if (this.options.remembers) this.woken = true;
   }
 }
 

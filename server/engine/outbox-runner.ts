@@ -2,7 +2,7 @@ import { database } from "../db";
 import { processSingleton } from "../kernel/singleton";
 import { claimDue, nextDueAt, workerId } from "../outbox/queue";
 import { deliverBatch } from "../outbox/deliver";
-import { claimHead, dueLineHeads, serialBacklog } from "../outbox/serial";
+import { claimLineHead, dueLineHeads, releaseDueHolds, serialBacklog } from "../outbox/serial";
 import { subscribe, type StoredItem } from "../kernel/signals";
 import { log } from "../observability/log";
 import { runLoop, Sleeper, withinGrace } from "./loop";
@@ -39,9 +39,9 @@ interface RunnerState {
   loops: Promise<void>[];
   /** The provider-line loop, asleep until a write lands or its next poll. */
   serial: Sleeper;
-  /** Sends under way on provider lines, by line: at most one each. */
-  inFlight: Map<string, Promise<void>>;
-  /** Rounds the provider-line loop went (each costs two statements). */
+  /** Each provider line with work has its own loop (sending its items one after another, at its pace): at most one per line. */
+  lineLoops: Map<string, { done: Promise<void>; sleeper: Sleeper }>;
+  /** Rounds the provider-line loop went (each costs a few statements). */
   serialRounds: number;
   unsubscribe: (() => void) | null;
 }
@@ -52,8 +52,8 @@ const state = processSingleton<RunnerState>("embedded-runner", () => ({
   primary: new Sleeper(),
   helpers: [],
   loops: [],
-  serial: new Sleeper(),
-  inFlight: new Map(),
+  serial: new Sleeper({ remembers: true }),
+  lineLoops: new Map(),
   serialRounds: 0,
   unsubscribe: null,
 }));
@@ -67,7 +67,8 @@ const state = processSingleton<RunnerState>("embedded-runner", () => ({
 function onStored(item: StoredItem): void {
   state.wakes++;
   if (state.wakes === 1 || state.wakes >= BATCH) state.primary.wake();
-  if (item.serial) state.serial.wake();
+  // A line whose own loop is running takes the item itself (or, ending, wakes the provider-line loop).
+  if (item.serial && !state.lineLoops.has(item.lineId)) state.serial.wake();
 }
 
 async function primaryRound(): Promise<void> {
@@ -93,25 +94,43 @@ async function helperRound(sleeper: Sleeper): Promise<void> {
 }
 
 /**
- * Provider lines: each line's due head is claimed and sent in a task of its own, so a provider
- * that hangs for minutes holds up only its own line.
+ * One provider line: claims its head as soon as the line's pacing slot frees, sends it, and
+ * goes on while the line has a due head; then ends (the provider-line loop starts it again).
+ * Each line goes in a task of its own, so a provider that hangs for minutes holds up only its
+ * own line, and each line keeps its own pace however many lines are busy.
+ */
+async function lineLoop(lineId: string, sleeper: Sleeper): Promise<void> {
+  while (state.running) {
+    const claim = await claimLineHead(lineId, workerId);
+    if (!claim) return; // nothing due, the slot is another instance's, or the line went away
+    await deliverBatch([claim.item]).catch((err: unknown) => log().error({ err }, `delivering ${claim.item.id} failed unexpectedly`));
+    const wait = claim.nextSlotAt.getTime() - Date.now() + 1; // a timer may fire within the millisecond before
+    if (wait > 0 && state.running) await sleeper.sleep(wait);
+  }
+}
+
+function startLineLoop(lineId: string): void {
+  const sleeper = new Sleeper();
+  const done = lineLoop(lineId, sleeper)
+    .catch((err: unknown) => log().error({ err, line_id: lineId }, "provider-line loop failed"))
+    .finally(() => {
+      state.lineLoops.delete(lineId);
+      state.serial.wake();
+    });
+  state.lineLoops.set(lineId, { done, sleeper });
+}
+
+/**
+ * Provider lines: held items that came due take their place in line, then every line with a
+ * due head and no loop of its own gets one.
  */
 async function serialRound(): Promise<void> {
   state.serialRounds++;
-  const heads = await dueLineHeads();
-  for (const head of heads) {
-    if (!state.running || state.inFlight.has(head.lineId)) continue;
-    const item = await claimHead(head.id, head.lineId, workerId);
-    if (!item) continue;
-    const task = deliverBatch([item])
-      .catch((err: unknown) => log().error({ err }, `delivering ${item.id} failed unexpectedly`))
-      .finally(() => {
-        state.inFlight.delete(head.lineId);
-        state.serial.wake();
-      });
-    state.inFlight.set(head.lineId, task);
-  }
-  const busy = heads.length > 0 || state.inFlight.size > 0 || (await serialBacklog());
+  const now = new Date();
+  await releaseDueHolds(now);
+  const heads = await dueLineHeads(now);
+  for (const head of heads) if (state.running && !state.lineLoops.has(head.lineId)) startLineLoop(head.lineId);
+  const busy = heads.length > 0 || state.lineLoops.size > 0 || (await serialBacklog(now));
   if (state.running) await state.serial.sleep(busy ? SERIAL_POLL_MS : IDLE_POLL_MS);
 }
 
@@ -142,7 +161,8 @@ export async function stopRunner(graceMs = STOP_GRACE_MS): Promise<void> {
   state.primary.wake();
   state.serial.wake();
   for (const helper of state.helpers) helper.wake();
+  for (const line of state.lineLoops.values()) line.sleeper.wake();
   await Promise.all(state.loops);
   state.loops = [];
-  await withinGrace(Promise.all(state.inFlight.values()), graceMs);
+  await withinGrace(Promise.all([...state.lineLoops.values()].map((l) => l.done)), graceMs);
 }

@@ -9,54 +9,86 @@ import { claimOne, failClaimed, LEASE_MS } from "./queue";
 
 // Provider lines send one item at a time, in outbox order, paced: a real Apple ID or SIM that
 // sends a burst gets flagged, and a conversation read out of order is wrong. The head of a
-// line (its oldest item still pending or claimed) is the only one that may be claimed, and
-// only once the line's pacing slot (Line.nextSendAt, 1 / sendRatePerSecond apart) is free. Both
+// line (its oldest item pending or claimed) is the only one that may be claimed, and only once
+// the line's pacing slot (Line.nextSendAt, 1 / sendRatePerSecond apart) is free. Both
 // conditions are checked in the claiming statement itself, so instances never race.
+//
+// A held item is not in line while it waits: what comes after it goes first. Once due it is
+// released (back to pending, releasedAt set: its send window starts) and takes its place by ID,
+// so held items that come due together go oldest first, at the line's pace.
+//
+// Every statement here reads an index by a single status (a minimum, or a range of the
+// (status, availableAt) index), never `status IN (...)` nor an OR across statuses: the planner
+// cannot know that held rows are the ones due later (it multiplies the share of held rows by
+// the share of rows due, nearly all of them), and such conditions became scans of every held
+// row, each round, once 100,000 were scheduled.
 
 const SERIAL = serialProviderNames(PROVIDER_NAMES);
 
 /** Whether lines of this provider send one item at a time, in order (the provider-line loop's). */
 export const sendsSerially = (provider: string): boolean => SERIAL.includes(provider);
 
-/**
- * The items of a line that keep its order ($2 is now): claimed ones, pending ones (also those
- * waiting for a retry), and held ones once due. A held item waiting for its time is not in
- * line: what comes after it goes first.
- */
-const inLine = (t = "") => `(${t}status IN ('pending', 'claimed') OR (${t}status = 'held' AND ${t}"availableAt" <= $2))`;
+/** The head of line $1: its oldest item pending or claimed (a held one is not in line). */
+const HEAD_ID = `LEAST((SELECT min(id) FROM "OutboxItem" WHERE "lineId" = $1 AND status = 'pending'),
+                       (SELECT min(id) FROM "OutboxItem" WHERE "lineId" = $1 AND status = 'claimed'))`;
 
 /** Margin of a claim's lease over the provider's own send timeout. */
 const LEASE_MARGIN_MS = 60_000;
+
+/** Held items released per statement (a burst due at once takes several). */
+const RELEASE_BATCH = 1_000;
 
 export interface LineHead {
   id: string;
   lineId: string;
 }
 
+/**
+ * Held items on provider lines that are due go back to pending, to take their place in line
+ * (oldest due first; `lineId` narrows to one line). Returns how many.
+ */
+export async function releaseDueHolds(now = new Date(), lineId?: string): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const rows = await sql(
+      `UPDATE "OutboxItem" SET status = 'pending', "holdReason" = NULL, "releasedAt" = $1
+       WHERE id IN (SELECT id FROM "OutboxItem" WHERE status = 'held' AND "availableAt" <= $1
+                      AND "lineId" IN (SELECT id FROM "Line" WHERE platform = ANY($2::text[]))${lineId ? ` AND "lineId" = $4` : ""}
+                    ORDER BY "availableAt", id LIMIT $3 FOR UPDATE SKIP LOCKED)
+         AND status = 'held'
+       RETURNING 1`,
+      lineId ? [now, SERIAL, RELEASE_BATCH, lineId] : [now, SERIAL, RELEASE_BATCH],
+    );
+    total += rows.length;
+    if (rows.length < RELEASE_BATCH) return total;
+  }
+}
+
 /** Heads of provider lines that are due now, their line's pacing slot free and the line not disconnected. */
 export async function dueLineHeads(now = new Date()): Promise<LineHead[]> {
   return sql<LineHead>(
-    `WITH heads AS (
-       SELECT DISTINCT ON (o."lineId") o.id, o."lineId", o.status, o."availableAt"
-       FROM "OutboxItem" o
-       WHERE ${inLine("o.")}
-         AND o."lineId" IN (SELECT id FROM "Line" WHERE platform = ANY($1::text[]) AND status <> 'disconnected'
-                            AND ("nextSendAt" IS NULL OR "nextSendAt" <= $2))
-       ORDER BY o."lineId", o.id)
-     SELECT id, "lineId" FROM heads WHERE status IN ('pending', 'held') AND "availableAt" <= $2`,
+    `SELECT o.id, o."lineId" FROM "Line" l
+       CROSS JOIN LATERAL (SELECT ${HEAD_ID.replaceAll("$1", "l.id")} AS id) h
+       JOIN "OutboxItem" o ON o.id = h.id
+     WHERE l.platform = ANY($1::text[]) AND l.status <> 'disconnected' AND (l."nextSendAt" IS NULL OR l."nextSendAt" <= $2)
+       AND o.status = 'pending' AND o."availableAt" <= $2`,
     [SERIAL, now],
   );
 }
 
-/** Whether any provider line has an item waiting (pending or claimed). */
-export async function serialBacklog(): Promise<boolean> {
+/** Whether any provider line has an item in line (pending or claimed), or a held one now due. */
+export async function serialBacklog(now = new Date()): Promise<boolean> {
   // Held items that are not due yet are no backlog: a month of scheduled sends costs no polling.
-  const rows = await sql(
-    `SELECT 1 FROM "OutboxItem" WHERE ${inLine()}
-       AND "lineId" IN (SELECT id FROM "Line" WHERE platform = ANY($1::text[])) LIMIT 1`,
-    [SERIAL, new Date()],
+  const [row] = await sql<{ busy: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM "Line" l WHERE l.platform = ANY($1::text[])
+                      AND (EXISTS (SELECT 1 FROM "OutboxItem" WHERE "lineId" = l.id AND status = 'pending')
+                           OR EXISTS (SELECT 1 FROM "OutboxItem" WHERE "lineId" = l.id AND status = 'claimed')))
+         OR EXISTS (SELECT 1 FROM (SELECT "lineId" FROM "OutboxItem" WHERE status = 'held' AND "availableAt" <= $2
+                                   ORDER BY "availableAt" LIMIT 100) due
+                    JOIN "Line" l ON l.id = due."lineId" WHERE l.platform = ANY($1::text[])) AS busy`,
+    [SERIAL, now],
   );
-  return rows.length > 0;
+  return row?.busy ?? false;
 }
 
 /** How long a claim on this line must last: past the provider's own send timeout. */
@@ -67,31 +99,47 @@ function leaseMsFor(line: Line | null): number {
   return Math.max(LEASE_MS, timeout + LEASE_MARGIN_MS);
 }
 
-/**
- * Claims item `id` if it is its line's head, due, and the line's pacing slot is free (taking
- * the slot). Null when any of that does not hold.
- */
-export async function claimHead(id: string, lineId: string, claimedBy: string, now = new Date()): Promise<OutboxItem | null> {
-  const line = await findLine(lineId);
+/** The interval between two sends of a line (ms), from its rate. */
+function paceMs(line: Line | null): number {
   const rate = line && line.sendRatePerSecond > 0 ? line.sendRatePerSecond : 1;
-  const nextSlot = new Date(now.getTime() + Math.ceil(1000 / rate));
+  return Math.ceil(1000 / rate);
+}
+
+export interface HeadClaim {
+  item: OutboxItem;
+  /** When the line's next pacing slot frees (the claim took this one). */
+  nextSlotAt: Date;
+}
+
+/**
+ * Claims the head of line `lineId` (only if it is item `id`, when given) if it is pending and
+ * due and the line's pacing slot is free, taking the slot. Null when any of that does not hold.
+ */
+export async function claimLineHead(lineId: string, claimedBy: string, id: string | null = null, now = new Date()): Promise<HeadClaim | null> {
+  const line = await findLine(lineId);
+  const nextSlot = new Date(now.getTime() + paceMs(line));
   const lease = new Date(now.getTime() + leaseMsFor(line));
   const rows = await sql<OutboxItem>(
-    `WITH head AS (
-       SELECT id FROM "OutboxItem" WHERE "lineId" = $1 AND ${inLine()} ORDER BY id LIMIT 1),
+    `WITH head AS (SELECT ${HEAD_ID} AS id),
+     target AS (
+       SELECT o.id FROM head JOIN "OutboxItem" o ON o.id = head.id
+       WHERE ($6::text IS NULL OR o.id = $6) AND o.status = 'pending' AND o."availableAt" <= $2),
      slot AS (
        UPDATE "Line" SET "nextSendAt" = $3
        WHERE id = $1 AND status <> 'disconnected' AND ("nextSendAt" IS NULL OR "nextSendAt" <= $2)
-         AND EXISTS (SELECT 1 FROM head WHERE head.id = $6)
-         AND EXISTS (SELECT 1 FROM "OutboxItem" WHERE id = $6 AND status IN ('pending', 'held') AND "availableAt" <= $2)
+         AND EXISTS (SELECT 1 FROM target)
        RETURNING id)
-     UPDATE "OutboxItem" o SET status = 'claimed', "leaseExpiresAt" = $4, "claimedBy" = $5, attempts = attempts + 1,
-       "attemptStartedAt" = $2, "releasedAt" = CASE WHEN o.status = 'held' THEN $2 ELSE o."releasedAt" END, "holdReason" = NULL
-     FROM slot WHERE o.id = $6 AND o.status IN ('pending', 'held') AND o."availableAt" <= $2
+     UPDATE "OutboxItem" o SET status = 'claimed', "leaseExpiresAt" = $4, "claimedBy" = $5, attempts = attempts + 1, "attemptStartedAt" = $2
+     FROM slot, target WHERE o.id = target.id AND o.status = 'pending'
      RETURNING o.*`,
     [lineId, now, nextSlot, lease, claimedBy, id],
   );
-  return rows[0] ?? null;
+  return rows[0] ? { item: rows[0], nextSlotAt: nextSlot } : null;
+}
+
+/** Claims item `id` if it is its line's head, due, and the line's pacing slot is free (an engine run's claim). */
+async function claimHead(id: string, lineId: string, claimedBy: string, now = new Date()): Promise<OutboxItem | null> {
+  return (await claimLineHead(lineId, claimedBy, id, now))?.item ?? null;
 }
 
 /** When a blocked item on a provider line should be looked at again. */
@@ -111,6 +159,7 @@ export type RunClaim = { status: "claimed" } | { status: "skip" } | { status: "w
 export async function claimForRun(id: string, lineId: string, claimedBy: string, now = new Date()): Promise<RunClaim> {
   const line = await findLine(lineId);
   const serial = line !== null && SERIAL.includes(line.provider);
+  if (serial) await releaseDueHolds(now, lineId); // the line's held items now due take their place first
   const claimed = serial ? await claimHead(id, lineId, claimedBy, now) : await claimOne(id, claimedBy, now);
   // The policy step: a claimed item inside quiet hours or over a budget is held again.
   if (claimed && (await admit([claimed], now.getTime())).length) return { status: "claimed" };
