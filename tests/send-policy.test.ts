@@ -239,6 +239,31 @@ describe("line send policy", () => {
     await waitSent(f, res.body.id);
   });
 
+  it("capacity counts a line's held items exactly, also past 10,000 (then kept a few seconds, and counted again)", async () => {
+    const f = await makeAccount();
+    const prisma = await db();
+    const hold = (from: number, n: number) =>
+      prisma.$executeRawUnsafe(
+        `INSERT INTO "OutboxItem" (id, "accountId", "lineId", kind, payload, status, "holdReason", "availableAt", "requestId")
+         SELECT 'obx_cap' || $3 || lpad(g::text, 8, '0'), $1, $2, 'message', '{}'::jsonb, 'held', 'scheduled', now() + interval '30 days', 'req_test'
+         FROM generate_series($4::int, $5::int) g`,
+        f.accountId,
+        f.line.id,
+        f.line.id.slice(-6),
+        from,
+        from + n - 1,
+      );
+    const queued = async () => (await get(`/v1/capacity?from=${q(f.line.handle)}`, f.key)).body.lines[0].queued;
+    await hold(1, 9_999);
+    expect(await queued()).toMatchObject({ scheduled: 9_999, quiet_hours: 0, new_contact_budget: 0 });
+    await hold(10_000, 51); // past the exact count's cap: counted in full
+    expect((await queued()).scheduled).toBe(10_050);
+    await hold(20_000, 10);
+    const kept = (await queued()).scheduled;
+    expect([10_050, 10_060]).toContain(kept); // at most a few seconds old
+    await vi.waitFor(async () => expect((await queued()).scheduled).toBe(10_060), { timeout: 20_000, interval: 500 });
+  }, 40_000);
+
   it("quiet hours hold new messages until the window ends, but a reply to someone who just wrote goes", async () => {
     const now = new Date();
     const hhmm = (d: Date) => `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;

@@ -55,14 +55,19 @@ export async function lineBudgetUse(lineId: string, policy: SendPolicy, now = Da
   return budgetUse(await openingsOf(sql, lineId, now), policy, now);
 }
 
-/** Whether the chat needs a budget slot: the line never exchanged a message with it and no earlier send opened it. */
-export async function opensConversation(lineId: string, chatId: string): Promise<boolean> {
-  const rows = await sql<{ known: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM "Message" WHERE "chatId" = $2)
-         OR EXISTS (SELECT 1 FROM "ContactOpening" WHERE "lineId" = $1 AND "chatId" = $2) AS known`,
-    [lineId, chatId],
+/**
+ * Of these chats (each with its line), the ones that need no budget slot: their line exchanged
+ * a message with them, or an earlier send opened them. One statement for a batch of claims.
+ */
+export async function knownConversations(chats: { lineId: string; chatId: string }[]): Promise<Set<string>> {
+  if (!chats.length) return new Set();
+  const rows = await sql<{ chatId: string }>(
+    `SELECT c.chat AS "chatId" FROM unnest($1::text[], $2::text[]) AS c(line, chat)
+     WHERE EXISTS (SELECT 1 FROM "Message" WHERE "chatId" = c.chat)
+        OR EXISTS (SELECT 1 FROM "ContactOpening" WHERE "lineId" = c.line AND "chatId" = c.chat)`,
+    [chats.map((c) => c.lineId), chats.map((c) => c.chatId)],
   );
-  return !rows[0]?.known;
+  return new Set(rows.map((r) => r.chatId));
 }
 
 /**

@@ -2,7 +2,7 @@ import { sql } from "../db";
 import { findLine } from "../db/line-cache";
 import type { Line, OutboxItem } from "../generated/prisma/client";
 import { log } from "../observability/log";
-import { opensConversation, reserveOpening } from "./budgets";
+import { knownConversations, reserveOpening } from "./budgets";
 import { MessagePayload } from "./payloads";
 import { quietState } from "../kernel/quiet-hours";
 import { mayHold, policyOf, type SendPolicy } from "../kernel/send-policy";
@@ -34,26 +34,43 @@ export const MAX_SCHEDULE_MS = 365 * 24 * 3_600_000;
 
 type Decision = { go: true } | { go: false; reason: HoldReason; until: Date };
 
-/** Whether the contact wrote in the chat recently (a reply may go in quiet hours). */
-async function wroteRecently(chatId: string, now: number): Promise<boolean> {
-  const rows = await sql(`SELECT 1 FROM "Message" WHERE "chatId" = $1 AND "isFromMe" = false AND "sentAt" > $2 LIMIT 1`, [
-    chatId,
-    new Date(now - QUIET_HOURS_REPLY_MS),
-  ]);
-  return rows.length > 0;
+/** Of these chats, the ones whose contact wrote recently (a reply may go in quiet hours). One statement for a batch. */
+async function recentWriters(chatIds: string[], now: number): Promise<Set<string>> {
+  if (!chatIds.length) return new Set();
+  const rows = await sql<{ chatId: string }>(
+    `SELECT c.chat AS "chatId" FROM unnest($1::text[]) AS c(chat)
+     WHERE EXISTS (SELECT 1 FROM "Message" WHERE "chatId" = c.chat AND "isFromMe" = false AND "sentAt" > $2)`,
+    [chatIds, new Date(now - QUIET_HOURS_REPLY_MS)],
+  );
+  return new Set(rows.map((r) => r.chatId));
 }
 
-async function decide(item: OutboxItem, line: Line, policy: SendPolicy, now: number): Promise<Decision> {
-  const chatId = MessagePayload.parse(item.payload).chat_id;
-  if (policy.quiet_hours) {
-    const quiet = quietState(policy.quiet_hours, now);
-    if (quiet.active && !(await wroteRecently(chatId, now))) return { go: false, reason: "quiet_hours", until: new Date(quiet.until ?? now) };
-  }
-  if (!policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null)) {
-    if (await opensConversation(line.id, chatId)) {
-      const slot = await reserveOpening(line.id, chatId, item.id, policy, now);
-      if (!slot.taken) return { go: false, reason: "new_contact_budget", until: slot.retryAt === null ? NEVER : new Date(slot.retryAt) };
-    }
+interface Judged {
+  item: OutboxItem;
+  line: Line;
+  policy: SendPolicy;
+  chatId: string;
+  quiet: { active: boolean; until: number | null } | null;
+}
+
+/** What the batch's decisions need from the database, in one statement each (not one per item). */
+async function batchFacts(judged: Judged[], now: number): Promise<{ wrote: Set<string>; known: Set<string> }> {
+  const quietChats = judged.filter((j) => j.quiet?.active).map((j) => j.chatId);
+  const budgeted = judged.filter((j) => !j.policy.contact_first && (j.policy.new_contacts_per_hour !== null || j.policy.new_contacts_per_day !== null));
+  const [wrote, known] = await Promise.all([
+    recentWriters([...new Set(quietChats)], now),
+    knownConversations(budgeted.map((j) => ({ lineId: j.line.id, chatId: j.chatId }))),
+  ]);
+  return { wrote, known };
+}
+
+async function decide(j: Judged, facts: { wrote: Set<string>; known: Set<string> }, now: number): Promise<Decision> {
+  if (j.quiet?.active && !facts.wrote.has(j.chatId)) return { go: false, reason: "quiet_hours", until: new Date(j.quiet.until ?? now) };
+  const { policy } = j;
+  if (!policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null) && !facts.known.has(j.chatId)) {
+    const slot = await reserveOpening(j.line.id, j.chatId, j.item.id, policy, now);
+    if (!slot.taken) return { go: false, reason: "new_contact_budget", until: slot.retryAt === null ? NEVER : new Date(slot.retryAt) };
+    facts.known.add(j.chatId); // a second send to the chat in this batch needs no slot of its own
   }
   return { go: true };
 }
@@ -75,37 +92,61 @@ async function holdBack(item: OutboxItem, reason: HoldReason, until: Date): Prom
  * policy cannot hold anything, and whose messages go by one service, costs nothing here.
  */
 export async function admit(items: OutboxItem[], now = Date.now()): Promise<OutboxItem[]> {
-  const admitted: OutboxItem[] = [];
-  for (const item of items) {
+  const verdicts: (OutboxItem | null)[] = items.map(() => null);
+  const judged: (Judged & { at: number })[] = [];
+  const routed: { at: number; line: Line }[] = [];
+  for (const [at, item] of items.entries()) {
     if (item.kind !== "message") {
-      admitted.push(item);
+      verdicts[at] = item;
       continue;
     }
     try {
-      const line = await findLine(item.lineId);
+      const line = await findLine(item.lineId); // cached
       const policy = line ? policyOf(line) : null;
-      if (!line || !policy) {
-        admitted.push(item);
-        continue;
+      if (!line || !policy) verdicts[at] = item;
+      else if (!mayHold(policy)) routed.push({ at, line });
+      else {
+        const quiet = policy.quiet_hours ? quietState(policy.quiet_hours, now) : null;
+        judged.push({ at, item, line, policy, chatId: MessagePayload.parse(item.payload).chat_id, quiet });
       }
-      if (mayHold(policy)) {
-        const decision = await decide(item, line, policy, now);
-        if (!decision.go) {
-          await holdBack(item, decision.reason, decision.until);
-          continue;
-        }
-      }
-      // Then by which service, and so from which line (SMS fallback).
-      const route = await routeService(item, line, now);
-      if (route.go) admitted.push(item);
-      else if (route.reason) await failClaimed(item, route.reason);
     } catch (err) {
-      // The policy could not be read (the database hiccuped): the item waits a little, never goes unchecked.
-      log().error({ err, outbox_id: item.id }, "applying the send policy failed");
-      await holdBack(item, "line_unavailable", new Date(now + 5_000)).catch(() => undefined);
+      await policyUnreadable(item, err, now);
     }
   }
-  return admitted;
+  if (judged.length) {
+    try {
+      const facts = await batchFacts(judged, now);
+      for (const j of judged) {
+        try {
+          const decision = await decide(j, facts, now);
+          if (decision.go) routed.push({ at: j.at, line: j.line });
+          else await holdBack(j.item, decision.reason, decision.until);
+        } catch (err) {
+          await policyUnreadable(j.item, err, now);
+        }
+      }
+    } catch (err) {
+      for (const j of judged) await policyUnreadable(j.item, err, now);
+    }
+  }
+  // Then by which service, and so from which line (SMS fallback).
+  for (const { at, line } of routed) {
+    const item = items[at]!;
+    try {
+      const route = await routeService(item, line, now);
+      if (route.go) verdicts[at] = item;
+      else if (route.reason) await failClaimed(item, route.reason);
+    } catch (err) {
+      await policyUnreadable(item, err, now);
+    }
+  }
+  return verdicts.filter((v): v is OutboxItem => v !== null);
+}
+
+/** The policy could not be read (the database hiccuped): the item waits a little, never goes unchecked. */
+async function policyUnreadable(item: OutboxItem, err: unknown, now: number): Promise<void> {
+  log().error({ err, outbox_id: item.id }, "applying the send policy failed");
+  await holdBack(item, "line_unavailable", new Date(now + 5_000)).catch(() => undefined);
 }
 
 /**
@@ -144,22 +185,6 @@ export async function schedulePending(id: string, at: Date): Promise<OutboxItem 
     [id, at],
   );
   return rows[0] ?? null;
-}
-
-/** Held items of the lines by reason (capacity's `queued`). */
-export async function heldCounts(lineIds: string[]): Promise<Map<string, Record<string, number>>> {
-  const rows = await sql<{ lineId: string; reason: string | null; n: number }>(
-    `SELECT "lineId", "holdReason" AS reason, count(*)::int AS n FROM "OutboxItem"
-     WHERE "lineId" = ANY($1::text[]) AND status = 'held' GROUP BY 1, 2`,
-    [lineIds],
-  );
-  const out = new Map<string, Record<string, number>>();
-  for (const r of rows) {
-    const counts = out.get(r.lineId) ?? {};
-    counts[r.reason ?? "scheduled"] = (counts[r.reason ?? "scheduled"] ?? 0) + r.n;
-    out.set(r.lineId, counts);
-  }
-  return out;
 }
 
 /** Held items that come due within `withinMs` (an engine that runs each item on its own wakes them). */

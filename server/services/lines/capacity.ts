@@ -1,10 +1,10 @@
 import { z } from "zod";
 import type { Actor } from "../access/actor";
-import { sql } from "../../db";
 import type { Line } from "../../generated/prisma/client";
 import { policyOf } from "../../kernel/send-policy";
 import { lineBudgetUse, type Window } from "../../outbox/budgets";
-import { heldCounts, HOLD_REASONS, type HoldReason } from "../../outbox/holds";
+import { HOLD_REASONS, type HoldReason } from "../../outbox/holds";
+import { queuedCounts } from "../../outbox/queued-counts";
 import { quietState } from "../../kernel/quiet-hours";
 import { sendsSerially } from "../../outbox/serial";
 import { poolLines } from "../pools/pools";
@@ -27,26 +27,16 @@ export interface LineCapacity {
   next_slot_at: number | null;
 }
 
-/** Due sends on provider lines that wait their turn (pace) or for the provider (disconnected). */
-async function waitingTurn(lineIds: string[], now: Date): Promise<Map<string, number>> {
-  const rows = await sql<{ lineId: string; n: number }>(
-    `SELECT "lineId", count(*)::int AS n FROM "OutboxItem" WHERE "lineId" = ANY($1::text[]) AND status = 'pending' AND "availableAt" <= $2 GROUP BY 1`,
-    [lineIds, now],
-  );
-  return new Map(rows.map((r) => [r.lineId, r.n]));
-}
-
 async function linesCapacity(lines: Line[], now = Date.now()): Promise<LineCapacity[]> {
-  const ids = lines.map((l) => l.id);
-  const [held, waiting] = await Promise.all([heldCounts(ids), waitingTurn(ids, new Date(now))]);
   return Promise.all(
     lines.map(async (line) => {
       const policy = policyOf(line);
-      const use = await lineBudgetUse(line.id, policy, now);
+      const [use, counts] = await Promise.all([lineBudgetUse(line.id, policy, now), queuedCounts(line.id, now)]);
       const quiet = policy.quiet_hours ? quietState(policy.quiet_hours, now) : null;
       const queued = Object.fromEntries(HOLD_REASONS.map((r) => [r, 0])) as Record<HoldReason, number>;
-      for (const [reason, n] of Object.entries(held.get(line.id) ?? {})) if (reason in queued) queued[reason as HoldReason] += n;
-      const turn = sendsSerially(line.provider) ? (waiting.get(line.id) ?? 0) : 0;
+      for (const [reason, n] of Object.entries(counts)) if (reason in queued) queued[reason as HoldReason] += n;
+      // Due sends on provider lines wait their turn (the line's pace), or for the provider (disconnected).
+      const turn = sendsSerially(line.provider) ? (counts.turn ?? 0) : 0;
       queued[line.status === "disconnected" ? "line_unavailable" : "line_rate"] += turn;
       const slot = use.next_slot_at === null ? null : Math.max(use.next_slot_at, quiet?.active ? (quiet.until ?? now) : now);
       return {
