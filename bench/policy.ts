@@ -21,7 +21,7 @@
 //    policy's rate_per_second sets), BENCH_BURST_ITEMS (1,000) items held per line (with SQL),
 //    all made due at the same instant T three seconds ahead by one UPDATE, while the held
 //    items of 2. stay held. Measured: the first send's time after T, sends before T (at the
-//    stubs, and in the database: releasedAt or Message.sentAt before availableAt), each line's
+//    stubs, and in the database: releasedAt, attemptStartedAt or Message.sentAt before availableAt), each line's
 //    achieved rate and its gaps between sends (at the stub, and between claims in the
 //    database), the time until the last send, lost (marked sent without a Message or never
 //    received by the stub), not sent when the time bound (eight times the paced time, plus
@@ -66,7 +66,7 @@ export interface BurstResults {
   firstAfterMs: number | null;
   /** Sends that reached a stub before T. */
   earlyAtStub: number;
-  /** Items claimed (releasedAt) or sent (Message.sentAt) before their availableAt, in the database. */
+  /** Items released (releasedAt), claimed (attemptStartedAt) or sent (Message.sentAt) before their availableAt, in the database. */
   earlyInDb: number;
   /** From T to the last send at a stub, and to the last completedAt in the database (s). */
   seconds: number;
@@ -85,7 +85,7 @@ export interface BurstResults {
   minGapMs: number;
   /** The median gap between two consecutive sends of a line, over every line (ms). */
   medianGapMs: number;
-  /** The smallest gap between two consecutive claims of a line, in the database (releasedAt: the pacing slot as the server takes it), ms. */
+  /** The smallest gap between two consecutive claims of a line, in the database (attemptStartedAt: the pacing slot as the server takes it), ms. */
   minClaimGapMs: number;
   /** Server CPU ms per item sent, from T until the last item was recorded; and its PostgreSQL backends'. */
   cpuMsPerItem: number;
@@ -437,18 +437,8 @@ export async function measurePolicy(t: Target): Promise<PolicyResults> {
       for (const [pid, cpu] of after.backends) db += cpu - (before.backends.get(pid) ?? 0);
       return { server: after.server - before.server, db };
     };
-    /**
-     * Embedded PGlite (0.4.3) never checkpoints on its own, and once about 500 MB of WAL has
-     * piled up a write spins forever (LWLockAcquire under XLogInsert): the server hangs. The
-     * bench's rounds write that much in minutes, so between measurements it checkpoints, outside
-     * every measured window (a workaround here; the server itself needs one, see docs/benchmarks.md).
-     */
-    const checkpoint = async () => {
-      if (t.database === "pglite") await client.query("CHECKPOINT");
-    };
     const idleCpu = async (): Promise<{ server: number; db: number }> => {
       await drained();
-      await checkpoint();
       await sleep(2_000);
       const before = await mark();
       const started = performance.now();
@@ -474,7 +464,6 @@ export async function measurePolicy(t: Target): Promise<PolicyResults> {
     // 4. Interleaved rounds: default line, policy line, scheduled on the default line.
     const accept = async (b: string): Promise<AcceptRun> => {
       await drained();
-      await checkpoint();
       const before = await mark();
       const started = performance.now();
       const m = await measureWithCpu(t.serverPid, { url: `${t.base}/v1/messages`, method: "POST", headers, body: b, connections: t.connections, seconds: t.seconds });
@@ -520,7 +509,6 @@ export async function measurePolicy(t: Target): Promise<PolicyResults> {
     // time (statistics, visibility map). Embedded PGlite runs no autovacuum and the server never
     // analyzes: its tables are left as production leaves them.
     if (t.database === "postgres") await client.query(`VACUUM ANALYZE "OutboxItem"`);
-    await checkpoint();
     const held = await count(`status = 'held'`);
     const idleAfter = await idleCpu();
 
@@ -543,7 +531,6 @@ export async function measurePolicy(t: Target): Promise<PolicyResults> {
       capacityRows.push({ what, held: lineHeld, one, many });
     }
 
-    await checkpoint();
     say("the due burst");
     // 7. The due burst.
     const burst = t.burst && burstLines.length ? await measureBurst(client, t, burstLines, mark, since) : null;
@@ -631,8 +618,8 @@ async function measureBurst(
   await sleep(1_000); // late duplicates, if any
 
   const items = (
-    await client.query(`SELECT id, "lineId", status, "availableAt", "releasedAt", "completedAt" FROM "OutboxItem" WHERE "lineId" = ANY($1::text[])`, [lineIds])
-  ).rows as { id: string; lineId: string; status: string; availableAt: Date; releasedAt: Date | null; completedAt: Date | null }[];
+    await client.query(`SELECT id, "lineId", status, "availableAt", "releasedAt", "attemptStartedAt", "completedAt" FROM "OutboxItem" WHERE "lineId" = ANY($1::text[])`, [lineIds])
+  ).rows as { id: string; lineId: string; status: string; availableAt: Date; releasedAt: Date | null; attemptStartedAt: Date | null; completedAt: Date | null }[];
   const messages = (await client.query(`SELECT "outboxId", "sentAt" FROM "Message" WHERE "lineId" = ANY($1::text[]) AND "isFromMe"`, [lineIds])).rows as {
     outboxId: string;
     sentAt: Date;
@@ -650,19 +637,20 @@ async function measureBurst(
   const atStub = new Set(lines.flatMap((l) => [...l.stub.sends.keys()]));
   const lost = items.filter((i) => i.status === "sent" && (!messagesOf.has(i.id) || !atStub.has(i.id))).length;
   const duplicatedMessages = [...messagesOf.values()].reduce((s, m) => s + m.length - 1, 0);
-  // Early in the database: claimed (releasedAt, the claim's time) or sent (Message.sentAt, the provider's time) before availableAt.
+  // Early in the database: released (releasedAt), claimed (attemptStartedAt) or sent (Message.sentAt, the provider's time) before availableAt.
   const earlyInDb = items.filter(
     (i) =>
       (i.releasedAt && i.releasedAt.getTime() < i.availableAt.getTime()) ||
+      (i.attemptStartedAt && i.attemptStartedAt.getTime() < i.availableAt.getTime()) ||
       (messagesOf.get(i.id) ?? []).some((at) => at.getTime() < i.availableAt.getTime()),
   ).length;
   // The smallest gap between two claims of a line: the pacing slot as the server takes it.
   let minClaimGapMs = Infinity;
   const claimsOf = new Map<string, number[]>();
   for (const i of items) {
-    if (!i.releasedAt) continue;
+    if (!i.attemptStartedAt) continue;
     const list = claimsOf.get(i.lineId) ?? [];
-    list.push(i.releasedAt.getTime());
+    list.push(i.attemptStartedAt.getTime());
     claimsOf.set(i.lineId, list);
   }
   for (const claims of claimsOf.values()) {
