@@ -26,10 +26,10 @@ interface Kept {
 const kept = processSingleton("queued-counts", () => new Map<string, Kept>());
 
 async function count(lineId: string, now: number, limit: number | null): Promise<{ counts: QueuedCounts; capped: boolean }> {
-  // ORDER BY id: a LIMIT alone let the planner, expecting the line to hold a share of every
-  // held row, scan the whole table for a line that holds none (34-48 ms); the ("lineId",
-  // status, id) index gives this order, so it is read instead.
-  const cap = limit === null ? "" : ` ORDER BY id LIMIT ${limit}`;
+  // In the order of the ("lineId", status, id) index, which only that index gives: with a
+  // LIMIT alone (or ORDER BY id, which the primary key gives) the planner, expecting the line
+  // to hold a share of every held row, read the whole table for a line that holds none (34-48 ms).
+  const cap = limit === null ? "" : ` ORDER BY "lineId", status, id LIMIT ${limit}`;
   const rows = await sql<{ reason: string; n: number }>(
     `SELECT reason, count(*)::int AS n FROM (
        (SELECT COALESCE("holdReason", 'scheduled') AS reason FROM "OutboxItem" WHERE "lineId" = $1 AND status = 'held'${cap})
