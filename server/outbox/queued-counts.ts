@@ -26,10 +26,11 @@ interface Kept {
 const kept = processSingleton("queued-counts", () => new Map<string, Kept>());
 
 async function count(lineId: string, now: number, limit: number | null): Promise<{ counts: QueuedCounts; capped: boolean }> {
-  // In the order of the ("lineId", status, id) index, which only that index gives: with a
-  // LIMIT alone (or ORDER BY id, which the primary key gives) the planner, expecting the line
-  // to hold a share of every held row, read the whole table for a line that holds none (34-48 ms).
-  const cap = limit === null ? "" : ` ORDER BY "lineId", status, id LIMIT ${limit}`;
+  // Read through the ("lineId", status, id) index: the planner chooses it once the (lineId,
+  // status) statistics (migration outbox_line_status_statistics) tell it how few of a line's
+  // rows are held; without them it expected every line to hold a share of every held row, and
+  // read the whole table for a line that holds none (34-48 ms).
+  const cap = limit === null ? "" : ` ORDER BY id LIMIT ${limit}`;
   const rows = await sql<{ reason: string; n: number }>(
     `SELECT reason, count(*)::int AS n FROM (
        (SELECT COALESCE("holdReason", 'scheduled') AS reason FROM "OutboxItem" WHERE "lineId" = $1 AND status = 'held'${cap})
