@@ -9,7 +9,7 @@ import { database, sql } from "./index";
 // so the WAL's segments are recycled instead. On PostgreSQL the server's checkpointer does this.
 
 /** WAL written since the last checkpoint past which the chore checkpoints (PostgreSQL's own min_wal_size). */
-export const CHECKPOINT_AFTER_BYTES = 80 * 1024 * 1024;
+const CHECKPOINT_AFTER_BYTES = 80 * 1024 * 1024;
 
 /** Bytes of WAL written since the last checkpoint's redo point. */
 export async function walSinceCheckpoint(): Promise<number> {
