@@ -1,5 +1,6 @@
 import { type Query, sql, sqlTransaction } from "../db";
 import type { SendPolicy } from "../kernel/send-policy";
+import { processSingleton } from "../kernel/singleton";
 
 // New-contact budgets: how many conversations a line may open per sliding hour and day with
 // contacts it never exchanged a message with. Each opening is a ContactOpening row (this file
@@ -56,18 +57,44 @@ export async function lineBudgetUse(lineId: string, policy: SendPolicy, now = Da
 }
 
 /**
- * Of these chats (each with its line), the ones that need no budget slot: their line exchanged
- * a message with them, or an earlier send opened them. One statement for a batch of claims.
+ * Chats known to need no budget slot, with when this process learned it. A chat with a message
+ * stays known (a message exchanged is not undone), so a policy line's steady stream of
+ * sends to the same contacts asks the database nothing; the entries still age out, so that
+ * whatever removed a chat's history (an account's data deleted) is seen within minutes.
  */
-export async function knownConversations(chats: { lineId: string; chatId: string }[]): Promise<Set<string>> {
-  if (!chats.length) return new Set();
-  const rows = await sql<{ chatId: string }>(
-    `SELECT c.chat AS "chatId" FROM unnest($1::text[], $2::text[]) AS c(line, chat)
-     WHERE EXISTS (SELECT 1 FROM "Message" WHERE "chatId" = c.chat)
-        OR EXISTS (SELECT 1 FROM "ContactOpening" WHERE "lineId" = c.line AND "chatId" = c.chat)`,
-    [chats.map((c) => c.lineId), chats.map((c) => c.chatId)],
+const known = processSingleton("known-conversations", () => new Map<string, number>());
+const KNOWN_FOR_MS = 10 * 60_000;
+const KNOWN_MAX = 50_000;
+
+/**
+ * Of these chats (each with its line), the ones that need no budget slot: their line exchanged
+ * a message with them, or an earlier send opened them. One statement for a batch of claims,
+ * and none for chats this process already knows.
+ */
+export async function knownConversations(chats: { lineId: string; chatId: string }[], now = Date.now()): Promise<Set<string>> {
+  const out = new Set<string>();
+  const ask = new Map<string, string>(); // chat -> line, each once
+  for (const c of chats) {
+    const at = known.get(`${c.lineId}:${c.chatId}`);
+    if (at !== undefined && now - at < KNOWN_FOR_MS) out.add(c.chatId);
+    else ask.set(c.chatId, c.lineId);
+  }
+  if (!ask.size) return out;
+  const rows = await sql<{ chatId: string; messaged: boolean; opened: boolean }>(
+    `SELECT * FROM (
+       SELECT c.chat AS "chatId", EXISTS (SELECT 1 FROM "Message" WHERE "chatId" = c.chat) AS messaged,
+              EXISTS (SELECT 1 FROM "ContactOpening" WHERE "lineId" = c.line AND "chatId" = c.chat) AS opened
+       FROM unnest($1::text[], $2::text[]) AS c(line, chat)) k
+     WHERE messaged OR opened`,
+    [[...ask.values()], [...ask.keys()]],
   );
-  return new Set(rows.map((r) => r.chatId));
+  if (known.size > KNOWN_MAX) known.clear();
+  for (const r of rows) {
+    out.add(r.chatId);
+    // Only a message makes it known for good: an opening is given back when its send fails.
+    if (r.messaged) known.set(`${ask.get(r.chatId)}:${r.chatId}`, now);
+  }
+  return out;
 }
 
 /**
