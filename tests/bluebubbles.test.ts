@@ -10,7 +10,7 @@ import { catchUpLine, probeDueLines } from "@/server/services/lines/line-monitor
 import { forgetCachedLines } from "@/server/services/lines/lines";
 import { storage } from "@/server/storage";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
-import { blueBubblesLine, call, db, dispatch, get, makeAccount, phone, post, runDelivery } from "./helpers";
+import { blueBubblesLine, call, db, dispatch, get, gql, makeAccount, phone, post, runDelivery } from "./helpers";
 import { messagesOf, outbox, send, settled } from "./line-flows";
 
 // BlueBubbles lines end to end: the real service (routes, outbox runner, inbound route) against
@@ -514,6 +514,10 @@ describe("nothing missed, health and bad answers", () => {
     const id = await send(f, alice, { text: "queued while away" });
     await new Promise((r) => setTimeout(r, 1_000));
     expect((await outbox(f, id)).status).toBe("pending"); // waits, does not fail
+    // Held up by its line, on every interface alike.
+    expect(await outbox(f, id)).toMatchObject({ hold_reason: "line_unavailable", not_before: null });
+    const viaGraphql = await gql(f.key, `query($id: String!) { outboxItem(id: $id) { status holdReason notBefore } }`, { id });
+    expect(viaGraphql.body.data.outboxItem).toEqual({ status: "pending", holdReason: "line_unavailable", notBefore: null });
     await bb.restart();
     await (await db()).line.update({ where: { id: f.line.id }, data: { lastProbeAt: null } });
     await probeDueLines();

@@ -29,7 +29,11 @@ export async function findOutboxItem(actor: Actor, id: string) {
 }
 
 export async function getOutboxItem(actor: Actor, id: string) {
-  const item = await findOutboxItem(actor, id);
+  return outboxItemView(await findOutboxItem(actor, id));
+}
+
+/** An item the caller may read, as GET /v1/outbox shows it (with what holds it up on its line). */
+export async function outboxItemView(item: OutboxItem) {
   return serializeOutboxItem(item, (await lineHolds([item])).get(item.id) ?? null);
 }
 

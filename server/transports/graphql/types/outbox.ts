@@ -15,7 +15,7 @@ import { REACTION_TYPES } from "../../../platform/events";
 import { HOLD_REASONS } from "../../../outbox/holds";
 import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { resolveLine } from "../../../services/lines/lines";
-import { cancelOutboxItem, findOutboxItem, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, RescheduleBody, rescheduleOutboxItem, statusWhere } from "../../../services/messaging/outbox";
+import { cancelOutboxItem, findOutboxItem, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, outboxItemView, RescheduleBody, rescheduleOutboxItem, statusWhere } from "../../../services/messaging/outbox";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../../services/messaging/send";
 import { SendAudioMessageBody, sendAudioMessage } from "../../../services/messaging/send-audio";
 import { whereForActor, whereOnLine } from "../../../services/lines/tenancy";
@@ -107,12 +107,22 @@ builder.objectRef<Extract<Payload, { kind: "receipt" }>>(PAYLOAD_TYPES.receipt).
   fields: () => ({}),
 });
 
-/** The item as GET /v1/outbox shows it, once per row however many of its fields are selected. */
-const wireViews = new WeakMap<OutboxRow, ReturnType<typeof serializeOutboxItem>>();
+/**
+ * The item as GET /v1/outbox shows it (with line_rate and line_unavailable, read from its
+ * line), once per row however many of its fields are selected.
+ */
+const wireViews = new WeakMap<OutboxRow, ReturnType<typeof outboxItemView>>();
+function view(row: OutboxRow) {
+  let v = wireViews.get(row);
+  if (!v) wireViews.set(row, (v = outboxItemView(row)));
+  return v;
+}
+/** The same without reading the line, for the fields that do not depend on it. */
+const plainViews = new WeakMap<OutboxRow, ReturnType<typeof serializeOutboxItem>>();
 function wire(row: OutboxRow) {
-  let view = wireViews.get(row);
-  if (!view) wireViews.set(row, (view = serializeOutboxItem(row)));
-  return view;
+  let v = plainViews.get(row);
+  if (!v) plainViews.set(row, (v = serializeOutboxItem(row)));
+  return v;
 }
 
 // The type selects whole rows (no `select` option), so a field's parent is the row serializeOutboxItem reads.
@@ -125,19 +135,19 @@ const OutboxItem = builder.prismaObject("OutboxItem", {
     status: t.field({
       type: OutboxStatus,
       description: "pending until claimed for delivery (also while held: see holdReason), then claimed, and sent or failed.",
-      resolve: (o) => wire(o).status as OutboxStatusValue,
+      resolve: async (o) => (await view(o)).status as OutboxStatusValue,
     }),
     holdReason: t.field({
       type: HoldReason,
       nullable: true,
       description: "Why a pending item waits; null when it is due (or no longer pending).",
-      resolve: (o) => wire(o).hold_reason,
+      resolve: async (o) => (await view(o)).hold_reason,
     }),
     notBefore: t.field({
       type: "Timestamp",
       nullable: true,
       description: "While held: the earliest time it may go (a schedule's sendAt, the end of quiet hours, a budget slot). Null when it is due, or when only a person or a policy change releases it.",
-      resolve: (o) => wire(o).not_before,
+      resolve: async (o) => (await view(o)).not_before,
     }),
     canceledAt: t.field({
       type: "Timestamp",
