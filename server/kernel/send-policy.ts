@@ -67,7 +67,12 @@ export function mergePolicy(current: unknown, change: SendPolicyInput): { stored
   return { stored: { ...before, ...rest }, rate };
 }
 
+/** Whether new-contact budgets apply: the line may message people first, and a budget is set. */
+export function budgetsApply(policy: SendPolicy): boolean {
+  return !policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null);
+}
+
 /** Whether the policy can hold a message at its claim (quiet hours or budgets that apply). */
 export function mayHold(policy: SendPolicy): boolean {
-  return policy.quiet_hours !== null || (!policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null));
+  return policy.quiet_hours !== null || budgetsApply(policy);
 }

@@ -5,7 +5,7 @@ import { log } from "../observability/log";
 import { knownConversations, reserveOpening } from "./budgets";
 import { MessagePayload } from "./payloads";
 import { quietState } from "../kernel/quiet-hours";
-import { mayHold, policyOf, type SendPolicy } from "../kernel/send-policy";
+import { budgetsApply, mayHold, policyOf, type SendPolicy } from "../kernel/send-policy";
 import { failClaimed, outboxEvent } from "./queue";
 import { routeService } from "./fallback";
 import { unitOfWork } from "../write/unit";
@@ -56,7 +56,7 @@ interface Judged {
 /** What the batch's decisions need from the database, in one statement each (not one per item). */
 async function batchFacts(judged: Judged[], now: number): Promise<{ wrote: Set<string>; known: Set<string> }> {
   const quietChats = judged.filter((j) => j.quiet?.active).map((j) => j.chatId);
-  const budgeted = judged.filter((j) => !j.policy.contact_first && (j.policy.new_contacts_per_hour !== null || j.policy.new_contacts_per_day !== null));
+  const budgeted = judged.filter((j) => budgetsApply(j.policy));
   const [wrote, known] = await Promise.all([
     recentWriters([...new Set(quietChats)], now),
     knownConversations(budgeted.map((j) => ({ lineId: j.line.id, chatId: j.chatId }))),
@@ -66,9 +66,8 @@ async function batchFacts(judged: Judged[], now: number): Promise<{ wrote: Set<s
 
 async function decide(j: Judged, facts: { wrote: Set<string>; known: Set<string> }, now: number): Promise<Decision> {
   if (j.quiet?.active && !facts.wrote.has(j.chatId)) return { go: false, reason: "quiet_hours", until: new Date(j.quiet.until ?? now) };
-  const { policy } = j;
-  if (!policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null) && !facts.known.has(j.chatId)) {
-    const slot = await reserveOpening(j.line.id, j.chatId, j.item.id, policy, now);
+  if (budgetsApply(j.policy) && !facts.known.has(j.chatId)) {
+    const slot = await reserveOpening(j.line.id, j.chatId, j.item.id, j.policy, now);
     if (!slot.taken) return { go: false, reason: "new_contact_budget", until: slot.retryAt === null ? NEVER : new Date(slot.retryAt) };
     facts.known.add(j.chatId); // a second send to the chat in this batch needs no slot of its own
   }
