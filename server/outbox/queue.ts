@@ -56,20 +56,22 @@ const SERIAL_PROVIDERS = serialProviderNames(PROVIDER_NAMES);
  * Atomically claims up to `limit` due pending items for this worker, on lines whose provider
  * takes sends in any order (simulated); provider lines go one at a time (serial.ts).
  */
-export function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]> {
+export async function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]> {
   // One ordered range of the (status, availableAt) index per status: over `status IN
   // ('pending', 'held')` the planner, expecting most held rows to be due, sorted every held row
   // (with parallel workers, on PostgreSQL) each idle second once 100,000 were scheduled.
   const due = (status: string) => `SELECT id, "availableAt" FROM "OutboxItem" WHERE status = '${status}' AND "availableAt" <= $3
          AND "lineId" NOT IN (SELECT id FROM "Line" WHERE platform = ANY($5::text[]))
        ORDER BY "availableAt", id LIMIT $4 FOR UPDATE SKIP LOCKED`;
-  return queue.claim({
+  const rows = await queue.claim({
     with: `due_pending AS (${due("pending")}), due_held AS (${due("held")})`,
     set: `"claimedBy" = $2, ${CLAIM_SET}`,
     candidates: `SELECT id FROM (SELECT * FROM due_pending UNION ALL SELECT * FROM due_held) due ORDER BY "availableAt", id LIMIT $4`,
     params: [workerId, now, limit, SERIAL_PROVIDERS],
     now,
   });
+  // RETURNING follows no order: the batch is judged oldest first (budget slots go to the oldest sends).
+  return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /** Claims one item by ID if it is pending and due; null when it is not (already handled, or not yet due). An Inngest run's claim. */
