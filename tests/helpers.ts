@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import { createApiKey } from "@/server/services/access/api-keys";
 import { SCOPES, type Scope } from "@/server/services/access/scopes";
+import type { GuardrailsInput } from "@/server/kernel/guardrails";
 import { database, getDb } from "@/server/db";
 import { createAccount } from "@/server/services/accounts/accounts";
 import { createLine } from "@/server/services/lines/lines";
@@ -35,12 +36,16 @@ type RouteModule = Record<string, unknown>;
 const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/v1/lines": () => import("@/app/v1/lines/route"),
   "/v1/chats": () => import("@/app/v1/chats/route"),
+  "/v1/chats/pause": () => import("@/app/v1/chats/pause/route"),
+  "/v1/chats/resume": () => import("@/app/v1/chats/resume/route"),
   "/v1/messages": () => import("@/app/v1/messages/route"),
   "/v1/audio-messages": () => import("@/app/v1/audio-messages/route"),
   "/v1/reactions": () => import("@/app/v1/reactions/route"),
   "/v1/typing": () => import("@/app/v1/typing/route"),
   "/v1/receipts": () => import("@/app/v1/receipts/route"),
   "/v1/outbox": () => import("@/app/v1/outbox/route"),
+  "/v1/outbox/approve": () => import("@/app/v1/outbox/approve/route"),
+  "/v1/outbox/reject": () => import("@/app/v1/outbox/reject/route"),
   "/v1/capacity": () => import("@/app/v1/capacity/route"),
   "/v1/pools": () => import("@/app/v1/pools/route"),
   "/v1/sandbox": () => import("@/app/v1/sandbox/route"),
@@ -59,6 +64,7 @@ const ROUTES: Record<string, () => Promise<RouteModule>> = {
   "/api/simulator/receipts": () => import("@/app/api/simulator/receipts/route"),
   "/api/simulator/reachability": () => import("@/app/api/simulator/reachability/route"),
   "/api/graphql": () => import("@/app/api/graphql/route"),
+  "/api/mcp": () => import("@/app/api/mcp/route"),
   "/healthz": () => import("@/app/healthz/route"),
   "/readyz": () => import("@/app/readyz/route"),
   "/metrics": () => import("@/app/metrics/route"),
@@ -215,12 +221,14 @@ export async function makeAccount(
 
 export async function makeKey(
   accountId: string,
-  options: { scopes?: Scope[]; lineIds?: string[] | null; rateLimitPerHour?: number; expiresAt?: Date } = {},
+  options: { scopes?: Scope[]; lineIds?: string[] | null; rateLimitPerHour?: number; expiresAt?: Date; guardrails?: GuardrailsInput } = {},
 ): Promise<string> {
   const { secret } = await createApiKey({
     accountId,
-    name: "extra",
-    scopes: options.scopes ?? [...SCOPES],
+    name: options.guardrails ? "agent" : "extra",
+    // A key with guardrails cannot approve: every scope but that one.
+    scopes: options.scopes ?? SCOPES.filter((s) => !(options.guardrails && s === "outbox:approve")),
+    guardrails: options.guardrails,
     lineIds: options.lineIds ?? null,
     rateLimitPerHour: options.rateLimitPerHour,
     expiresAt: options.expiresAt,

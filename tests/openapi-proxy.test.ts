@@ -127,6 +127,16 @@ describe("the OpenAPI document behind a validating proxy", () => {
     const toMove = await post("/v1/messages", f.key, { ...send1, send_at: inAnHour() });
     const canceled = await post("/v1/messages", f.key, { ...send1, send_at: inAnHour() });
     await call("DELETE", `/v1/outbox?id=${canceled.body.id}`, { key: f.key });
+    // Guardrails (docs/agents.md): an agent whose sends wait for approval, one that may write to nobody but alice.
+    const agent = await makeKey(f.accountId, { guardrails: { require_approval: true, max_sends_per_day: 3, max_sends_per_chat_without_reply: 2 } });
+    const fenced = await makeKey(f.accountId, { guardrails: { allow_to: [alice] } });
+    const toApprove = await post("/v1/messages", agent, send1);
+    const toReject = await post("/v1/messages", agent, send1);
+    const bob = phone();
+    await inbound(f, bob, "bob");
+    const pausedChat = (await inbound(f, phone(), "carol")).chat_id as string;
+    await post(`/v1/chats/pause?id=${pausedChat}`, f.key);
+    const other3 = await inbound(f, phone(), "dave");
 
     const byOp: Record<keyof typeof OPERATIONS, Sample[]> = {
       listLines: [
@@ -159,6 +169,11 @@ describe("the OpenAPI document behind a validating proxy", () => {
         { name: "JSON as text/plain", key: f.key, json: send1, headers: { "content-type": "text/plain" }, status: 415, code: "unsupported_media_type", invalid: true },
         { name: "body over 1 MiB", key: f.key, json: { from, to: alice, text: "x".repeat(1_100_000) }, status: 413, code: "request_too_large", invalid: true },
         { name: "restricted key", key: restricted, json: send1, status: 403, code: "line_not_accessible" },
+        { name: "not on allow_to", key: fenced, json: { from, to: bob, text: "x" }, status: 403, code: "recipient_not_allowed" },
+        { name: "paused chat", key: agent, json: { from, to: pausedChat, text: "x" }, status: 409, code: "chat_paused" },
+        { name: "no reply yet", key: agent, json: send1, status: 403, code: "reply_required" },
+        { name: "daily cap", key: agent, json: { from, to: other3.chat_id, text: "x" }, status: 200 },
+        { name: "over the daily cap", key: agent, json: { from, to: bob, text: "x" }, status: 429, code: "key_send_limit_exceeded" },
       ],
       sendAudioMessage: [
         { name: "unknown file", key: f.key, json: { from, to: alice, audio_message: "file_nope" }, status: 404, code: "file_not_found" },
@@ -200,6 +215,25 @@ describe("the OpenAPI document behind a validating proxy", () => {
         { name: "reschedule", key: f.key, query: q({ id: toMove.body.id }), json: { send_at: inAnHour() + 60_000 }, status: 200 },
         { name: "in the past", key: f.key, query: q({ id: toMove.body.id }), json: { send_at: Date.now() - 60_000 }, status: 400, code: "invalid_parameter_value" },
         { name: "not pending", key: f.key, query: q({ id: canceled.body.id }), json: { send_at: inAnHour() }, status: 409, code: "outbox_item_not_reschedulable" },
+      ],
+      approveOutboxItem: [
+        { name: "approve", key: f.key, query: q({ id: toApprove.body.id }), status: 200 },
+        { name: "no longer waits", key: f.key, query: q({ id: toApprove.body.id }), status: 409, code: "outbox_item_not_reviewable" },
+        { name: "unknown item", key: f.key, query: q({ id: "obx_nope" }), status: 404, code: "outbox_item_not_found" },
+        { name: "the agent itself", key: agent, query: q({ id: toReject.body.id }), status: 403, code: "insufficient_scope", invalid: true },
+      ],
+      rejectOutboxItem: [
+        { name: "reject", key: f.key, query: q({ id: toReject.body.id }), status: 200 },
+        { name: "no longer waits", key: f.key, query: q({ id: toReject.body.id }), status: 409, code: "outbox_item_not_reviewable" },
+      ],
+      pauseChat: [
+        { name: "pause", key: f.key, query: q({ id: other3.chat_id }), status: 200 },
+        { name: "unknown chat", key: f.key, query: q({ id: "cht_nope" }), status: 404, code: "chat_not_found" },
+        { name: "no id", key: f.key, status: 400, code: "missing_required_parameter", invalid: true },
+      ],
+      resumeChat: [
+        { name: "resume", key: f.key, query: q({ id: pausedChat }), status: 200 },
+        { name: "restricted key", key: restricted, query: q({ id: pausedChat }), status: 403, code: "line_not_accessible" },
       ],
       getCapacity: [
         { name: "a line", key: f.key, query: q({ from }), status: 200 },

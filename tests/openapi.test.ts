@@ -86,7 +86,7 @@ describe("the OpenAPI document", () => {
       if (o.body) expect(codesAt(op, 400), name).toEqual(expect.arrayContaining(["invalid_json", "invalid_parameter_value"]));
       if (o.method === "POST") {
         expect(codesAt(op, 400), name).toEqual(expect.arrayContaining(["invalid_parameter_value", "idempotency_key_reused"]));
-        expect(codesAt(op, 409), name).toEqual(["idempotency_key_in_use"]);
+        expect(codesAt(op, 409), name).toEqual(expect.arrayContaining(["idempotency_key_in_use"]));
         const header = op.parameters.find((p: { name: string }) => p.name === "Idempotency-Key");
         const pattern = new RegExp(header.schema.pattern);
         for (const ok of ["a", "550e8400-e29b-41d4-a716-446655440000", "~".repeat(255)]) expect(pattern.test(ok), ok).toBe(true);

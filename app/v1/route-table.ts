@@ -8,9 +8,13 @@ import type { RouteModule } from "@/server/transports/http/fast-routes";
 import * as audioMessages from "./audio-messages/route";
 import * as capacity from "./capacity/route";
 import * as chats from "./chats/route";
+import * as chatsPause from "./chats/pause/route";
+import * as chatsResume from "./chats/resume/route";
 import * as lines from "./lines/route";
 import * as messages from "./messages/route";
 import * as outbox from "./outbox/route";
+import * as outboxApprove from "./outbox/approve/route";
+import * as outboxReject from "./outbox/reject/route";
 import * as pools from "./pools/route";
 import * as reactions from "./reactions/route";
 import * as receipts from "./receipts/route";
@@ -27,9 +31,13 @@ export const V1_FAST_ROUTES: Readonly<Record<string, RouteModule>> = {
   "/v1/audio-messages": audioMessages,
   "/v1/capacity": capacity,
   "/v1/chats": chats,
+  "/v1/chats/pause": chatsPause,
+  "/v1/chats/resume": chatsResume,
   "/v1/lines": lines,
   "/v1/messages": messages,
   "/v1/outbox": outbox,
+  "/v1/outbox/approve": outboxApprove,
+  "/v1/outbox/reject": outboxReject,
   "/v1/pools": pools,
   "/v1/reactions": reactions,
   "/v1/receipts": receipts,

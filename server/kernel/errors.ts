@@ -41,6 +41,14 @@ export const ERROR_CODES = {
   contact_has_not_messaged: { type: "invalid_request_error", status: 403 },
   /** Extension (dashboard, GraphQL, operator CLI): the account already has MAX_LINES_PER_ACCOUNT lines. */
   line_limit_reached: { type: "invalid_request_error", status: 403 },
+  /** Extension (guardrails, docs/agents.md): the key's allow_to list does not name the recipient. */
+  recipient_not_allowed: { type: "authorization_error", status: 403 },
+  /** Extension (guardrails): the key reached max_sends_per_chat_without_reply in this chat. */
+  reply_required: { type: "authorization_error", status: 403 },
+  /** Extension (human takeover): the owner paused automated sending in the chat. */
+  chat_paused: { type: "invalid_request_error", status: 409 },
+  /** Extension: approve or reject of an item that no longer waits for approval. */
+  outbox_item_not_reviewable: { type: "invalid_request_error", status: 409 },
   line_not_found: { type: "not_found_error", status: 404 },
   chat_not_found: { type: "not_found_error", status: 404 },
   message_not_found: { type: "not_found_error", status: 404 },
@@ -68,6 +76,8 @@ export const ERROR_CODES = {
   introspection_disabled: { type: "invalid_request_error", status: 400 },
   rate_limit_exceeded: { type: "rate_limit_error", status: 429 },
   sandbox_quota_exceeded: { type: "rate_limit_error", status: 429 },
+  /** Extension (guardrails): the key reached max_sends_per_day (a sliding 24 hours); Retry-After says when a send fits. */
+  key_send_limit_exceeded: { type: "rate_limit_error", status: 429 },
   /** Extension: more open streams (GET /v1/listen, GraphQL subscriptions) than MAX_STREAMS_PER_KEY / _PER_ACCOUNT. */
   too_many_streams: { type: "rate_limit_error", status: 429 },
   internal_error: { type: "api_error", status: 500 },

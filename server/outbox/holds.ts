@@ -9,6 +9,7 @@ import { budgetsApply, mayHold, policyOf, type SendPolicy } from "../kernel/send
 import { failClaimed, outboxEvent } from "./queue";
 import { routeService } from "./fallback";
 import { unitOfWork } from "../write/unit";
+import { NEVER } from "./enqueue";
 
 // Holds: a pending item that may not go yet. It is stored with status 'held' (the API shows
 // `pending` with `hold_reason` and `not_before`: clients parse status as a strict enum) and its
@@ -20,11 +21,9 @@ import { unitOfWork } from "../write/unit";
 // claimed item goes back to held with the time it may go, its attempt not counted.
 
 /** Every reason an item may wait, as the API names them. */
-export const HOLD_REASONS = ["scheduled", "quiet_hours", "new_contact_budget", "line_rate", "line_unavailable"] as const;
+export const HOLD_REASONS = ["scheduled", "quiet_hours", "new_contact_budget", "line_rate", "line_unavailable", "approval"] as const;
 export type HoldReason = (typeof HOLD_REASONS)[number];
 
-/** The due time of a hold that only a person, or a change of the line's policy, releases (shown as not_before null). */
-const NEVER = new Date("9999-12-31T00:00:00.000Z");
 
 /** During quiet hours a reply still goes to a contact who wrote this recently. */
 const QUIET_HOURS_REPLY_MS = 30 * 60_000;
@@ -176,10 +175,16 @@ export async function cancelPending(id: string, now = new Date()): Promise<Outbo
   });
 }
 
-/** Holds a pending item until `at` (reschedule); null when it was no longer pending. */
+/**
+ * Holds a pending item until `at` (reschedule); null when it was no longer pending. An item
+ * waiting for approval keeps waiting: only the time it asks for once approved moves.
+ */
 export async function schedulePending(id: string, at: Date): Promise<OutboxItem | null> {
   const rows = await sql<OutboxItem>(
-    `UPDATE "OutboxItem" SET status = 'held', "holdReason" = 'scheduled', "availableAt" = $2
+    `UPDATE "OutboxItem" SET "sendAt" = $2,
+       status = 'held',
+       "holdReason" = CASE WHEN "holdReason" = 'approval' AND status = 'held' THEN 'approval' ELSE 'scheduled' END,
+       "availableAt" = CASE WHEN "holdReason" = 'approval' AND status = 'held' THEN "availableAt" ELSE $2 END
      WHERE id = $1 AND status IN ('pending', 'held') RETURNING *`,
     [id, at],
   );

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { config } from "../kernel/config";
 import { getDb } from "../db";
 import { LEASE_MS, leasedQueue } from "../db/leased-queue";
-import type { OutboxItem } from "../generated/prisma/client";
+import type { Line, OutboxItem } from "../generated/prisma/client";
+import type { WebhookEventData } from "../webhooks/fanout";
 import { serialProviderNames } from "../platform/connection";
 import { PROVIDER_NAMES } from "../platform/registry";
 import { findLine } from "../db/line-cache";
@@ -119,20 +120,25 @@ async function fail(item: OutboxItem, reason: string): Promise<void> {
     if (target.success) unit.live([outboxEvent(item, target.data.chat_id, "failed")]);
     if (item.kind !== "message") return;
     await releaseOpening(unit.query, item.id); // a send that never went opened no conversation
-    const p = MessagePayload.parse(item.payload);
-    const data = {
-      object: "outbox_item",
-      outbox_id: item.id,
-      line_id: item.lineId,
-      line_handle: line?.handle ?? null,
-      chat_id: p.chat_id,
-      to: p.to,
-      error: reason,
-      attempts: item.attempts,
-      failed_at: completedAt.getTime(),
-    };
-    await unit.fanOut([{ accountId: item.accountId, lineId: item.lineId, event: "message.failed", data }]);
+    await unit.fanOut([failedEvent(item, line, reason, completedAt)]);
   });
+}
+
+/** The message.failed webhook event of a failed message item. */
+export function failedEvent(item: OutboxItem, line: Line | null, reason: string, completedAt: Date): WebhookEventData {
+  const p = MessagePayload.parse(item.payload);
+  const data = {
+    object: "outbox_item",
+    outbox_id: item.id,
+    line_id: item.lineId,
+    line_handle: line?.handle ?? null,
+    chat_id: p.chat_id,
+    to: p.to,
+    error: reason,
+    attempts: item.attempts,
+    failed_at: completedAt.getTime(),
+  };
+  return { accountId: item.accountId, lineId: item.lineId, event: "message.failed", data };
 }
 
 export interface RetryOptions {

@@ -1,6 +1,6 @@
 // The events webhooks deliver (SPEC.md "Events", plus the opt-in extensions message.failed,
 // line.status_changed, and message.delivered / message.undelivered on lines whose provider
-// reports delivery).
+// reports delivery, and outbox.approval_requested: a send by a key with require_approval waits).
 // Kept free of server imports: the dashboard's forms list them too.
 export const WEBHOOK_EVENTS = [
   "message.received",
@@ -11,8 +11,9 @@ export const WEBHOOK_EVENTS = [
   "line.status_changed",
   "message.delivered",
   "message.undelivered",
+  "outbox.approval_requested",
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** Sent only to subscribers that name them (a stream without `events` does not get them). */
-export const OPT_IN_EVENTS: readonly WebhookEvent[] = ["message.delivered", "message.undelivered"];
+export const OPT_IN_EVENTS: readonly WebhookEvent[] = ["message.delivered", "message.undelivered", "outbox.approval_requested"];

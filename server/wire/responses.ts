@@ -60,6 +60,8 @@ export const ChatSchema = z
     has_received_inbound: z.boolean().describe("Whether the contact has messaged the line (contact-first rule)"),
     last_message_at: msOrNull,
     created_at: ms,
+    paused_at: msOrNull.describe("Extension (human takeover). Since when the owner has paused automated sending in the chat; null when it is not paused"),
+    paused_by: z.string().nullable().describe("Extension. Who paused it: a user ID (dashboard) or an API key ID"),
   })
   .meta({ id: "Chat" });
 
@@ -150,9 +152,9 @@ export const OutboxItemSchema = z
     status: z.string().describe("pending | claimed | sent | failed"),
     not_before: msOrNull.describe("Extension. While the item is held: when it may go (Unix ms); null when it is not held, or only a person can release it"),
     hold_reason: z
-      .enum(["scheduled", "quiet_hours", "new_contact_budget", "line_rate", "line_unavailable"])
+      .enum(["scheduled", "quiet_hours", "new_contact_budget", "line_rate", "line_unavailable", "approval"])
       .nullable()
-      .describe("Extension. Why a pending item waits: its send_at (scheduled), the line's quiet hours, its new-contact budget, its pace (line_rate), or its provider being unreachable (line_unavailable)"),
+      .describe("Extension. Why a pending item waits: its send_at (scheduled), the line's quiet hours, its new-contact budget, its pace (line_rate), its provider being unreachable (line_unavailable), or the owner's approval (approval: its key has require_approval)"),
     canceled_at: msOrNull.describe("Extension. When it was canceled (DELETE /v1/outbox): it is then failed with error \"canceled\""),
     pool_id: z.string().nullable().describe("Extension. The pool named as `from`, when the line (line_id) was chosen from a pool"),
     fallback: z.boolean().describe("Extension. The message went as SMS because the recipient cannot receive iMessage"),
@@ -276,6 +278,7 @@ const LineCapacitySchema = z
         new_contact_budget: z.number().int(),
         line_rate: z.number().int(),
         line_unavailable: z.number().int(),
+        approval: z.number().int(),
       })
       .describe("Pending sends that wait, by hold_reason"),
     next_slot_at: msOrNull.describe("When a send to a new contact could go out (budgets and quiet hours); null when a budget is 0"),

@@ -16,6 +16,7 @@ import type { FileUrlSigner } from "../storage/signed-urls";
 // One serializer per resource: the JSON shapes of SPEC.md + COMPAT.md (snake_case, Unix ms).
 
 import { policyOf } from "../kernel/send-policy";
+import { serializeGuardrails } from "../kernel/guardrails";
 
 const ms = (d: Date) => d.getTime();
 export const msOrNull = (d: Date | null) => (d ? d.getTime() : null);
@@ -52,6 +53,8 @@ export function serializeChat(chat: Chat) {
     has_received_inbound: chat.hasReceivedInbound,
     last_message_at: msOrNull(chat.lastMessageAt),
     created_at: ms(chat.createdAt),
+    paused_at: msOrNull(chat.pausedAt),
+    paused_by: chat.pausedBy,
   };
 }
 
@@ -137,7 +140,7 @@ export function serializeReceipt(r: ReadReceipt) {
 const NEVER_MS = Date.UTC(9999, 11, 31);
 
 /** What is in the way of a pending item that is due, read from its line's state (not stored). */
-type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget";
+type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
 
 export interface LineHold {
   reason: "line_rate" | "line_unavailable";
@@ -197,6 +200,7 @@ export function serializeApiKey(key: ApiKey, now = Date.now()) {
     revoked_at: msOrNull(key.revokedAt),
     last_used_at: msOrNull(key.lastUsedAt),
     created_at: key.createdAt.getTime(),
+    guardrails: serializeGuardrails(key),
     status: key.revokedAt ? ("revoked" as const) : key.expiresAt && key.expiresAt.getTime() <= now ? ("expired" as const) : ("active" as const),
   };
 }

@@ -78,6 +78,10 @@ export type Chat = {
   last_message_at: number | null;
   /** Unix time in milliseconds */
   created_at: number;
+  /** Extension (human takeover). Since when the owner has paused automated sending in the chat; null when it is not paused */
+  paused_at: number | null;
+  /** Extension. Who paused it: a user ID (dashboard) or an API key ID */
+  paused_by: string | null;
 };
 
 export type MessagePage = {
@@ -213,8 +217,8 @@ export type OutboxItem = {
   status: string;
   /** Extension. While the item is held: when it may go (Unix ms); null when it is not held, or only a person can release it */
   not_before: number | null;
-  /** Extension. Why a pending item waits: its send_at (scheduled), the line's quiet hours, its new-contact budget, its pace (line_rate), or its provider being unreachable (line_unavailable) */
-  hold_reason: ("scheduled" | "quiet_hours" | "new_contact_budget" | "line_rate" | "line_unavailable") | null;
+  /** Extension. Why a pending item waits: its send_at (scheduled), the line's quiet hours, its new-contact budget, its pace (line_rate), its provider being unreachable (line_unavailable), or the owner's approval (approval: its key has require_approval) */
+  hold_reason: ("scheduled" | "quiet_hours" | "new_contact_budget" | "line_rate" | "line_unavailable" | "approval") | null;
   /** Extension. When it was canceled (DELETE /v1/outbox): it is then failed with error "canceled" */
   canceled_at: number | null;
   /** Extension. The pool named as `from`, when the line (line_id) was chosen from a pool */
@@ -262,6 +266,7 @@ export type LineCapacity = {
     new_contact_budget: number;
     line_rate: number;
     line_unavailable: number;
+    approval: number;
   };
   /** When a send to a new contact could go out (budgets and quiet hours); null when a budget is 0 */
   next_slot_at: number | null;
@@ -555,6 +560,8 @@ export type GetOutboxQuery = {
   /** The line: its handle or ln_ ID */
   from?: string;
   status?: "pending" | "claimed" | "sent" | "failed";
+  /** Extension. Only pending items held for this reason (approval: the sends waiting for the owner) */
+  hold_reason?: "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
 };
 
 /** GET /v1/outbox response. */
@@ -583,6 +590,42 @@ export type RescheduleOutboxItemBody = {
 
 /** PATCH /v1/outbox response. */
 export type RescheduleOutboxItemResponse = OutboxItem;
+
+/** POST /v1/outbox/approve query. */
+export type ApproveOutboxItemQuery = {
+  /** The obx_ ID */
+  id: string;
+};
+
+/** POST /v1/outbox/approve response. */
+export type ApproveOutboxItemResponse = OutboxItem;
+
+/** POST /v1/outbox/reject query. */
+export type RejectOutboxItemQuery = {
+  /** The obx_ ID */
+  id: string;
+};
+
+/** POST /v1/outbox/reject response. */
+export type RejectOutboxItemResponse = OutboxItem;
+
+/** POST /v1/chats/pause query. */
+export type PauseChatQuery = {
+  /** The cht_ ID */
+  id: string;
+};
+
+/** POST /v1/chats/pause response. */
+export type PauseChatResponse = Chat;
+
+/** POST /v1/chats/resume query. */
+export type ResumeChatQuery = {
+  /** The cht_ ID */
+  id: string;
+};
+
+/** POST /v1/chats/resume response. */
+export type ResumeChatResponse = Chat;
 
 /** GET /v1/capacity query. */
 export type GetCapacityQuery = {
@@ -628,7 +671,7 @@ export type CreateWebhookBody = {
   from: string;
   /** HTTPS URL on a public address */
   url: string;
-  /** Any of message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed, message.delivered, message.undelivered */
+  /** Any of message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed, message.delivered, message.undelivered, outbox.approval_requested */
   events: string[];
 };
 
@@ -697,7 +740,7 @@ export type DisableWebhookResponse = Webhook;
 export type ListenQuery = {
   /** Only this line (handle or ln_ ID); every line the key can use when absent */
   from?: string;
-  /** Comma-separated event names (default: message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed; message.delivered and message.undelivered only when named) */
+  /** Comma-separated event names (default: message.received, message.sent, reaction.added, reaction.removed, message.failed, line.status_changed; message.delivered and message.undelivered and outbox.approval_requested only when named) */
   events?: string;
   /** Resume this lsn_ session: events since the disconnect are sent first */
   session?: string;
@@ -719,6 +762,10 @@ export interface Operations {
   getOutbox: { query: GetOutboxQuery; response: GetOutboxResponse };
   cancelOutboxItem: { query: CancelOutboxItemQuery; response: CancelOutboxItemResponse };
   rescheduleOutboxItem: { query: RescheduleOutboxItemQuery; body: RescheduleOutboxItemBody; response: RescheduleOutboxItemResponse };
+  approveOutboxItem: { query: ApproveOutboxItemQuery; response: ApproveOutboxItemResponse };
+  rejectOutboxItem: { query: RejectOutboxItemQuery; response: RejectOutboxItemResponse };
+  pauseChat: { query: PauseChatQuery; response: PauseChatResponse };
+  resumeChat: { query: ResumeChatQuery; response: ResumeChatResponse };
   getCapacity: { query: GetCapacityQuery; response: GetCapacityResponse };
   listPools: { response: ListPoolsResponse };
   getSandbox: { response: GetSandboxResponse };
@@ -752,6 +799,10 @@ export const OPERATIONS = {
   getOutbox: { method: "GET", path: "/v1/outbox", body: "none", redirect: false, stream: false },
   cancelOutboxItem: { method: "DELETE", path: "/v1/outbox", body: "none", redirect: false, stream: false },
   rescheduleOutboxItem: { method: "PATCH", path: "/v1/outbox", body: "json", redirect: false, stream: false },
+  approveOutboxItem: { method: "POST", path: "/v1/outbox/approve", body: "none", redirect: false, stream: false },
+  rejectOutboxItem: { method: "POST", path: "/v1/outbox/reject", body: "none", redirect: false, stream: false },
+  pauseChat: { method: "POST", path: "/v1/chats/pause", body: "none", redirect: false, stream: false },
+  resumeChat: { method: "POST", path: "/v1/chats/resume", body: "none", redirect: false, stream: false },
   getCapacity: { method: "GET", path: "/v1/capacity", body: "none", redirect: false, stream: false },
   listPools: { method: "GET", path: "/v1/pools", body: "none", redirect: false, stream: false },
   getSandbox: { method: "GET", path: "/v1/sandbox", body: "none", redirect: false, stream: false },
@@ -772,5 +823,5 @@ export const OPERATIONS = {
 export type OperationId = keyof typeof OPERATIONS;
 
 /** The events a webhook can subscribe to. */
-export const WEBHOOK_EVENTS = ["message.received","message.sent","reaction.added","reaction.removed","message.failed","line.status_changed","message.delivered","message.undelivered"] as const;
+export const WEBHOOK_EVENTS = ["message.received","message.sent","reaction.added","reaction.removed","message.failed","line.status_changed","message.delivered","message.undelivered","outbox.approval_requested"] as const;
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];

@@ -1,3 +1,4 @@
+import type { Guardrails } from "../../kernel/guardrails";
 import type { Scope } from "./scopes";
 
 /** Who is calling: resolved once per request by the transport, passed to every service. */
@@ -12,4 +13,8 @@ export interface Actor {
   rateLimitPerHour: number;
   /** Whether the account has an owning user (required for the sandbox). */
   hasOwner: boolean;
+  /** The key's guardrails (an automated sender), or null: a dashboard session or an unguarded key. */
+  guardrails: Guardrails | null;
+  /** The signed-in user, for a dashboard session. */
+  userId?: string;
 }

@@ -6,6 +6,8 @@ import { newId } from "../../kernel/ids";
 import { processSingleton } from "../../kernel/singleton";
 import type { Actor } from "./actor";
 import { isScope, type Scope } from "./scopes";
+import { APPROVE_SCOPE, checkApprovalScope } from "./guardrails";
+import { guardrailsOf, type GuardrailsInput, UNGUARDED, withGuardrails } from "../../kernel/guardrails";
 import { log } from "../../observability/log";
 
 // API keys: sk_live_ + 32 random characters, shown once, stored as a SHA-256 hash. Verified
@@ -35,12 +37,15 @@ export interface CreateKeyInput {
   lineIds?: string[] | null;
   rateLimitPerHour?: number | null;
   expiresAt?: Date | null;
+  guardrails?: GuardrailsInput;
 }
 
 export async function createApiKey(input: CreateKeyInput): Promise<{ id: string; secret: string }> {
   const db = await getDb();
   const secret = generateKeySecret();
   const id = newId("apiKey");
+  const guardrails = withGuardrails(UNGUARDED, input.guardrails ?? {});
+  checkApprovalScope(input.scopes, guardrailsOf(guardrails));
   await db.apiKey.create({
     data: {
       id,
@@ -53,6 +58,7 @@ export async function createApiKey(input: CreateKeyInput): Promise<{ id: string;
       lineIds: input.lineIds ?? [],
       rateLimitPerHour: input.rateLimitPerHour ?? null,
       expiresAt: input.expiresAt ?? null,
+      ...guardrails,
     },
   });
   return { id, secret };
@@ -96,18 +102,25 @@ async function loadKey(hash: string): Promise<CachedKey | null> {
       rateLimitPerHour: true,
       expiresAt: true,
       revokedAt: true,
+      allowTo: true,
+      requireApproval: true,
+      maxSendsPerChatWithoutReply: true,
+      maxSendsPerDay: true,
       account: { select: { ownerId: true } },
     },
   });
   if (!key) return null;
+  const guardrails = guardrailsOf(key);
   return {
     actor: {
       accountId: key.accountId,
       keyId: key.id,
-      scopes: new Set(key.scopes.filter(isScope)),
+      // A key with guardrails never approves, whatever its stored scopes say.
+      scopes: new Set(key.scopes.filter(isScope).filter((s) => !(guardrails && s === APPROVE_SCOPE))),
       lineIds: key.lineRestricted ? new Set(key.lineIds) : null,
       rateLimitPerHour: key.rateLimitPerHour ?? config().RATE_LIMIT_PER_HOUR,
       hasOwner: key.account.ownerId !== null,
+      guardrails,
     },
     expiresAt: key.expiresAt?.getTime() ?? null,
     revoked: key.revokedAt !== null,

@@ -1,4 +1,5 @@
-// The 15 API-key scopes of SPEC.md "Authentication".
+// The 15 API-key scopes of SPEC.md "Authentication", and outbox:approve (extension: approve or
+// reject sends held for approval, pause and resume chats; docs/agents.md).
 export const SCOPES = [
   "messages:read",
   "messages:write",
@@ -15,6 +16,7 @@ export const SCOPES = [
   "outbox:read",
   "files:read",
   "files:write",
+  "outbox:approve",
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

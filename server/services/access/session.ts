@@ -84,7 +84,7 @@ export async function sessionActor(): Promise<Actor | null> {
   const db = await getDb();
   const account = await db.account.findFirst({ where: { id: accountId, ownerId: session.user.id }, select: { id: true } });
   if (!account) return null;
-  return sessionActorFor(account.id);
+  return { ...sessionActorFor(account.id), userId: session.user.id };
 }
 
 /** The Actor of a dashboard session on an account. */
@@ -96,5 +96,6 @@ export function sessionActorFor(accountId: string): Actor {
     lineIds: null,
     rateLimitPerHour: config().RATE_LIMIT_PER_HOUR,
     hasOwner: true,
+    guardrails: null,
   };
 }

@@ -6,9 +6,11 @@ import { getDb } from "../../db";
 import { ApiError, invalidParam } from "../../kernel/errors";
 import type { ApiKey } from "../../generated/prisma/client";
 import { serializeApiKey } from "../../wire/serializers";
+import { checkApprovalScope } from "../access/guardrails";
+import { guardrailsOf, GuardrailsInput, serializeGuardrails, withGuardrails } from "../../kernel/guardrails";
 
 // The owner's view of API keys (dashboard): create with scopes, an optional line restriction
-// and expiry, list with last use, revoke, replace. The secret is returned once, at creation.
+// and expiry and guardrails, list with last use, revoke, replace, change guardrails. The secret is returned once, at creation.
 
 export const CreateApiKeyBody = z.object({
   name: z.string().trim().min(1, "must not be empty").max(100),
@@ -17,7 +19,11 @@ export const CreateApiKeyBody = z.object({
   line_ids: z.array(z.string().trim().min(1).max(100)).max(100).nullable().optional(),
   /** Unix ms; must be in the future. */
   expires_at: z.number().int().positive().nullable().optional(),
+  /** For a key handed to an automated sender (docs/agents.md). */
+  guardrails: GuardrailsInput.optional(),
 });
+
+export const SetGuardrailsBody = z.object({ id: z.string().trim().min(1).max(100), guardrails: GuardrailsInput });
 
 export const ApiKeyIdBody = z.object({ id: z.string().trim().min(1).max(100) });
 
@@ -50,8 +56,23 @@ export async function createAccountApiKey(actor: Actor, input: z.output<typeof C
     scopes: [...new Set(input.scopes)],
     lineIds,
     expiresAt: input.expires_at != null ? new Date(input.expires_at) : null,
+    guardrails: input.guardrails,
   });
   return { ...serializeApiKey(await db.apiKey.findUniqueOrThrow({ where: { id } })), secret };
+}
+
+/**
+ * Changes a key's guardrails (fields left out keep their value, null clears one). Every
+ * instance applies them within API_KEY_CACHE_SECONDS, this one at once.
+ */
+export async function setApiKeyGuardrails(actor: Actor, input: z.output<typeof SetGuardrailsBody>) {
+  const key = await findKey(actor, input.id);
+  const next = withGuardrails(key, input.guardrails);
+  checkApprovalScope(key.scopes, guardrailsOf(next));
+  const db = await getDb();
+  const updated = await db.apiKey.update({ where: { id: key.id }, data: next });
+  forgetKey(key.hash);
+  return serializeApiKey(updated);
 }
 
 export async function revokeAccountApiKey(actor: Actor, input: z.output<typeof ApiKeyIdBody>) {
@@ -73,6 +94,7 @@ export async function replaceAccountApiKey(actor: Actor, input: z.output<typeof 
     lineIds: key.lineRestricted ? key.lineIds : null,
     rateLimitPerHour: key.rateLimitPerHour,
     expiresAt: key.expiresAt && key.expiresAt.getTime() > Date.now() ? key.expiresAt : null,
+    guardrails: serializeGuardrails(key),
   });
   await db.apiKey.update({ where: { id: key.id }, data: { revokedAt: key.revokedAt ?? new Date() } });
   forgetKey(key.hash);

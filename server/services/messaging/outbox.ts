@@ -43,6 +43,13 @@ export function statusWhere(status: OutboxStatus | undefined) {
   return { status: status === "pending" ? { in: ["pending", "held"] } : status };
 }
 
+type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
+
+/** Held items of one reason (a scheduled send stored before reasons were: none). */
+function holdWhere(reason: StoredHoldReason) {
+  return { status: "held", ...(reason === "scheduled" ? { OR: [{ holdReason: reason }, { holdReason: null }] } : { holdReason: reason }) };
+}
+
 /** The status as the API names it (for messages). */
 const wireStatus = (status: string) => (status === "held" ? "pending" : status);
 
@@ -65,14 +72,15 @@ async function lineHolds(items: OutboxItem[], now = new Date()): Promise<Map<str
 
 export async function listOutbox(
   actor: Actor,
-  input: { from?: string; status?: OutboxStatus; limit: number; cursor?: string },
+  input: { from?: string; status?: OutboxStatus; hold_reason?: StoredHoldReason; limit: number; cursor?: string },
 ): Promise<Page<ReturnType<typeof serializeOutboxItem>>> {
   const db = await getDb();
   const line = input.from ? await resolveLine(actor, input.from) : null;
   const page = keysetDesc(null, input.cursor);
   const scope = line ? whereOnLine(actor, line) : await whereForActor(actor);
+  const held = input.hold_reason ? holdWhere(input.hold_reason) : statusWhere(input.status);
   const rows = await db.outboxItem.findMany({
-    where: { ...scope, ...statusWhere(input.status), ...page.where },
+    where: { ...scope, ...held, ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });

@@ -4,7 +4,9 @@ import { config } from "../../kernel/config";
 import { getDb } from "../../db";
 import { MessagePayload as MessagePayloadSchema, type MessagePayload, type OutboxKind, type ReactionPayload, type ReceiptPayload, type TypingPayload } from "../../outbox/payloads";
 import { findOutboxItem } from "./outbox";
-import { addToOutbox } from "../../outbox/enqueue";
+import { addGuardedToOutbox, addToOutbox } from "../../outbox/enqueue";
+import { checkChat, checkRecipientName, checkSendLimits, GUARDED_KINDS } from "../access/guardrails";
+import { requestApproval } from "./approvals";
 import { fire } from "../../kernel/signals";
 import { sendsSerially } from "../../outbox/serial";
 import { ApiError, invalidParam, missingParam } from "../../kernel/errors";
@@ -70,7 +72,8 @@ async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
     return chat ?? (await resolveChat(actor, line, identifier));
   }
   const cacheKey = `${line.id} ${actor.accountId} ${to}`;
-  const cached = sendableChats.get(cacheKey);
+  // A key with guardrails reads the chat fresh: the owner may have paused it a moment ago.
+  const cached = actor.guardrails ? undefined : sendableChats.get(cacheKey);
   if (cached && cached.until > Date.now()) return cached.chat;
   let chat: Chat | null;
   if (to.startsWith("cht_")) {
@@ -85,8 +88,11 @@ async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
     sendableChats.set(cacheKey, { chat, until: Date.now() + SENDABLE_CACHE_MS });
   }
   if (!policyOf(line).contact_first && !to.startsWith("cht_")) {
-    // The line may message people first (its operator switched contact-first off).
-    return chat ?? (await openChat(actor, line, to));
+    // The line may message people first (its operator switched contact-first off). A key
+    // with an allow list is refused a contact it does not list before a chat is opened for it.
+    if (chat) return chat;
+    checkRecipientName(actor, to);
+    return openChat(actor, line, to);
   }
   if (!chat || !chat.hasReceivedInbound) {
     throw new ApiError(
@@ -133,6 +139,7 @@ export async function prepareWrite(actor: Actor, from: string, to: string, optio
   }
   if (options.advanced) requireAdvanced(line, options.advanced);
   const chat = await targetChat(actor, line, to);
+  checkChat(actor, chat);
   return { line, chat };
 }
 
@@ -146,7 +153,19 @@ export interface EnqueueOptions {
 
 export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payload: { chat_id: string }, requestId: string, options: EnqueueOptions = {}) {
   const id = newId("outbox");
-  await addToOutbox({ id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId, ...options });
+  const item = { id, accountId: actor.accountId, lineId: line.id, apiKeyId: actor.keyId, kind, payload, requestId, ...options };
+  if (actor.guardrails && GUARDED_KINDS.includes(kind)) {
+    // A key with guardrails: its counted limits are checked under its lock, with the insert.
+    const approval = actor.guardrails.require_approval;
+    await addGuardedToOutbox(
+      { ...item, approval },
+      (query) => checkSendLimits(query, actor, kind, payload.chat_id),
+      (unit) => (approval ? requestApproval(unit, item.id) : Promise.resolve()),
+    );
+    if (approval) return { object: "outbox_item" as const, id, status: "pending" as const }; // it goes once approved
+  } else {
+    await addToOutbox(item);
+  }
   fire("outbox.stored", { id, lineId: line.id, serial: sendsSerially(line.provider) }); // a pending item changes no cached list (lines, chats, messages): no notification
   return { object: "outbox_item" as const, id, status: "pending" as const };
 }

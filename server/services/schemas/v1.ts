@@ -29,10 +29,17 @@ export const OutboxQuery = PageQuery.extend({
   id: z.string().trim().min(1).max(100).optional().describe("One item by obx_ ID (instead of a page)"),
   from: line.optional(),
   status: z.enum(OUTBOX_STATUSES).optional(),
+  hold_reason: z
+    .enum(["scheduled", "quiet_hours", "new_contact_budget", "approval"])
+    .optional()
+    .describe("Extension. Only pending items held for this reason (approval: the sends waiting for the owner)"),
 });
 
 /** DELETE and PATCH /v1/outbox?id= */
 export const OutboxIdQuery = z.object({ id: z.string().trim().min(1, "must not be empty").max(100).describe("The obx_ ID") });
+
+/** POST /v1/chats/pause?id= and /resume */
+export const ChatIdQuery = z.object({ id: z.string().trim().min(1, "must not be empty").max(100).describe("The cht_ ID") });
 
 /** GET /v1/files?id= */
 export const FileQuery = z.object({ id: z.string().trim().min(1).max(100) });

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Scope } from "../../services/access/scopes";
 import type { ErrorCode } from "../../kernel/errors";
 import * as R from "../../wire/responses";
-import { ChatStateQuery, FileQuery, ListChatsQuery, ListLinesQuery, ListMessagesQuery, ListReactionsQuery, OutboxIdQuery, OutboxQuery } from "../../services/schemas/v1";
+import { ChatIdQuery, ChatStateQuery, FileQuery, ListChatsQuery, ListLinesQuery, ListMessagesQuery, ListReactionsQuery, OutboxIdQuery, OutboxQuery } from "../../services/schemas/v1";
 import { RescheduleBody } from "../../services/messaging/outbox";
 import { CapacityQuery } from "../../services/lines/capacity";
 import { SendAudioMessageBody } from "../../services/messaging/send-audio";
@@ -58,7 +58,12 @@ const WRITE_ERRORS: ErrorCode[] = [
   "idempotency_key_reused",
   "idempotency_key_in_use",
   "invalid_json",
+  // Guardrails of the key (docs/agents.md).
+  "recipient_not_allowed",
+  "chat_paused",
 ];
+/** Sends that guardrails count: the limits on top of WRITE_ERRORS. */
+const COUNTED_ERRORS: ErrorCode[] = ["reply_required", "key_send_limit_exceeded"];
 
 /** Operations that name a webhook (or its delivery): another line's is 403, as every object of a line the key may not use. */
 const WEBHOOK_ERRORS: ErrorCode[] = ["webhook_not_found", "line_not_accessible", "invalid_parameter_value"];
@@ -112,7 +117,7 @@ export const OPERATIONS = {
     scope: "messages:write",
     body: SendMessageBody,
     response: R.AcceptedSchema,
-    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found"],
+    errors: [...WRITE_ERRORS, ...COUNTED_ERRORS, "file_not_found", "message_not_found"],
     example: { from: "+15550001000", to: "+15551230001", text: "Hello!" },
   },
   sendAudioMessage: {
@@ -124,7 +129,7 @@ export const OPERATIONS = {
     scope: "messages:write",
     body: SendAudioMessageBody,
     response: R.AcceptedSchema,
-    errors: [...WRITE_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable", "audio_conversion_busy", "storage_unavailable"],
+    errors: [...WRITE_ERRORS, ...COUNTED_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable", "audio_conversion_busy", "storage_unavailable"],
     example: { from: "+15550001000", to: "+15551230001", audio_message: "file_01h..." },
   },
   listReactions: {
@@ -145,7 +150,7 @@ export const OPERATIONS = {
     scope: "reactions:write",
     body: SendReactionBody,
     response: R.AcceptedSchema,
-    errors: [...WRITE_ERRORS, "message_not_found", "advanced_features_required"],
+    errors: [...WRITE_ERRORS, "key_send_limit_exceeded", "message_not_found", "advanced_features_required"],
     example: { from: "+15550001000", to: "+15551230001", message_id: "msg_01h...", type: "love" },
   },
   listTyping: {
@@ -226,6 +231,56 @@ export const OPERATIONS = {
     response: R.OutboxItemSchema,
     errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_reschedulable", "invalid_json"],
     example: { send_at: 1767261600000 },
+  },
+  approveOutboxItem: {
+    method: "POST",
+    path: "/v1/outbox/approve",
+    tag: "Outbox",
+    summary: "Approve a send held for approval (extension)",
+    description:
+      "A send by a key with the `require_approval` guardrail is pending with `hold_reason: \"approval\"` until the owner decides. Approving lets it go now, or at the `send_at` it asked for. Needs the `outbox:approve` scope, which no key with guardrails can hold. An item that no longer waits (approved, rejected, canceled) answers 409 `outbox_item_not_reviewable`: an approval and a rejection never both win.",
+    scope: "outbox:approve",
+    query: OutboxIdQuery,
+    response: R.OutboxItemSchema,
+    errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_reviewable"],
+    example: { id: "obx_01h..." },
+  },
+  rejectOutboxItem: {
+    method: "POST",
+    path: "/v1/outbox/reject",
+    tag: "Outbox",
+    summary: "Reject a send held for approval (extension)",
+    description: "The held send ends `failed` with `error: \"rejected\"` and never goes; webhooks subscribed to `message.failed` hear of it. Needs the `outbox:approve` scope.",
+    scope: "outbox:approve",
+    query: OutboxIdQuery,
+    response: R.OutboxItemSchema,
+    errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_reviewable"],
+    example: { id: "obx_01h..." },
+  },
+  pauseChat: {
+    method: "POST",
+    path: "/v1/chats/pause",
+    tag: "Chats",
+    summary: "Pause automated sending in a chat (extension)",
+    description:
+      "Human takeover: while a chat is paused, sends to it by keys with any guardrail answer 409 `chat_paused`; the owner's own sends (dashboard, keys without guardrails) still go. The chat shows `paused_at` and `paused_by`. Pausing a paused chat changes nothing. Needs the `outbox:approve` scope.",
+    scope: "outbox:approve",
+    query: ChatIdQuery,
+    response: R.ChatSchema,
+    errors: ["chat_not_found", "line_not_accessible", "invalid_parameter_value", "missing_required_parameter"],
+    example: { id: "cht_01h..." },
+  },
+  resumeChat: {
+    method: "POST",
+    path: "/v1/chats/resume",
+    tag: "Chats",
+    summary: "Resume automated sending in a chat (extension)",
+    description: "Ends a pause: keys with guardrails may send to the chat again. Needs the `outbox:approve` scope.",
+    scope: "outbox:approve",
+    query: ChatIdQuery,
+    response: R.ChatSchema,
+    errors: ["chat_not_found", "line_not_accessible", "invalid_parameter_value", "missing_required_parameter"],
+    example: { id: "cht_01h..." },
   },
   getCapacity: {
     method: "GET",

@@ -1,0 +1,52 @@
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { authenticate } from "../../services/access/api-keys";
+import { annotateRequest } from "../../observability/context";
+import { ApiError } from "../../kernel/errors";
+import { jsonBodyLimit, readText } from "../http/body";
+import { CORS_HEADERS, errorResponse, requestIdOf } from "../http/responses";
+import { parseJson } from "../http/validation";
+import { mcpServer } from "./server";
+
+// POST /api/mcp: the MCP server over Streamable HTTP (docs/agents.md), authenticated with an API
+// key (Authorization: Bearer sk_live_…), stateless: every request carries the key and is
+// answered by a server made for it, so any instance answers any request and a revoked key is
+// refused from the next request on (within API_KEY_CACHE_SECONDS on other instances). Answers
+// are JSON (no server-to-client stream is needed: the tools only answer). Authentication, an
+// oversized or unreadable body answer with the /v1 error envelope and its HTTP status.
+
+const MCP_HEADERS = { ...CORS_HEADERS, "Access-Control-Allow-Headers": "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID" };
+
+export async function handleMcp(request: Request): Promise<Response> {
+  const requestId = requestIdOf(request.headers);
+  const answer = (response: Response) => {
+    response.headers.set("Request-Id", requestId);
+    for (const [k, v] of Object.entries(MCP_HEADERS)) response.headers.set(k, v);
+    return response;
+  };
+  try {
+    const authorization = request.headers.get("authorization");
+    const actor = await authenticate(authorization);
+    annotateRequest(requestId, actor);
+    if (request.method !== "POST") {
+      // No session to end and no stream to open: a stateless server only answers POSTs.
+      throw new ApiError("method_not_allowed", `${request.method} is not used by this MCP server: it is stateless and answers POST requests.`, {
+        headers: { Allow: "POST, OPTIONS" },
+      });
+    }
+    const body = parseJson(await readText(request, jsonBodyLimit()));
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const server = mcpServer({ actor, requestId, requestSignal: request.signal, recheckKey: async () => void (await authenticate(authorization)) });
+    await server.connect(transport);
+    try {
+      return answer(await transport.handleRequest(request, { parsedBody: body }));
+    } finally {
+      void server.close();
+    }
+  } catch (err) {
+    return answer(errorResponse(err, requestId));
+  }
+}
+
+export function mcpPreflight(request: Request): Response {
+  return new Response(null, { status: 204, headers: { ...MCP_HEADERS, "Request-Id": requestIdOf(request.headers) } });
+}

@@ -1,0 +1,74 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { type CallToolResult, CallToolRequestSchema, ListToolsRequestSchema, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { ApiError } from "../../kernel/errors";
+import { requireScope } from "../../services/access/api-keys";
+import { enforceRateLimit } from "../http/api-rate-limit";
+import { errorAnswer } from "../http/responses";
+import { parseWith } from "../http/validation";
+import { type ToolContext, TOOLS, TOOLS_BY_NAME } from "./tools";
+
+// The MCP server of one request (Streamable HTTP, stateless) over the low-level SDK Server, so
+// that every answer is ours: a refusal of any kind (unknown tool, bad arguments, a scope, a
+// guardrail, the rate limit) is a tool result with isError and the /v1 error envelope, never a
+// protocol error. Each tool call counts against the key's hourly rate limit like a /v1 request.
+
+const SERVER_INFO = { name: "relay-messaging", version: "1.0.0" };
+
+const INSTRUCTIONS =
+  "Send and receive iMessage and SMS through the owner's lines. Start with list_lines and list_chats; read a chat with read_messages before writing to it. " +
+  "A contact must have written to a line before it can be messaged. send_message answers at once with a pending outbox item (follow it with get_outbox_item); " +
+  "wait_for_reply waits for the contact's next message. Errors carry a code: recipient_not_allowed, reply_required, chat_paused and key_send_limit_exceeded are the owner's guardrails: do not retry them, tell the user.";
+
+/** The tools as tools/list shows them, computed once: JSON Schemas of the same zod schemas /v1 parses with. */
+let listed: McpTool[] | null = null;
+function listedTools(): McpTool[] {
+  listed ??= TOOLS.map((t) => ({
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    inputSchema: z.toJSONSchema(t.input, { io: "input", unrepresentable: "any" }) as McpTool["inputSchema"],
+    annotations: { title: t.title, readOnlyHint: t.readOnly, destructiveHint: false, openWorldHint: true },
+  }));
+  return listed;
+}
+
+/** A refusal as a tool result: the /v1 error envelope as structured content, its code and message as text. */
+export function toolError(err: unknown, requestId: string): CallToolResult {
+  const answer = errorAnswer(err, requestId);
+  const { code, message } = answer.body.error;
+  const retryAfter = answer.headers["Retry-After"];
+  return {
+    isError: true,
+    content: [{ type: "text", text: `${code}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ""}` }],
+    structuredContent: { ...answer.body, ...(retryAfter ? { retry_after: Number(retryAfter) } : {}), request_id: requestId },
+  };
+}
+
+/** Runs one tools/call: the tool, its scope, the rate limit, its arguments, the service. */
+export async function callTool(ctx: ToolContext, name: string, args: unknown): Promise<CallToolResult> {
+  try {
+    const tool = TOOLS_BY_NAME.get(name);
+    if (!tool) {
+      throw new ApiError("invalid_parameter_value", `Unknown tool '${name}'. The tools are: ${TOOLS.map((t) => t.name).join(", ")}.`, { param: "name" });
+    }
+    await enforceRateLimit(ctx.actor);
+    requireScope(ctx.actor, tool.scope);
+    const input = parseWith(tool.input, args ?? {});
+    const result = await tool.run(ctx, input);
+    return {
+      content: [{ type: "text", text: tool.summary(result as never) }],
+      structuredContent: { ...(result as Record<string, unknown>), request_id: ctx.requestId },
+    };
+  } catch (err) {
+    return toolError(err, ctx.requestId);
+  }
+}
+
+/** A server for one request's caller. */
+export function mcpServer(ctx: Omit<ToolContext, "signal"> & { requestSignal?: AbortSignal }): Server {
+  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools() }));
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) => callTool({ ...ctx, signal: ctx.requestSignal ? AbortSignal.any([extra.signal, ctx.requestSignal]) : extra.signal }, request.params.name, request.params.arguments));
+  return server;
+}

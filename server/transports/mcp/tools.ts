@@ -1,0 +1,190 @@
+import { z } from "zod";
+import type { Actor } from "../../services/access/actor";
+import type { Scope } from "../../services/access/scopes";
+import { canonicalJson, idempotent, IDEMPOTENCY_KEY_PATTERN, requestHash } from "../../services/access/idempotency";
+import { listLines } from "../../services/lines/lines";
+import { CapacityQuery, getCapacity } from "../../services/lines/capacity";
+import { listChats } from "../../services/messaging/chats";
+import { listMessages } from "../../services/messaging/messages";
+import { cancelOutboxItem, getOutboxItem } from "../../services/messaging/outbox";
+import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../services/messaging/send";
+import { WaitForReplyInput, waitForReply, type WaitResult } from "../../services/messaging/wait-reply";
+import { ListChatsQuery, ListLinesQuery, ListMessagesQuery, OutboxIdQuery } from "../../services/schemas/v1";
+
+// The MCP tools (docs/agents.md): each a /v1 operation for a model, with the same zod schema,
+// the same scope and the same service call, so every rule of the key (scopes, lines, rate limit,
+// guardrails) applies as on /v1. Descriptions are written for the model that reads them.
+
+export interface ToolContext {
+  actor: Actor;
+  requestId: string;
+  signal: AbortSignal;
+  /** Throws what a new request with the same key would get now (revoked, expired). */
+  recheckKey: () => Promise<void>;
+}
+
+export interface Tool<S extends z.ZodType = z.ZodType> {
+  name: string;
+  title: string;
+  description: string;
+  scope: Scope;
+  input: S;
+  readOnly: boolean;
+  run: (ctx: ToolContext, input: z.output<S>) => Promise<object>;
+  /** One short line for the model, beside the structured result. */
+  summary: (result: never) => string;
+}
+
+const tool = <S extends z.ZodType, R extends object>(t: Omit<Tool<S>, "run" | "summary"> & { run: (ctx: ToolContext, input: z.output<S>) => Promise<R>; summary: (result: R) => string }): Tool =>
+  t as unknown as Tool;
+
+const idempotencyKey = z
+  .string()
+  .regex(new RegExp(IDEMPOTENCY_KEY_PATTERN), "must be 1 to 255 printable ASCII characters")
+  .optional()
+  .describe("Optional. Any unique string for this send (a UUID): calling again with the same key and arguments within 24 hours returns the first result instead of sending twice. Use it when you retry after an error or a timeout");
+
+/** A send that an idempotency key makes safe to retry: the record is the one POST on `path` keeps, so REST and MCP share it. */
+async function once<T extends object>(ctx: ToolContext, path: string, key: string | undefined, input: object, run: () => Promise<T>): Promise<T> {
+  if (!key) return run();
+  const outcome = await idempotent(ctx.actor, key, requestHash("POST", path, canonicalJson(input)), "POST", path, async () => ({ status: 200, body: await run() }));
+  return outcome.body as T;
+}
+
+const page = (what: string) => (r: { data: unknown[]; has_more: boolean; next_cursor: string | null }) =>
+  `${r.data.length} ${what}${r.has_more ? `; more with cursor ${r.next_cursor}` : ""}.`;
+
+const accepted = (r: { id: string; status: string }) => `Accepted as ${r.id} (${r.status}). Follow it with get_outbox_item.`;
+
+const ReadMessagesInput = ListMessagesQuery.pick({ limit: true, cursor: true, query: true }).extend({
+  from: ListChatsQuery.shape.from,
+  to: z.string().trim().min(1, "must not be empty").max(320).describe("The chat: the contact's phone number or handle, or a cht_ chat ID"),
+});
+
+const SendMessageInput = SendMessageBody.extend({ idempotency_key: idempotencyKey });
+const ReactInput = SendReactionBody.extend({ idempotency_key: idempotencyKey });
+
+export const TOOLS: readonly Tool[] = [
+  tool({
+    name: "list_lines",
+    title: "List lines",
+    description:
+      "The lines (phone numbers or iMessage accounts) this API key may send from, oldest first. Each line's `handle` or `id` is the `from` of every other tool. Check `status` (connected, degraded, disconnected) and `service` (imessage, sms, auto).",
+    scope: "lines:read",
+    input: ListLinesQuery,
+    readOnly: true,
+    run: ({ actor }, input) => listLines(actor, input),
+    summary: page("lines"),
+  }),
+  tool({
+    name: "list_chats",
+    title: "List chats",
+    description:
+      "The conversations of a line, most recent activity first. A chat's `id` (cht_...) or its `identifier` (the contact's number or handle) is the `to` of the other tools. `paused_at` set means the owner has taken the chat over: do not write to it.",
+    scope: "chats:read",
+    input: ListChatsQuery,
+    readOnly: true,
+    run: ({ actor }, input) => listChats(actor, input),
+    summary: page("chats"),
+  }),
+  tool({
+    name: "read_messages",
+    title: "Read messages",
+    description:
+      "A chat's messages, newest first, `limit` per page (1 to 100, default 20); pass `next_cursor` as `cursor` for older ones. `is_from_me` is true for messages the line sent. Optional `query` searches the text.",
+    scope: "messages:read",
+    input: ReadMessagesInput,
+    readOnly: true,
+    run: ({ actor }, input) => listMessages(actor, input),
+    summary: page("messages"),
+  }),
+  tool({
+    name: "send_message",
+    title: "Send a message",
+    description:
+      "Sends text (up to 20,000 characters) and/or one uploaded file (file_ ID) from a line to a chat, optionally as a reply (`reply_to`: a msg_ ID in that chat) or scheduled (`send_at`: Unix ms). The contact must have written to the line first. It answers at once with an outbox item that is `pending`; delivery happens after (get_outbox_item). If the key needs approval, the item waits with hold_reason \"approval\" until the owner decides. Refusals: recipient_not_allowed (not on the key's allow list), reply_required (wait for the contact to answer), key_send_limit_exceeded, chat_paused (a person took over the chat).",
+    scope: "messages:write",
+    input: SendMessageInput,
+    readOnly: false,
+    run: (ctx, { idempotency_key, ...input }) => once(ctx, "/v1/messages", idempotency_key, input, () => sendMessage(ctx.actor, input, ctx.requestId)),
+    summary: accepted,
+  }),
+  tool({
+    name: "react",
+    title: "React to a message",
+    description:
+      "Adds a tapback (love, like, dislike, laugh, emphasize, question) to a message in a chat, or removes the line's earlier one with `remove: true`. Needs a line with advanced features.",
+    scope: "reactions:write",
+    input: ReactInput,
+    readOnly: false,
+    run: (ctx, { idempotency_key, ...input }) => once(ctx, "/v1/reactions", idempotency_key, input, () => sendReaction(ctx.actor, input, ctx.requestId)),
+    summary: accepted,
+  }),
+  tool({
+    name: "mark_read",
+    title: "Mark a chat read",
+    description: "Sends a read receipt in a chat: the contact sees that their messages were read. Needs a line with advanced features.",
+    scope: "receipts:write",
+    input: SendReceiptBody,
+    readOnly: false,
+    run: ({ actor, requestId }, input) => sendReceipt(actor, input, requestId),
+    summary: accepted,
+  }),
+  tool({
+    name: "set_typing",
+    title: "Show or stop typing",
+    description: 'Shows the typing indicator in a one-to-one chat (`state: "on"`) or stops it (`"off"`), e.g. while you prepare a long answer. Needs a line with advanced features.',
+    scope: "typing:write",
+    input: SendTypingBody,
+    readOnly: false,
+    run: ({ actor, requestId }, input) => sendTyping(actor, input, requestId),
+    summary: accepted,
+  }),
+  tool({
+    name: "get_outbox_item",
+    title: "Get a send's status",
+    description:
+      "The state of a send by its obx_ ID: `pending` (with `hold_reason` and `not_before` when it waits: scheduled, quiet_hours, new_contact_budget, line_rate, line_unavailable, approval), `claimed` (on its way), `sent`, or `failed` with `error` (\"rejected\": the owner declined it; \"canceled\").",
+    scope: "outbox:read",
+    input: OutboxIdQuery,
+    readOnly: true,
+    run: ({ actor }, input) => getOutboxItem(actor, input.id),
+    summary: (r: { id: string; status: string; hold_reason: string | null; error: string | null }) =>
+      `${r.id} is ${r.status}${r.hold_reason ? ` (waiting: ${r.hold_reason})` : ""}${r.error ? ` (error: ${r.error})` : ""}.`,
+  }),
+  tool({
+    name: "cancel_send",
+    title: "Cancel a pending send",
+    description: "Cancels a send that is still pending (scheduled, held, or waiting its turn): it ends failed with error \"canceled\". A send already on its way cannot be canceled (outbox_item_not_cancelable).",
+    scope: "messages:write",
+    input: OutboxIdQuery,
+    readOnly: false,
+    run: ({ actor }, input) => cancelOutboxItem(actor, input.id),
+    summary: (r: { id: string }) => `${r.id} canceled.`,
+  }),
+  tool({
+    name: "wait_for_reply",
+    title: "Wait for a reply",
+    description:
+      "Blocks until the contact writes the next message in a chat, for at most `timeout_seconds` (1 to 120, default 50), and returns that message (`status: \"replied\"`) or `status: \"timeout\"`. Pass `since` (Unix ms, e.g. when you sent your message) to also catch a reply that arrived before this call. Call it again after a timeout to keep waiting.",
+    scope: "messages:read",
+    input: WaitForReplyInput,
+    readOnly: true,
+    run: ({ actor, signal, recheckKey }, input) => waitForReply(actor, input, { signal, recheckKey }),
+    summary: (r: WaitResult) =>
+      r.status === "replied" ? `Reply from ${r.message.sender ?? "the contact"}: ${(r.message.text ?? "(attachment)").slice(0, 200)}` : `No reply within ${r.waited_seconds} s.`,
+  }),
+  tool({
+    name: "get_capacity",
+    title: "What a line can still send",
+    description:
+      "Per line (or each line of a pool_ ID): status, the new-contact budgets left this hour and day, quiet hours, the sends waiting by reason, and when a send to a new contact could next go.",
+    scope: "lines:read",
+    input: CapacityQuery,
+    readOnly: true,
+    run: ({ actor }, input) => getCapacity(actor, input),
+    summary: (r: { lines: { handle: string; status: string }[] }) => r.lines.map((l) => `${l.handle}: ${l.status}`).join("; ") || "No lines.",
+  }),
+];
+
+export const TOOLS_BY_NAME: ReadonlyMap<string, Tool> = new Map(TOOLS.map((t) => [t.name, t]));
