@@ -10,7 +10,7 @@
 //   BENCH_CONNECTIONS (default 32), BENCH_FIXED_RATE (default 200 req/s, for CPU per request
 //   without saturation), BENCH_LOAD=autocannon to use autocannon even where wrk is
 //   installed, BENCH_ONLY=postgres or pglite to measure one database, BENCH_PARTS (default
-//   reads,writes,webhooks,inbound,twilio,policy,instances,observability,search) to run only some parts
+//   reads,writes,webhooks,inbound,twilio,policy,mcp,instances,observability,search) to run only some parts
 //   (instances: bench/instances.ts, one app instance vs two on PostgreSQL; observability: the
 //   same file, the request log and metrics' cost on GET /v1/chats; search: bench/search.ts,
 //   full-text search over BENCH_SEARCH_MESSAGES (default 1,000,000) messages on PostgreSQL, with
@@ -30,7 +30,9 @@
 //   before anything is held and with BENCH_POLICY_HELD (default 100,000) held, GET
 //   /v1/capacity latency, and a due burst of BENCH_BURST_ITEMS (default 1,000) held items on
 //   each of BENCH_BURST_LINES (default 10) BlueBubbles lines paced at BENCH_BURST_RATE
-//   (default 50) sends/s (BENCH_BURST_LINES=0: no burst).
+//   (default 50) sends/s (BENCH_BURST_LINES=0: no burst). The mcp part (bench/mcp.ts, on both
+//   databases): send_message over MCP against POST /v1/messages, and BENCH_MCP_WAITS (default
+//   40) wait_for_reply calls at once with the server's database connections read meanwhile.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import net from "node:net";
@@ -42,6 +44,7 @@ import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, s
 import { type InboundResults, measureInbound } from "./inbound";
 import { instancesReport, measureInstances } from "./instances";
 import { measurePolicy, type PolicyResults, policyReport } from "./policy";
+import { mcpReport, type McpResults, measureMcp } from "./mcp";
 import { measureSearch, searchReport } from "./search";
 import { measureTwilio, type TwilioResults } from "./twilio";
 import { measureWebhooks, type WebhookResults } from "./webhooks";
@@ -53,9 +56,9 @@ const FIXED_RATE = Number(process.env.BENCH_FIXED_RATE ?? 200);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DRAIN = { postgres: Number(process.env.BENCH_DRAIN ?? 10_000), pglite: Number(process.env.BENCH_DRAIN_PGLITE ?? 2_000) };
-const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,policy,instances,observability,search").split(",").map((p) => p.trim()));
+const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound,twilio,policy,mcp,instances,observability,search").split(",").map((p) => p.trim()));
 /** The parts measured on the single server runOn starts (instances starts its own). */
-const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio", "policy"].some((p) => PARTS.has(p));
+const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio", "policy", "mcp"].some((p) => PARTS.has(p));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
 const INBOUND = { postgres: Number(process.env.BENCH_INBOUND ?? 20_000), pglite: Number(process.env.BENCH_INBOUND_PGLITE ?? 5_000) };
 const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
@@ -71,6 +74,7 @@ const inboundRows: { database: string; r: InboundResults }[] = [];
 const twilioRows: { database: string; t: TwilioResults }[] = [];
 const webhookRows: { database: string; h: WebhookResults }[] = [];
 const policyRows: { database: string; p: PolicyResults }[] = [];
+const mcpRows: { database: string; m: McpResults }[] = [];
 const POLICY = {
   held: Number(process.env.BENCH_POLICY_HELD ?? 100_000),
   idleSeconds: Number(process.env.BENCH_POLICY_IDLE_SECONDS ?? 10),
@@ -312,6 +316,24 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
       });
       policyRows.push({ database, p });
     }
+    if (PARTS.has("mcp")) {
+      const m = await measureMcp({
+        database,
+        base,
+        auth,
+        account: "bench@example.com",
+        line: "+15550009000",
+        contact: "+15551000001",
+        env,
+        db: dbConfig,
+        seconds: SECONDS,
+        rounds: ROUNDS,
+        connections: CONNECTIONS,
+        serverPid: server.pid!,
+        waits: Number(process.env.BENCH_MCP_WAITS ?? 40),
+      });
+      mcpRows.push({ database, m });
+    }
     return readRows;
   } finally {
     await baseline?.stop();
@@ -437,6 +459,7 @@ async function main(): Promise<void> {
     }
   }
   if (policyRows.length) for (const line of policyReport(policyRows, { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS })) console.log(line);
+  if (mcpRows.length) for (const line of mcpReport(mcpRows, { connections: CONNECTIONS, seconds: SECONDS, rounds: ROUNDS })) console.log(line);
   if (instances) for (const line of instancesReport(instances, instanceOptions)) console.log(line);
   if (search) for (const line of searchReport(search, searchOptions)) console.log(line);
   if (!SINGLE_SERVER_PARTS) return;

@@ -182,7 +182,7 @@ describe("scheduled and held sends, send policy, capacity and pools", () => {
         line_id: f.line.id,
         new_contacts: { hour: { used: 0, limit: 5, remaining: 5, resets_at: null }, day: { used: 0, limit: null, remaining: null, resets_at: null } },
         quiet_hours: expect.objectContaining({ active: expect.any(Boolean) }),
-        queued: { scheduled: 0, quiet_hours: 0, new_contact_budget: 0, line_rate: 0, line_unavailable: 0 },
+        queued: { scheduled: 0, quiet_hours: 0, new_contact_budget: 0, line_rate: 0, line_unavailable: 0, approval: 0 },
       }),
     ]);
 
@@ -233,6 +233,7 @@ describe("tenancy", () => {
       "keys.create": async () => "own account only",
       "keys.revoke": () => outsider.keys.revoke({ id: key.id }),
       "keys.replace": () => outsider.keys.replace({ id: key.id }),
+      "keys.setGuardrails": () => outsider.keys.setGuardrails({ id: key.id, guardrails: { max_sends_per_day: 1 } }),
       "lines.list": () => outsider.lines.list(),
       "lines.create": async () => "own account only",
       "lines.update": () => outsider.lines.update({ id: a.line.id, label: "pwned" }),
@@ -244,6 +245,9 @@ describe("tenancy", () => {
       "chats.unsent": () => outsider.chats.unsent({ chat_id: chatId }),
       "chats.markRead": () => outsider.chats.markRead({ id: chatId }),
       "chats.retry": () => outsider.chats.retry({ id: item.id }),
+      "chats.takeover": () => outsider.chats.takeover({ id: chatId }),
+      "chats.pause": () => outsider.chats.pause({ id: chatId }),
+      "chats.resume": () => outsider.chats.resume({ id: chatId }),
       "stats.overview": () => outsider.stats.overview({ time_zone: "UTC" }),
       "chats.list": () => outsider.chats.list({ from: a.line.handle, limit: 50 }),
       "chats.get": () => outsider.chats.get({ id: chatId }),
@@ -254,6 +258,10 @@ describe("tenancy", () => {
       "outbox.get": () => outsider.outbox.get({ id: item.id }),
       "outbox.cancel": () => outsider.outbox.cancel({ id: later.id }),
       "outbox.reschedule": () => outsider.outbox.reschedule({ id: later.id, send_at: Date.now() + 7_200_000 }),
+      "outbox.approvals": () => outsider.outbox.approvals({ limit: 100, chat_id: chatId }),
+      "outbox.approvalCount": () => outsider.outbox.approvalCount(),
+      "outbox.approve": () => outsider.outbox.approve({ id: later.id }),
+      "outbox.reject": () => outsider.outbox.reject({ id: later.id }),
       "lines.policy": () => outsider.lines.policy({ line_id: a.line.id }),
       "lines.setPolicy": () => outsider.lines.setPolicy({ line_id: a.line.id, policy: { contact_first: false } }),
       "lines.capacity": () => outsider.lines.capacity({ from: a.line.id }),
@@ -309,6 +317,8 @@ describe("tenancy", () => {
     expect((await as(a).lines.list()).data.find((l) => l.id === a.line.id)?.label).toBeNull();
     expect((await as(a).outbox.get({ id: later.id })).hold_reason).toBe("scheduled");
     expect((await as(a).lines.policy({ line_id: a.line.id })).policy.contact_first).toBe(true);
+    expect((await as(a).chats.get({ id: chatId })).paused_at).toBeNull();
+    expect((await as(a).keys.list()).find((k) => k.id === key.id)?.guardrails.max_sends_per_day).toBeNull();
     expect((await as(a).pools.list()).data).toEqual([expect.objectContaining({ id: pool.id, line_ids: [a.line.id] })]);
   });
 });

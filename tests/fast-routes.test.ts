@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { config } from "@/server/kernel/config";
-import { V1_FAST_ROUTES } from "@/app/v1/route-table";
+import { OTHER_FAST_ROUTES, V1_FAST_ROUTES } from "@/app/v1/route-table";
 import { registerFastRoutes } from "@/server/transports/http/fast-routes";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
@@ -21,7 +21,7 @@ let base = "";
 const sent: string[] = [];
 
 beforeAll(async () => {
-  const routes = registerFastRoutes(V1_FAST_ROUTES);
+  const routes = registerFastRoutes({ ...V1_FAST_ROUTES, ...OTHER_FAST_ROUTES });
   server = http.createServer((req, res) => {
     const handler = routes.route(req);
     if (!handler) return void res.writeHead(418, { "content-type": "text/plain" }).end("for Next");
@@ -181,7 +181,8 @@ describe("/v1 route files on the production server's own listener", () => {
     const next = await dispatch(new Request(`http://localhost:3000${p}`, { method, headers, body }));
     const read = async (r: Response) => {
       const text = await r.text();
-      const json = text ? (JSON.parse(text) as Record<string, unknown>) : null;
+      // Request IDs differ between the two answers, wherever they appear (an MCP tool result carries one).
+      const json = text ? (JSON.parse(text, (_k, v: unknown) => (typeof v === "string" && /^req_[0-9a-z]{26}$/.test(v) ? "req_…" : v)) as Record<string, unknown>) : null;
       return { status: r.status, json: json && { ...json, request_id: typeof json.request_id } };
     };
     const [f, n] = [await read(fast), await read(next)];
@@ -235,6 +236,23 @@ describe("/v1 route files on the production server's own listener", () => {
     expect((await both("POST", "/v1/messages", plain, "{not json")).status).toBe(400);
     expect((await both("POST", "/v1/messages", plain, JSON.stringify({ from: f.line.handle }))).status).toBe(400);
     expect((await both("POST", "/v1/messages", plain, JSON.stringify({ from: "+15550000000", to: from, text: "x" }))).status).toBe(404);
+  });
+
+  it("answers the MCP server's tool calls and refusals as its route file does", async () => {
+    const f = await makeAccount();
+    const headers = { authorization: `Bearer ${f.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const rpc = (method: string, params: unknown) => JSON.stringify({ jsonrpc: "2.0", id: 1, method, params });
+    const list = await both("POST", "/api/mcp", headers, rpc("tools/list", {}));
+    expect(list.status).toBe(200);
+    type Answer = { result: { tools?: unknown[]; isError?: boolean; structuredContent?: unknown } };
+    const result = (x: { json: unknown }) => (x.json as Answer).result;
+    expect(result(list).tools).toHaveLength(11);
+    const lines = await both("POST", "/api/mcp", headers, rpc("tools/call", { name: "list_lines", arguments: {} }));
+    expect(result(lines).isError).toBeUndefined();
+    const refused = await both("POST", "/api/mcp", headers, rpc("tools/call", { name: "send_message", arguments: { from: f.line.handle } }));
+    expect(result(refused)).toMatchObject({ isError: true, structuredContent: { error: { code: "missing_required_parameter" } } });
+    expect((await both("POST", "/api/mcp", { "content-type": "application/json" }, rpc("tools/list", {}))).status).toBe(401);
+    expect(OTHER_FAST_ROUTES["/api/mcp"]!.POST).toBe((await import("@/app/api/mcp/route")).POST);
   });
 
   it("covers every /v1 route file at its own path, except those left to Next", async () => {

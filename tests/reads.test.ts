@@ -65,6 +65,8 @@ describe("read endpoints", () => {
       has_received_inbound: true,
       last_message_at: expect.any(Number),
       created_at: expect.any(Number),
+      paused_at: null,
+      paused_by: null,
     });
   });
 

@@ -26,6 +26,7 @@ import * as webhookDisable from "./webhooks/disable/route";
 import * as webhookEnable from "./webhooks/enable/route";
 import * as webhookRotate from "./webhooks/rotate-secret/route";
 import * as webhooks from "./webhooks/route";
+import * as mcp from "../api/mcp/route";
 
 export const V1_FAST_ROUTES: Readonly<Record<string, RouteModule>> = {
   "/v1/audio-messages": audioMessages,
@@ -49,4 +50,9 @@ export const V1_FAST_ROUTES: Readonly<Record<string, RouteModule>> = {
   "/v1/webhooks/disable": webhookDisable,
   "/v1/webhooks/enable": webhookEnable,
   "/v1/webhooks/rotate-secret": webhookRotate,
+};
+
+/** Other JSON routes the production server answers before Next: the MCP server (stateless, JSON answers). */
+export const OTHER_FAST_ROUTES: Readonly<Record<string, RouteModule>> = {
+  "/api/mcp": mcp,
 };
