@@ -38,6 +38,7 @@ async function accountA() {
   const delivery = await (await db()).webhookDelivery.findFirstOrThrow({ where: { webhookId: webhook.body.id } });
   const file = await call("POST", "/v1/files", { key: a.key, raw: new TextEncoder().encode("A's file"), headers: { "content-type": "text/plain" } });
   const pool = await createPool(a.accountId, { name: "A's pool", line_ids: [a.line.id] });
+  const apiKey = (await (await db()).apiKey.findFirstOrThrow({ where: { accountId: a.accountId } })).id;
   return {
     a,
     alice,
@@ -47,7 +48,8 @@ async function accountA() {
     delivery: delivery.id,
     file: file.body.id as string,
     pool: pool.id,
-    secrets: [a.line.id, m.id, m.chat_id, m.guid, obx, webhook.body.id, delivery.id, file.body.id, pool.id, "private to A", "secret.txt", "A's reply", "A's pool"],
+    apiKey,
+    secrets: [a.line.id, m.id, m.chat_id, m.guid, obx, webhook.body.id, delivery.id, file.body.id, pool.id, apiKey, "private to A", "secret.txt", "A's reply", "A's pool"],
   };
 }
 
@@ -106,11 +108,15 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
       ["capacity", `query($from: String!) { capacity(from: $from) { lines { lineId } } }`, { from: a.a.line.id }, "line_not_found"],
       ["capacity", `query($from: String!) { capacity(from: $from) { lines { lineId } } }`, { from: a.pool }, "pool_not_found"],
       ["pools", `{ pools { id name lineIds lines { id } } }`, {}, null],
+      // Owner-only: an API key is refused; B's signed-in owner sees B's keys alone (below).
+      ["apiKeys", `{ apiKeys { id name guardrails { allowTo } } }`, {}, "session_required"],
     ];
     for (const [field, query, variables, code] of cases) {
       const res = await attempt("Query", field, b.key, query, variables, a);
       expect(codeOf(res), `${field} ${JSON.stringify(variables)}`).toBe(code ?? undefined);
     }
+    const keys = await attempt("Query", "apiKeys", { session: b }, `{ apiKeys { id name } }`, {}, a);
+    expect(keys.body.data.apiKeys).toEqual([{ id: expect.stringMatching(/^key_/), name: "test" }]);
     // The lists B sees are its own.
     const lists = await gql(b.key, `{ lines { edges { node { id } } } outbox { edges { node { id } } } webhooks { edges { node { id } } } }`);
     expect(lists.body.data.lines.edges.map((e: { node: { id: string } }) => e.node.id)).toContain(b.line.id);
@@ -166,6 +172,9 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
     const REMOVE = `mutation($poolId: String!, $lineId: String!) { removePoolLine(poolId: $poolId, lineId: $lineId) { id lineIds } }`;
     const DELETE = `mutation($id: String!) { deletePool(id: $id) { id } }`;
     const POLICY = `mutation($lineId: String!, $policy: SendPolicyInput!) { setLineSendPolicy(lineId: $lineId, policy: $policy) { id sendPolicy { contactFirst } } }`;
+    const REVIEW = (field: string) => `mutation($id: String!) { ${field}(id: $id) { id status } }`;
+    const TAKEOVER = (field: string) => `mutation($id: String!) { ${field}(id: $id) { id pausedAt } }`;
+    const GUARDRAILS = `mutation($id: String!, $g: ApiKeyGuardrailsInput!) { setApiKeyGuardrails(id: $id, guardrails: $g) { id guardrails { maxSendsPerDay } } }`;
     const bPool = (await createPool(b.accountId, { name: "B's pool", line_ids: [b.line.id] })).id;
     const later = Date.now() + 3_600_000;
     const plain: [string, string | { session: Fixture }, string, Record<string, unknown>, string, string?][] = [
@@ -182,6 +191,12 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
       ["deletePool", { session: b }, DELETE, { id: a.pool }, "pool_not_found", "id"],
       ["setLineSendPolicy", b.key, POLICY, { lineId: b.line.id, policy: { contactFirst: false } }, "session_required"],
       ["setLineSendPolicy", { session: b }, POLICY, { lineId: a.a.line.id, policy: { contactFirst: false } }, "line_not_found", "lineId"],
+      ["approveOutboxItem", b.key, REVIEW("approveOutboxItem"), { id: a.obx }, "outbox_item_not_found", "id"],
+      ["rejectOutboxItem", { session: b }, REVIEW("rejectOutboxItem"), { id: a.obx }, "outbox_item_not_found", "id"],
+      ["pauseChat", b.key, TAKEOVER("pauseChat"), { id: a.m.chat_id }, "chat_not_found", "id"],
+      ["resumeChat", { session: b }, TAKEOVER("resumeChat"), { id: a.m.chat_id }, "chat_not_found", "id"],
+      ["setApiKeyGuardrails", b.key, GUARDRAILS, { id: a.apiKey, g: { maxSendsPerDay: 1 } }, "session_required"],
+      ["setApiKeyGuardrails", { session: b }, GUARDRAILS, { id: a.apiKey, g: { maxSendsPerDay: 1 } }, "api_key_not_found", "id"],
     ];
     for (const [field, as, operation, variables, code, param] of plain) {
       const res = await attempt("Mutation", field, as, operation, variables, a);
@@ -200,6 +215,8 @@ describe("GraphQL tenancy: account B never reads or changes account A's objects"
     expect(await prisma.webhook.findUniqueOrThrow({ where: { id: a.webhook.id } })).toMatchObject({ isActive: true, secret: a.webhook.secret });
     expect(await prisma.outboxItem.findUniqueOrThrow({ where: { id: a.obx } })).toMatchObject({ canceledAt: null, holdReason: null });
     expect((await prisma.line.findUniqueOrThrow({ where: { id: a.a.line.id } })).sendPolicy).toEqual({});
+    expect(await prisma.chat.findUniqueOrThrow({ where: { id: a.m.chat_id } })).toMatchObject({ pausedAt: null, pausedBy: null });
+    expect(await prisma.apiKey.findUniqueOrThrow({ where: { id: a.apiKey } })).toMatchObject({ maxSendsPerDay: null });
     const aPool = await prisma.pool.findUniqueOrThrow({ where: { id: a.pool }, include: { lines: true } });
     expect(aPool.lines.map((l) => l.lineId)).toEqual([a.a.line.id]);
     expect((await prisma.pool.findUniqueOrThrow({ where: { id: bPool }, include: { lines: true } })).lines.map((l) => l.lineId)).toEqual([b.line.id]);

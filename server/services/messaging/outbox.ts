@@ -43,10 +43,10 @@ export function statusWhere(status: OutboxStatus | undefined) {
   return { status: status === "pending" ? { in: ["pending", "held"] } : status };
 }
 
-type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
+export type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
 
 /** Held items of one reason (a scheduled send stored before reasons were: none). */
-function holdWhere(reason: StoredHoldReason) {
+export function holdWhere(reason: StoredHoldReason) {
   return { status: "held", ...(reason === "scheduled" ? { OR: [{ holdReason: reason }, { holdReason: null }] } : { holdReason: reason }) };
 }
 

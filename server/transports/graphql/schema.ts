@@ -12,6 +12,7 @@ import "./types/outbox";
 import "./types/files";
 import "./types/webhooks";
 import "./types/sandbox";
+import "./types/api-keys";
 import "./types/subscriptions";
 
 export const schema = builder.toSchema();

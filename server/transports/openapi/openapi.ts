@@ -133,7 +133,11 @@ function buildDocument() {
   const event = z
     .object({
       event: z.enum(WEBHOOK_EVENTS),
-      data: z.unknown().describe("message.*: a Message; reaction.*: a Reaction; message.failed: { outbox_id, line_id, line_handle, chat_id, to, error, attempts, failed_at }"),
+      data: z
+        .unknown()
+        .describe(
+          "message.*: a Message; reaction.*: a Reaction; message.failed: { outbox_id, line_id, line_handle, chat_id, to, error, attempts, failed_at }; outbox.approval_requested (opt-in): an OutboxItem waiting for the owner's approval, plus api_key_id",
+        ),
       timestamp: z.number().int().describe("Unix ms, also X-Webhook-Timestamp"),
       delivery_id: z.string().describe("dlv_ ID, also X-Webhook-Delivery-Id: deduplicate on it"),
     })

@@ -1,6 +1,7 @@
 import type { Prisma } from "../../../generated/prisma/client";
-import { ChatStateQuery, ListChatsQuery } from "../../../services/schemas/v1";
+import { ChatIdQuery, ChatStateQuery, ListChatsQuery } from "../../../services/schemas/v1";
 import { resolveChat } from "../../../services/messaging/chats";
+import { pauseChat, resumeChat } from "../../../services/messaging/takeover";
 import { resolveLine } from "../../../services/lines/lines";
 import { whereOnLine } from "../../../services/lines/tenancy";
 import { serializeTyping } from "../../../wire/serializers";
@@ -10,7 +11,8 @@ import { parseArgs } from "../inputs";
 import { MESSAGE_ORDER, MessageConnection } from "./messages";
 
 // Chat: GET /v1/chats (chats:read); its messages, typing indicators (GET /v1/typing) and read
-// receipts (GET /v1/receipts), each under its own read scope.
+// receipts (GET /v1/receipts), each under its own read scope. Human takeover (POST
+// /v1/chats/pause and /resume, outbox:approve): pauseChat and resumeChat.
 
 export const CHAT_ORDER: Prisma.ChatOrderByWithRelationInput[] = [{ lastMessageAt: { sort: "desc", nulls: "last" } }, { id: "desc" }];
 
@@ -27,6 +29,12 @@ const Chat = builder.prismaObject("Chat", {
     hasReceivedInbound: t.exposeBoolean("hasReceivedInbound"),
     lastMessageAt: t.expose("lastMessageAt", { type: "Timestamp", nullable: true }),
     createdAt: t.expose("createdAt", { type: "Timestamp" }),
+    pausedAt: t.expose("pausedAt", {
+      type: "Timestamp",
+      nullable: true,
+      description: "Since when the owner has taken the chat over (pauseChat): sends by keys with guardrails are refused with chat_paused. Null: not paused.",
+    }),
+    pausedBy: t.exposeString("pausedBy", { nullable: true, description: "Who paused it: the signed-in user's ID or the key_ ID." }),
     messages: t.relatedConnection(
       "messages",
       {
@@ -136,4 +144,30 @@ builder.queryFields((t) => ({
     },
     ReadReceiptConnection,
   ),
+}));
+
+builder.mutationFields((t) => ({
+  pauseChat: t.prismaField({
+    type: "Chat",
+    description:
+      "POST /v1/chats/pause?id=: a person takes the chat over. Sends to it by keys with guardrails are refused with chat_paused until resumeChat; the owner's own sends still go. Pausing a paused chat keeps pausedAt and pausedBy.",
+    authScopes: { scope: "outbox:approve" },
+    args: { id: t.arg.string({ required: true, description: "cht_ ID." }) },
+    resolve: async (query, _root, args, ctx) => {
+      const { id } = parseArgs(ChatIdQuery, args);
+      await pauseChat(ctx.actor, id);
+      return ctx.prisma.chat.findUniqueOrThrow({ ...query, where: { id } });
+    },
+  }),
+  resumeChat: t.prismaField({
+    type: "Chat",
+    description: "POST /v1/chats/resume?id=: hands a paused chat back to automated senders (pausedAt and pausedBy become null).",
+    authScopes: { scope: "outbox:approve" },
+    args: { id: t.arg.string({ required: true, description: "cht_ ID." }) },
+    resolve: async (query, _root, args, ctx) => {
+      const { id } = parseArgs(ChatIdQuery, args);
+      await resumeChat(ctx.actor, id);
+      return ctx.prisma.chat.findUniqueOrThrow({ ...query, where: { id } });
+    },
+  }),
 }));

@@ -15,7 +15,8 @@ import { REACTION_TYPES } from "../../../platform/events";
 import { HOLD_REASONS } from "../../../outbox/holds";
 import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { resolveLine } from "../../../services/lines/lines";
-import { cancelOutboxItem, findOutboxItem, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, outboxItemView, RescheduleBody, rescheduleOutboxItem, statusWhere } from "../../../services/messaging/outbox";
+import { approveSend, rejectSend } from "../../../services/messaging/approvals";
+import { cancelOutboxItem, findOutboxItem, holdWhere, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, outboxItemView, RescheduleBody, rescheduleOutboxItem, statusWhere } from "../../../services/messaging/outbox";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../../services/messaging/send";
 import { SendAudioMessageBody, sendAudioMessage } from "../../../services/messaging/send-audio";
 import { whereForActor, whereOnLine } from "../../../services/lines/tenancy";
@@ -27,7 +28,8 @@ import { parseArgs } from "../inputs";
 // Outbox items (GET /v1/outbox, outbox:read) and the writes that create them: the mutations
 // of POST /v1/messages, /audio-messages, /reactions, /typing and /receipts, each with the
 // route's scope, zod schema and service function; and the changes of a pending item
-// (DELETE and PATCH /v1/outbox: cancel, reschedule).
+// (DELETE and PATCH /v1/outbox: cancel, reschedule), and the owner's review of a send held for
+// approval (POST /v1/outbox/approve and /reject, outbox:approve).
 //
 // An item waiting on a hold is stored with status `held`, an internal status: like /v1, the
 // schema shows it as `pending` with `holdReason` and `notBefore`. Those fields, and status, are
@@ -36,7 +38,7 @@ import { parseArgs } from "../inputs";
 export const OutboxStatus = builder.enumType("OutboxStatus", { values: OUTBOX_STATUSES });
 const HoldReason = builder.enumType("HoldReason", {
   description:
-    "Why a pending item waits: scheduled (sendAt), quiet_hours (the line's quiet hours), new_contact_budget (the line opened as many new conversations as its policy allows for now), line_rate (its turn on a paced provider line), line_unavailable (the line's provider is not answering).",
+    "Why a pending item waits: scheduled (sendAt), quiet_hours (the line's quiet hours), new_contact_budget (the line opened as many new conversations as its policy allows for now), line_rate (its turn on a paced provider line), line_unavailable (the line's provider is not answering), approval (sent by a key that requires approval: it waits until the owner approves or rejects it).",
   values: HOLD_REASONS,
 });
 const OutboxKindEnum = builder.enumType("OutboxKind", { values: OUTBOX_KINDS });
@@ -196,15 +198,16 @@ builder.queryFields((t) => ({
     {
       type: "OutboxItem",
       cursor: "id",
-      description: "Recent outbox items, newest first, optionally of one line and in one status (pending includes held items).",
+      description:
+        "Recent outbox items, newest first, optionally of one line and in one status (pending includes held items), or held for one reason (holdReason approval: the sends waiting for the owner). line_rate and line_unavailable are read from the line, not stored: they are not filters.",
       authScopes: { scope: "outbox:read" },
-      args: { from: t.arg.string(), status: t.arg({ type: OutboxStatus }) },
+      args: { from: t.arg.string(), status: t.arg({ type: OutboxStatus }), holdReason: t.arg({ type: HoldReason }) },
       resolve: async (query, _root, args, ctx) => {
         const input = parseArgs(OutboxQuery, args);
         const where = input.from ? whereOnLine(ctx.actor, await resolveLine(ctx.actor, input.from)) : await whereForActor(ctx.actor);
         return ctx.prisma.outboxItem.findMany({
           ...query,
-          where: { ...where, ...statusWhere(input.status) },
+          where: { ...where, ...(input.hold_reason ? holdWhere(input.hold_reason) : statusWhere(input.status)) },
           orderBy: { id: "desc" },
         });
       },
@@ -352,6 +355,31 @@ builder.mutationFields((t) => ({
     resolve: async (query, _root, { id, sendAt }, ctx) => {
       const item = parseArgs(OutboxIdQuery, { id });
       return accepted(ctx, query, await rescheduleOutboxItem(ctx.actor, item.id, parseArgs(RescheduleBody, { sendAt })));
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  approveOutboxItem: t.prismaField({
+    type: "OutboxItem",
+    description:
+      "POST /v1/outbox/approve?id=: approves a send waiting for approval (holdReason approval); it goes now, or at the sendAt it asked for. An item no longer waiting is outbox_item_not_reviewable.",
+    authScopes: { scope: "outbox:approve" },
+    args: { id: t.arg.string({ required: true, description: "obx_ ID." }) },
+    resolve: async (query, _root, args, ctx) => {
+      const { id } = parseArgs(OutboxIdQuery, args);
+      return accepted(ctx, query, await approveSend(ctx.actor, id));
+    },
+  }),
+  rejectOutboxItem: t.prismaField({
+    type: "OutboxItem",
+    description:
+      "POST /v1/outbox/reject?id=: rejects a send waiting for approval; it ends failed with error \"rejected\" and never goes. An item no longer waiting is outbox_item_not_reviewable.",
+    authScopes: { scope: "outbox:approve" },
+    args: { id: t.arg.string({ required: true, description: "obx_ ID." }) },
+    resolve: async (query, _root, args, ctx) => {
+      const { id } = parseArgs(OutboxIdQuery, args);
+      return accepted(ctx, query, await rejectSend(ctx.actor, id));
     },
   }),
 }));
