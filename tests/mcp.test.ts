@@ -120,6 +120,10 @@ describe("the MCP server over Streamable HTTP", () => {
     expect(new Set(ok.map((r) => r.data.id)).size).toBe(1);
     for (const r of [a, b, c].filter((x) => x.isError)) expect(r.data.error.code).toBe("idempotency_key_in_use");
     expect((await refused(client, "send_message", { ...args, text: "different" })).code).toBe("idempotency_key_reused");
+    // A refusal is kept too: the retry answers the same refusal, as a tool error.
+    const stranger = { from: f.line.handle, to: phone(), text: "hello?", idempotency_key: "reply-2" };
+    expect((await refused(client, "send_message", stranger)).code).toBe("contact_has_not_messaged");
+    expect((await refused(client, "send_message", stranger)).code).toBe("contact_has_not_messaged");
   });
 
   it("waits for the contact's reply, which the simulator delivers, and times out without one", async () => {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ApiError, ERROR_CODES, type ErrorCode } from "../../kernel/errors";
 import type { Actor } from "../../services/access/actor";
 import type { Scope } from "../../services/access/scopes";
 import { canonicalJson, idempotent, IDEMPOTENCY_KEY_PATTERN, requestHash } from "../../services/access/idempotency";
@@ -48,7 +49,15 @@ const idempotencyKey = z
 async function once<T extends object>(ctx: ToolContext, path: string, key: string | undefined, input: object, run: () => Promise<T>): Promise<T> {
   if (!key) return run();
   const outcome = await idempotent(ctx.actor, key, requestHash("POST", path, canonicalJson(input)), "POST", path, async () => ({ status: 200, body: await run() }));
+  if (outcome.status >= 400) throw storedRefusal(outcome.body);
   return outcome.body as T;
+}
+
+/** A refusal the idempotency record kept (the first call's answer), as the error it was. */
+function storedRefusal(body: object): ApiError {
+  const { error } = body as { error?: { code?: string; message?: string; param?: string } };
+  const code = error?.code && error.code in ERROR_CODES ? (error.code as ErrorCode) : "internal_error";
+  return new ApiError(code, error?.message ?? "The first call with this idempotency_key failed.", { param: error?.param });
 }
 
 const page = (what: string) => (r: { data: unknown[]; has_more: boolean; next_cursor: string | null }) =>
