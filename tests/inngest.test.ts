@@ -20,7 +20,7 @@ import { verifyWebhook } from "@/server/webhooks/signing";
 import { inngest } from "@/inngest/client";
 import { config } from "@/server/kernel/config";
 import { startEngine, stopEngine } from "@/server/engine";
-import { blueBubblesLine, call, db, get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
+import { blueBubblesLine, call, db, get, inbound, makeAccount, makeKey, phone, post, type Fixture } from "./helpers";
 
 const q = encodeURIComponent;
 const received: { name: string; data: { id?: string; line_id?: string } }[] = [];
@@ -142,6 +142,22 @@ describe("Inngest engine", () => {
     expect((await run({ id: doomed.body.id, line_id: f.line.id }, cancelThenWait)).result).toEqual({ id: doomed.body.id, status: "skipped", rounds: 2 });
     expect(await (await db()).message.count({ where: { outboxId: doomed.body.id } })).toBe(0);
   }, 20_000);
+
+  it("a send waiting for approval: its run skips it and sends no event until the owner approves; approval announces it and it goes", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    const agent = await makeKey(f.accountId, { guardrails: { require_approval: true } });
+    const before = received.length;
+    const held = await post("/v1/messages", agent, { from: f.line.handle, to: alice, text: "approve me" });
+    await sleep(300);
+    expect(received.slice(before).map((e) => e.data.id)).not.toContain(held.body.id);
+    const data = { id: held.body.id as string, line_id: f.line.id };
+    expect((await run(data)).result).toEqual({ id: held.body.id, status: "skipped", rounds: 1 });
+    expect((await post(`/v1/outbox/approve?id=${held.body.id}`, f.key)).status).toBe(200);
+    await vi.waitFor(() => expect(received.slice(before).map((e) => e.data.id)).toContain(held.body.id));
+    expect((await run(data)).result).toEqual({ id: held.body.id, status: "sent", rounds: 1 });
+  });
 
   it("runs the line's policy at its claim: inside quiet hours the item is held again, not sent", async () => {
     const f = await makeAccount();
