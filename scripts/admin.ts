@@ -6,8 +6,7 @@
 //   npm run -s admin -- line test --line ln_...
 //   npm run -s admin -- line list [--account E] [--json]
 //   npm run -s admin -- line policy --line ln_... --show | --json '{...}'   (and pool ...: admin-send-policy.ts)
-//   npm run -s admin -- key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
-//   npm run -s admin -- key revoke --key sk_live_...
+//   npm run -s admin -- key create | guard | list | revoke ...   (admin-keys.ts)
 //   npm run -s admin -- backup --out FILE [--force]
 //   npm run -s admin -- restore --from FILE [--force]
 // On PostgreSQL (DATABASE_URL) it connects directly. On embedded PGlite it reaches a running
@@ -19,6 +18,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { z, ZodError } from "zod";
 import { PROVIDER_ABOUTS, providerConfigHelp } from "../server/platform/about";
+import { isKeyCommand, KEY_USAGE, runKeyCommand } from "./admin-keys";
 import { isSendPolicyCommand, runSendPolicyCommand, SEND_POLICY_USAGE, UsageError } from "./admin-send-policy";
 
 const PROVIDERS = PROVIDER_ABOUTS.map((p) => p.name).join("|");
@@ -34,8 +34,7 @@ const USAGE = `usage:
   admin line test --line ln_...
   admin line list [--account E] [--json]
 ${SEND_POLICY_USAGE}
-  admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
-  admin key revoke --key sk_live_...
+${KEY_USAGE}
   admin backup --out FILE [--force]     embedded database, files and credentials key in one .tar.gz (works while the server runs)
   admin restore --from FILE [--force]   into DATA_DIR, server stopped; --force moves existing data to DATA_DIR.before-restore-<time>`;
 
@@ -222,20 +221,20 @@ async function backupCommand(command: "backup" | "restore", values: { out?: stri
   console.log("start the server as usual: migrations newer than the backup apply on start");
 }
 
-function positiveInt(value: string, name: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new UsageError(`--${name} must be a positive integer`);
-  return Number(value);
-}
-
 async function main(argv: string[]): Promise<void> {
   // Results go to stdout for scripts; what the service logs while the command runs (a line's
   // status change, a migration warning) goes to stderr beside the errors.
   const { resetLogger } = await import("../server/observability/log");
   resetLogger({ write: (line: string) => void process.stderr.write(line) });
-  if (isSendPolicyCommand(argv)) {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(USAGE);
+    return;
+  }
+  const run = isSendPolicyCommand(argv) ? runSendPolicyCommand : isKeyCommand(argv) ? runKeyCommand : null;
+  if (run) {
     await useRunningServer();
     const { closeDatabase } = await import("../server/db");
-    return runSendPolicyCommand(argv).finally(() => closeDatabase());
+    return run(argv).finally(() => closeDatabase());
   }
   const { values, positionals } = parseArgs({
     args: argv,
@@ -249,12 +248,6 @@ async function main(argv: string[]): Promise<void> {
       label: { type: "string" },
       service: { type: "string" },
       advanced: { type: "boolean" },
-      name: { type: "string" },
-      scopes: { type: "string" },
-      lines: { type: "string" },
-      "rate-limit": { type: "string" },
-      "expires-at": { type: "string" },
-      key: { type: "string" },
       line: { type: "string" },
       provider: { type: "string" },
       "provider-config": { type: "string" },
@@ -264,22 +257,14 @@ async function main(argv: string[]): Promise<void> {
       out: { type: "string" },
       from: { type: "string" },
       force: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
     },
   });
-  if (values.help) {
-    console.log(USAGE);
-    return;
-  }
   const command = positionals.join(" ");
   if (command === "backup" || command === "restore") return backupCommand(command, values);
   await useRunningServer();
-  const { closeDatabase, getDb } = await import("../server/db");
+  const { closeDatabase } = await import("../server/db");
   const { createAccount, findAccountByEmail } = await import("../server/services/accounts/accounts");
   const { connectLine, createConnectedLine, listConnections, testLine } = await import("../server/services/lines/line-connections");
-  const { createApiKey, revokeApiKeyBySecret } = await import("../server/services/access/api-keys");
-  const { parseScopes } = await import("../server/services/access/scopes");
-  const { normalizeHandle } = await import("../server/kernel/handles");
   try {
     switch (command) {
       case "account create": {
@@ -338,38 +323,6 @@ async function main(argv: string[]): Promise<void> {
           const settings = Object.entries(l.provider_settings).map(([k, v]) => `${k}=${v}`).join(" ");
           console.log([l.id, l.handle, l.provider, l.status + (l.status_reason ? ` (${l.status_reason})` : ""), l.advanced_features ? "advanced" : "basic", settings].join("\t"));
         }
-        break;
-      }
-      case "key create": {
-        const account = await findAccountByEmail(required(values, "account"));
-        const scopes = parseScopes(values.scopes ?? "all");
-        let lineIds: string[] | null = null;
-        if (values.lines !== undefined) {
-          const handles = values.lines.split(",").map((h) => normalizeHandle(h)).filter(Boolean);
-          if (!handles.length) throw new UsageError("--lines needs at least one line handle");
-          const db = await getDb();
-          const lines = await db.line.findMany({ where: { accountId: account.id, handle: { in: handles } } });
-          const missing = handles.filter((h) => !lines.some((l) => l.handle === h));
-          if (missing.length) throw new UsageError(`no line ${missing.join(", ")} in account ${account.email}`);
-          lineIds = lines.map((l) => l.id);
-        }
-        const expiresAt = values["expires-at"];
-        if (expiresAt !== undefined && !/^\d+$/.test(expiresAt)) throw new UsageError("--expires-at must be Unix milliseconds");
-        const { secret } = await createApiKey({
-          accountId: account.id,
-          name: required(values, "name"),
-          scopes,
-          lineIds,
-          rateLimitPerHour: values["rate-limit"] !== undefined ? positiveInt(values["rate-limit"], "rate-limit") : null,
-          expiresAt: expiresAt !== undefined ? new Date(Number(expiresAt)) : null,
-        });
-        console.log(secret);
-        break;
-      }
-      case "key revoke": {
-        const key = required(values, "key");
-        if (!(await revokeApiKeyBySecret(key))) throw new UsageError("no such key");
-        console.error("revoked");
         break;
       }
       default:

@@ -253,7 +253,7 @@ describe("the client against the real routes", () => {
       status: "connected",
       new_contacts: { hour: { used: 0, limit: 2, remaining: 2, resets_at: null }, day: { used: 0, limit: 5, remaining: 5, resets_at: null } },
       quiet_hours: { active: false, until: null },
-      queued: { scheduled: 0, quiet_hours: 0, new_contact_budget: 0, line_rate: 0, line_unavailable: 0 },
+      queued: { scheduled: 0, quiet_hours: 0, new_contact_budget: 0, line_rate: 0, line_unavailable: 0, approval: 0 },
     });
     expect(fresh.lines[0]!.next_slot_at).toBeLessThanOrEqual(Date.now());
 

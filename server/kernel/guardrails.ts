@@ -43,13 +43,13 @@ export interface GuardrailColumns {
 }
 
 /** An allow-list entry as sends are compared with it: a chat ID as is, a contact normalized. */
-export function allowEntry(raw: string): string {
+function allowEntry(raw: string): string {
   const value = raw.trim();
   return value.startsWith("cht_") ? value : normalizeHandle(value);
 }
 
 /** The columns an input changes (absent fields keep their value). */
-export function guardrailColumns(input: GuardrailsInput): Partial<GuardrailColumns> {
+function guardrailColumns(input: GuardrailsInput): Partial<GuardrailColumns> {
   const out: Partial<GuardrailColumns> = {};
   if (input.allow_to !== undefined) out.allowTo = input.allow_to ? [...new Set(input.allow_to.map(allowEntry))] : [];
   if (input.require_approval !== undefined) out.requireApproval = input.require_approval;

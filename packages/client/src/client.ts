@@ -246,7 +246,19 @@ export class Relay {
     iterate: (query: ListLinesQuery = {}, options?: RequestOptions) => this.lister<ListLinesQuery, Line>("listLines").iterate(query, options),
   };
 
-  readonly chats = this.lister<ListChatsQuery, Chat>("listChats");
+  readonly chats = {
+    ...this.lister<ListChatsQuery, Chat>("listChats"),
+    /**
+     * POST /v1/chats/pause?id= (extension, human takeover): stops automated sending in a chat
+     * (cht_ ID) while a person answers. Sends to it by keys with guardrails are then refused
+     * with InvalidRequestError `chat_paused` (409); the owner's own sends still go. Pausing a
+     * paused chat keeps who paused it and since when (`paused_by`, `paused_at`). Needs the
+     * `outbox:approve` scope, which a key with guardrails never has.
+     */
+    pause: (id: string, options?: RequestOptions) => this.call<Chat>("pauseChat", { query: { id } }, options),
+    /** POST /v1/chats/resume?id= (extension): lets automated sending into the chat again (`paused_at` back to null). */
+    resume: (id: string, options?: RequestOptions) => this.call<Chat>("resumeChat", { query: { id } }, options),
+  };
 
   readonly messages = {
     ...this.lister<Omit<ListMessagesQuery, "id">, Message>("listMessages"),
@@ -334,6 +346,18 @@ export class Relay {
      */
     reschedule: (id: string, sendAt: number, options?: RequestOptions) =>
       this.call<OutboxItem>("rescheduleOutboxItem", { query: { id }, body: { send_at: sendAt } satisfies RescheduleOutboxItemBody }, options),
+    /**
+     * POST /v1/outbox/approve?id= (extension): approves a send held for approval (its key has
+     * `require_approval`; `outbox.list({ hold_reason: "approval" })` lists them). It goes now,
+     * or at the `send_at` it asked for. An item that is not waiting for approval rejects with
+     * InvalidRequestError `outbox_item_not_reviewable` (409). Needs the `outbox:approve` scope.
+     */
+    approve: (id: string, options?: RequestOptions) => this.call<OutboxItem>("approveOutboxItem", { query: { id } }, options),
+    /**
+     * POST /v1/outbox/reject?id= (extension): declines a send held for approval: it ends
+     * `failed` with `error: "rejected"` and never goes. Refusals as for approve.
+     */
+    reject: (id: string, options?: RequestOptions) => this.call<OutboxItem>("rejectOutboxItem", { query: { id } }, options),
   };
 
   readonly capacity = {

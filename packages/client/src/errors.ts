@@ -41,13 +41,21 @@ export class RelayError extends Error {
 
 /** 401: missing or invalid API key. */
 export class AuthenticationError extends RelayError {}
-/** 403: the key lacks a scope, or may not use that line. */
+/**
+ * 403: the key lacks a scope, or may not use that line; or a guardrail of the key refused the
+ * send (recipient_not_allowed: not on its allow_to list; reply_required: the contact has not
+ * answered its last sends). Guardrail refusals are the owner's rules: do not retry them.
+ */
 export class AuthorizationError extends RelayError {}
-/** 400 (and 403 contact_has_not_messaged, 409 idempotency_key_in_use / outbox_item_not_cancelable / outbox_item_not_reschedulable, 413 file_too_large / request_too_large): the request is wrong. */
+/**
+ * 400 (and 403 contact_has_not_messaged; 409 idempotency_key_in_use, outbox_item_not_cancelable,
+ * outbox_item_not_reschedulable, outbox_item_not_reviewable, chat_paused (the owner took the
+ * chat over); 413 file_too_large, request_too_large): the request is wrong.
+ */
 export class InvalidRequestError extends RelayError {}
 /** 404. */
 export class NotFoundError extends RelayError {}
-/** 429: rate limit, sandbox quota or too many open streams (too_many_streams); see retryAfterMs. */
+/** 429: rate limit, sandbox quota, too many open streams (too_many_streams) or the key's max_sends_per_day (key_send_limit_exceeded); see retryAfterMs. */
 export class RateLimitError extends RelayError {}
 /** 5xx. */
 export class ApiError extends RelayError {}

@@ -15,7 +15,7 @@ import { getMessage, type MessageJson } from "./messages";
 // GET /v1/listen, and checks the key again every few seconds so that a revoked key's wait ends
 // within the key cache window.
 
-export const MAX_WAIT_SECONDS = 120;
+const MAX_WAIT_SECONDS = 120;
 const DEFAULT_WAIT_SECONDS = 50;
 const RECHECK_MS = 2_000;
 

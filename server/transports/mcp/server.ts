@@ -34,7 +34,7 @@ function listedTools(): McpTool[] {
 }
 
 /** A refusal as a tool result: the /v1 error envelope as structured content, its code and message as text. */
-export function toolError(err: unknown, requestId: string): CallToolResult {
+function toolError(err: unknown, requestId: string): CallToolResult {
   const answer = errorAnswer(err, requestId);
   const { code, message } = answer.body.error;
   const retryAfter = answer.headers["Retry-After"];
@@ -46,7 +46,7 @@ export function toolError(err: unknown, requestId: string): CallToolResult {
 }
 
 /** Runs one tools/call: the tool, its scope, the rate limit, its arguments, the service. */
-export async function callTool(ctx: ToolContext, name: string, args: unknown): Promise<CallToolResult> {
+async function callTool(ctx: ToolContext, name: string, args: unknown): Promise<CallToolResult> {
   try {
     const tool = TOOLS_BY_NAME.get(name);
     if (!tool) {

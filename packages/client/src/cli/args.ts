@@ -26,6 +26,8 @@ export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   env: Record<string, string | undefined>;
+  /** What `relay mcp` reads its JSON-RPC messages from (process.stdin). */
+  stdin?: AsyncIterable<Uint8Array | string>;
   /** For the API (tests pass an in-process one); forwarding in `listen` uses the global fetch. */
   fetch?: typeof fetch;
   signal?: AbortSignal;
@@ -78,6 +80,11 @@ export const COMMANDS: Record<string, { usage: string[]; about: string }> = {
     usage: ["listen --forward-to URL [--from LINE] [--events a,b] [--rotate-secret]", "listen --print-secret [--rotate-secret]"],
     about:
       "Receives this key's events live and POSTs each to a local URL, signed with a local secret (like stripe listen). The secret is kept in the config file, one per server and key, so it stays the same from run to run: --print-secret shows it, --rotate-secret replaces it. Reconnects by itself; Ctrl-C stops.",
+  },
+  mcp: {
+    usage: ["mcp"],
+    about:
+      "Serves the server's MCP tools (send, read, wait for a reply...) on stdin and stdout, for desktop agent apps: configure the command `relay mcp` as a stdio MCP server. Uses the saved login (or --key, --base-url), so the agent gets that key's scopes and guardrails. Runs until stdin closes; stdout carries only MCP messages, notes go to stderr.",
   },
 };
 

@@ -9,6 +9,7 @@ const code = await runCli(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
   env: process.env,
+  stdin: process.stdin,
   signal: abort.signal,
   color: colorWanted(process.env, process.stdout.isTTY),
   interactive: process.stderr.isTTY === true && process.env.TERM !== "dumb",

@@ -5,6 +5,7 @@ import type { Capacity, LineCapacity, Message, OutboxItem } from "../generated.j
 import { sandboxSmsLink } from "../sandbox.js";
 import { signWebhook } from "../webhooks.js";
 import { configDir, DEFAULT_BASE_URL, listenSecret, readConfig, removeConfig, writeConfig } from "./config.js";
+import { serveMcpOverStdio } from "./mcp.js";
 import { encodeQr, renderQr } from "./qr.js";
 import { spinner, style, type Style } from "./ui.js";
 import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS, help, OPTIONS, type Values, table, time, need, limitOf, fileArg, recentIds, sendAtOf } from "./args.js";
@@ -37,6 +38,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const saved = await readConfig(dir);
     const baseUrl = values["base-url"] ?? io.env.RELAY_BASE_URL ?? saved.baseUrl ?? DEFAULT_BASE_URL;
     const apiKey = values.key ?? io.env.RELAY_API_KEY ?? saved.apiKey;
+    if (command === "mcp") {
+      // Without a key it still serves, answering each request with how to log in: a desktop app shows that, not a dead process.
+      if (!io.stdin) throw new Error("relay mcp needs stdin");
+      await serveMcpOverStdio({ baseUrl, apiKey, stdin: io.stdin, stdout: io.stdout, stderr: io.stderr, fetch: io.fetch, signal: io.signal });
+      return EXIT.ok;
+    }
     if (!apiKey) {
       io.stderr(`No API key. Run \`relay login --key sk_live_...\` (create a key in the dashboard at ${baseUrl}/dashboard/keys), or set RELAY_API_KEY.\n`);
       return EXIT.auth;
