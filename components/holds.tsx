@@ -8,9 +8,10 @@ import { useTRPC } from "@/lib/trpc";
 import styles from "./sending.module.css";
 
 // Held sends: a pending outbox item that may not go yet (hold_reason, not_before; see
-// server/outbox/holds.ts), the reason in words, when it goes, and Cancel / Reschedule.
+// server/outbox/holds.ts), the reason in words, when it goes, and Cancel / Reschedule; a send
+// waiting for the owner's approval (a key with require_approval) has Approve / Reject instead.
 
-export type HoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "line_rate" | "line_unavailable";
+export type HoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "line_rate" | "line_unavailable" | "approval";
 
 /** Each reason as the pages name it. */
 export const HOLD_LABEL: Record<HoldReason, string> = {
@@ -19,6 +20,7 @@ export const HOLD_LABEL: Record<HoldReason, string> = {
   new_contact_budget: "New-contact budget",
   line_rate: "Line pace",
   line_unavailable: "Line unavailable",
+  approval: "Needs approval",
 };
 
 /** What each reason means, for a title or a note. */
@@ -28,6 +30,7 @@ export const HOLD_MEANING: Record<HoldReason, string> = {
   new_contact_budget: "It would open a conversation with a new contact and the line has opened as many as its policy allows for now.",
   line_rate: "Waiting its turn: the line sends at its set pace.",
   line_unavailable: "The line's provider is not answering: it goes when the line is back.",
+  approval: "Sent by an API key that needs your approval for each send: it goes once you approve it, never if you reject it.",
 };
 
 const label = (reason: string) => HOLD_LABEL[reason as HoldReason] ?? reason;
@@ -56,6 +59,7 @@ export function HoldWhen({ reason, notBefore }: { reason: string; notBefore: num
   if (reason === "new_contact_budget") return <span>Waits until the line&rsquo;s budget is raised (a limit of 0)</span>;
   if (reason === "line_unavailable") return <span>Goes when the line is back</span>;
   if (reason === "line_rate") return <span>Goes at its turn</span>;
+  if (reason === "approval") return <span>Goes once you approve it</span>;
   return <span>Due now</span>;
 }
 
@@ -107,6 +111,53 @@ export function PendingActions({
         <p className="small muted">{what.charAt(0).toUpperCase() + what.slice(1)}</p>
         <RescheduleForm id={id} notBefore={notBefore} onCancel={close} onDone={() => (close(), onDone())} />
       </Dialog>
+    </>
+  );
+}
+
+/**
+ * Approve and Reject of a send waiting for approval, one click each. `onDone` gets the decision
+ * once the server took it; a refusal (it was reviewed meanwhile) shows the server's sentence.
+ */
+export function ApprovalActions({
+  id,
+  what,
+  onDone,
+  compact = false,
+}: {
+  id: string;
+  /** The send in a few words, for the buttons' accessible names ("the message “see you”"). */
+  what: string;
+  onDone: (decision: "approved" | "rejected") => void;
+  compact?: boolean;
+}) {
+  const trpc = useTRPC();
+  const approve = useMutation(trpc.outbox.approve.mutationOptions({ onSuccess: () => onDone("approved") }));
+  const reject = useMutation(trpc.outbox.reject.mutationOptions({ onSuccess: () => onDone("rejected") }));
+  const busy = approve.isPending || reject.isPending;
+  return (
+    <>
+      <span className={compact ? undefined : styles.approvalButtons}>
+        <button
+          type="button"
+          className={compact ? "bubble-action" : `primary ${styles.smallButton}`}
+          onClick={() => (reject.reset(), approve.mutate({ id }))}
+          disabled={busy}
+          aria-label={`Approve ${what}`}
+        >
+          {approve.isPending ? "Approving…" : "Approve"}
+        </button>
+        <button
+          type="button"
+          className={compact ? "bubble-action" : `danger ${styles.smallButton}`}
+          onClick={() => (approve.reset(), reject.mutate({ id }))}
+          disabled={busy}
+          aria-label={`Reject ${what}`}
+        >
+          {reject.isPending ? "Rejecting…" : "Reject"}
+        </button>
+      </span>
+      <ErrorText error={approve.error ?? reject.error} />
     </>
   );
 }

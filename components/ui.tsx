@@ -81,7 +81,7 @@ export function Time({ ms, short = false }: { ms: number | null | undefined; sho
 }
 
 const GOOD = new Set(["sent", "succeeded", "active", "delivered"]);
-const BAD = new Set(["failed", "revoked", "expired", "disabled"]);
+const BAD = new Set(["failed", "revoked", "expired", "disabled", "rejected"]);
 
 export function StatusBadge({ status }: { status: string }) {
   const tone = GOOD.has(status) ? "ok" : BAD.has(status) ? "bad" : "warn";

@@ -157,7 +157,7 @@ test("works from the keyboard: a skip link first, then the navigation; the phone
   await page.setViewportSize({ width: 1280, height: 860 });
 });
 
-const PAGES = ["/dashboard", "/dashboard/chats", "/dashboard/lines", "/dashboard/pools", "/dashboard/outbox", "/dashboard/webhooks", "/dashboard/keys", "/dashboard/sandbox", "/dashboard/simulator", "/docs"];
+const PAGES = ["/dashboard", "/dashboard/chats", "/dashboard/lines", "/dashboard/pools", "/dashboard/outbox", "/dashboard/approvals", "/dashboard/webhooks", "/dashboard/keys", "/dashboard/sandbox", "/dashboard/simulator", "/docs"];
 
 /** The pages of one chat, one line and one webhook, made once. */
 let detailPages: string[] | null = null;

@@ -1,9 +1,12 @@
 "use client";
+import { useQuery } from "@tanstack/react-query";
 import { signOut } from "next-auth/react";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { useEffect, useState } from "react";
 import { useDashboardSettings } from "@/components/dashboard-settings";
+import styles from "@/components/approvals.module.css";
+import { useTRPC } from "@/lib/trpc";
 
 const LINKS: readonly (readonly [href: string, label: string, simulatorOnly?: boolean])[] = [
   ["/dashboard", "Overview"],
@@ -11,6 +14,7 @@ const LINKS: readonly (readonly [href: string, label: string, simulatorOnly?: bo
   ["/dashboard/lines", "Lines"],
   ["/dashboard/pools", "Pools"],
   ["/dashboard/outbox", "Outbox"],
+  ["/dashboard/approvals", "Approvals"],
   ["/dashboard/webhooks", "Webhooks"],
   ["/dashboard/keys", "API keys"],
   ["/dashboard/sandbox", "Sandbox"],
@@ -22,6 +26,9 @@ export function Nav({ email }: { email: string }) {
   const path = usePathname();
   const { simulator } = useDashboardSettings();
   const [open, setOpen] = useState(false);
+  // Sends waiting for approval; the approvals page refreshes it live, elsewhere a slow poll.
+  const trpc = useTRPC();
+  const waiting = useQuery({ ...trpc.outbox.approvalCount.queryOptions(), refetchInterval: 30_000 }).data ?? 0;
   // A link followed closes the menu.
   useEffect(() => setOpen(false), [path]);
   const current = (href: string) => (href === "/dashboard" ? path === href : path.startsWith(href));
@@ -33,12 +40,28 @@ export function Nav({ email }: { email: string }) {
         </Link>
         <button type="button" className="menu-button" aria-expanded={open} aria-controls="dashboard-nav" onClick={() => setOpen(!open)}>
           {open ? "Close" : "Menu"}
+          {!open && waiting ? (
+            <>
+              <span className={styles.navCount} aria-hidden="true">
+                {waiting}
+              </span>
+              <span className="visually-hidden"> ({waiting} waiting for approval)</span>
+            </>
+          ) : null}
         </button>
       </div>
       <nav aria-label="Dashboard" id="dashboard-nav">
         {LINKS.filter(([, , simulatorOnly]) => simulator || !simulatorOnly).map(([href, label]) => (
           <Link key={href} href={href} aria-current={current(href) ? "page" : undefined}>
             {label}
+            {href === "/dashboard/approvals" && waiting ? (
+              <>
+                <span className={styles.navCount} data-testid="approvals-count" aria-hidden="true">
+                  {waiting}
+                </span>
+                <span className="visually-hidden"> ({waiting} waiting)</span>
+              </>
+            ) : null}
           </Link>
         ))}
         <a href="/docs" target="_blank" rel="noopener">

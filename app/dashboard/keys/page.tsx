@@ -3,9 +3,16 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { ListTable } from "@/components/table";
 import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/ui";
+import { Dialog } from "@/components/dialog";
+import { APPROVE_SCOPE, draftOf, type Guardrails, GuardrailsFields, guardrailsOf, GuardrailsSummary, isGuarded, NO_GUARDRAILS } from "@/components/guardrails";
 import { lineName, useLines } from "@/components/lines";
+import styles from "@/components/approvals.module.css";
+import sending from "@/components/sending.module.css";
 import { useTRPC } from "@/lib/trpc";
 import { SCOPES, type Scope } from "@/server/services/access/scopes";
+
+// API keys: create (scopes, lines, expiry and guardrails for a key an agent uses), list with
+// each key's guardrails, change the guardrails, replace and revoke.
 
 const READ = SCOPES.filter((s) => s.endsWith(":read"));
 const PRESETS: [string, readonly Scope[]][] = [
@@ -26,6 +33,12 @@ export default function KeysPage() {
   const replace = useMutation(trpc.keys.replace.mutationOptions({ onSuccess: (k) => (setSecret({ name: k.name, secret: k.secret }), refresh()) }));
   const [scopes, setScopes] = useState<Set<Scope>>(new Set(SCOPES));
   const [restrict, setRestrict] = useState<Set<string>>(new Set());
+  const [guard, setGuard] = useState(NO_GUARDRAILS);
+  const guardrails = guardrailsOf(guard);
+  const guarded = isGuarded(guardrails);
+  // A key with guardrails cannot approve sends or resume chats: the scope is left out while any is set.
+  const chosen = [...scopes].filter((s) => !(guarded && s === APPROVE_SCOPE));
+  const [editing, setEditing] = useState<{ id: string; name: string; scopes: string[]; guardrails: Guardrails } | null>(null);
 
   function submit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
@@ -34,11 +47,12 @@ export default function KeysPage() {
     create.mutate(
       {
         name: String(form.get("name")),
-        scopes: [...scopes],
+        scopes: chosen,
         line_ids: restrict.size ? [...restrict] : null,
         expires_at: expires ? new Date(`${expires}T23:59:59`).getTime() : null,
+        ...(guarded ? { guardrails } : {}),
       },
-      { onSuccess: () => (e.target as HTMLFormElement).reset() },
+      { onSuccess: () => ((e.target as HTMLFormElement).reset(), setGuard(NO_GUARDRAILS)) },
     );
   }
   const toggle = <T,>(set: Set<T>, value: T) => {
@@ -70,11 +84,22 @@ export default function KeysPage() {
           <div className="row">
             {SCOPES.map((s) => (
               <label key={s} className="check">
-                <input type="checkbox" checked={scopes.has(s)} onChange={() => setScopes(toggle(scopes, s))} />
+                <input
+                  type="checkbox"
+                  checked={chosen.includes(s)}
+                  disabled={guarded && s === APPROVE_SCOPE}
+                  onChange={() => setScopes(toggle(scopes, s))}
+                  aria-describedby={s === APPROVE_SCOPE ? "approve-scope-note" : undefined}
+                />
                 <span className="mono">{s}</span>
               </label>
             ))}
           </div>
+          {guarded ? (
+            <p id="approve-scope-note" className={styles.scopeNote}>
+              A key with guardrails cannot hold <span className="mono">{APPROVE_SCOPE}</span>: it could approve its own sends or resume a chat you paused.
+            </p>
+          ) : null}
         </fieldset>
         {lines.some((l) => !l.is_sandbox) ? (
           <fieldset className="stack" style={{ border: 0, padding: 0, margin: 0 }}>
@@ -95,9 +120,10 @@ export default function KeysPage() {
           Expires (optional)
           <input name="expires" type="date" />
         </label>
+        <GuardrailsFields legend="Guardrails (optional)" value={guard} onChange={setGuard} />
         <ErrorText error={create.error} />
         <div>
-          <button className="primary" type="submit" disabled={create.isPending || scopes.size === 0}>
+          <button className="primary" type="submit" disabled={create.isPending || chosen.length === 0}>
             Create key
           </button>
         </div>
@@ -109,14 +135,24 @@ export default function KeysPage() {
           loading={keys.isPending}
           rows={keys.data ?? []}
           empty="No keys yet."
-          headers={["Name", "Key", "Scopes", "Last used", "Created", "Status", ""]}
+          headers={["Name", "Key", "Scopes", "Guardrails", "Last used", "Created", "Status", ""]}
           row={(k) => (
                   <tr key={k.id}>
-                    <td>{k.name}</td>
+                    <td id={`key-name-${k.id}`}>{k.name}</td>
                     <td className="mono">{k.prefix}</td>
                     <td className="small">
-                      {k.scopes.length === SCOPES.length ? "all" : k.scopes.join(", ")}
+                      {scopeText(k.scopes)}
                       {k.line_ids ? <div className="muted">{k.line_ids.length} line(s)</div> : null}
+                    </td>
+                    <td>
+                      <div className={styles.guardCell}>
+                        <GuardrailsSummary g={k.guardrails} />
+                        {k.status === "active" ? (
+                          <button type="button" className={sending.smallButton} onClick={() => setEditing(k)} aria-label={`${isGuarded(k.guardrails) ? "Change" : "Add"} guardrails`} aria-describedby={`key-name-${k.id}`}>
+                            {isGuarded(k.guardrails) ? "Change" : "Add"}
+                          </button>
+                        ) : null}
+                      </div>
                     </td>
                     <td>
                       <Time ms={k.last_used_at} />
@@ -148,6 +184,49 @@ export default function KeysPage() {
           )}
         />
       </div>
+      <Dialog open={editing !== null} onClose={() => setEditing(null)} title={editing ? `Guardrails of “${editing.name}”` : "Guardrails"}>
+        {editing ? <EditGuardrails apiKey={editing} onDone={() => (setEditing(null), refresh())} onCancel={() => setEditing(null)} /> : null}
+      </Dialog>
     </>
+  );
+}
+
+/** "all", "all but outbox:approve" (a key with guardrails), or the list. */
+function scopeText(scopes: string[]): string {
+  if (scopes.length === SCOPES.length) return "all";
+  if (scopes.length === SCOPES.length - 1 && !scopes.includes(APPROVE_SCOPE)) return `all but ${APPROVE_SCOPE}`;
+  return scopes.join(", ");
+}
+
+/** Changes an existing key's guardrails; a refusal (a key that holds outbox:approve) shows the server's sentence. */
+function EditGuardrails({ apiKey, onDone, onCancel }: { apiKey: { id: string; scopes: string[]; guardrails: Guardrails }; onDone: () => void; onCancel: () => void }) {
+  const trpc = useTRPC();
+  const [draft, setDraft] = useState(() => draftOf(apiKey.guardrails));
+  const save = useMutation(trpc.keys.setGuardrails.mutationOptions({ onSuccess: onDone }));
+  return (
+    <form
+      className="stack"
+      aria-label="Change guardrails"
+      onSubmit={(e) => {
+        e.preventDefault();
+        save.mutate({ id: apiKey.id, guardrails: guardrailsOf(draft) });
+      }}
+    >
+      {apiKey.scopes.includes(APPROVE_SCOPE) ? (
+        <p className={styles.scopeNote}>
+          This key holds <span className="mono">{APPROVE_SCOPE}</span>, which a key with guardrails cannot: replace it with a key without that scope to add any.
+        </p>
+      ) : null}
+      <GuardrailsFields value={draft} onChange={setDraft} framed={false} />
+      <ErrorText error={save.error} />
+      <div className={`row ${sending.dialogActions}`}>
+        <button type="button" onClick={onCancel}>
+          Close
+        </button>
+        <button type="submit" className="primary" disabled={save.isPending}>
+          {save.isPending ? "Saving…" : "Save guardrails"}
+        </button>
+      </div>
+    </form>
   );
 }

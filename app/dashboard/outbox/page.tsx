@@ -5,7 +5,7 @@ import { useRouter, useSearchParams } from "next/navigation";
 import { Suspense, useEffect } from "react";
 import { LineFilter, lineName, useLines } from "@/components/lines";
 import { ListTable } from "@/components/table";
-import { HoldBadge, HoldWhen, PendingActions } from "@/components/holds";
+import { ApprovalActions, HoldBadge, HoldWhen, PendingActions } from "@/components/holds";
 import { ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
 import styles from "@/components/sending.module.css";
@@ -14,7 +14,7 @@ import type { OutboxStatus } from "@/server/services/messaging/outbox-statuses";
 // Every send of the account, newest first: to whom, from which line, what, its state with the
 // reason in words when it failed or waits (held: scheduled, quiet hours, …, and when it goes),
 // and a link to its chat; filtered by status (and "held") and line. A pending send can be
-// rescheduled or canceled.
+// rescheduled or canceled; one waiting for approval, approved or rejected.
 
 /** The status filter's values: the API's statuses, and "held" (pending items that wait). */
 const FILTERS = ["pending", "held", "claimed", "sent", "failed"] as const;
@@ -132,6 +132,15 @@ function Outbox() {
                         <HoldWhen reason={o.hold_reason} notBefore={o.not_before} />
                       </div>
                     </div>
+                  ) : o.error === "rejected" ? (
+                    <div className={styles.statusCell}>
+                      <div>
+                        <StatusBadge status="rejected" />
+                      </div>
+                      <div className="small muted">
+                        <Time ms={o.completed_at} />
+                      </div>
+                    </div>
                   ) : o.canceled_at ? (
                     <div className={styles.statusCell}>
                       <div>
@@ -162,7 +171,11 @@ function Outbox() {
                     {p.chat_id ? <Link href={`/dashboard/chats/${p.chat_id}`}>Open chat</Link> : null}
                     {o.status === "pending" ? (
                       <div className="row">
-                        <PendingActions id={o.id} notBefore={o.not_before} what={described(o.kind, p)} onDone={refresh} />
+                        {o.hold_reason === "approval" ? (
+                          <ApprovalActions id={o.id} what={described(o.kind, p)} onDone={refresh} />
+                        ) : (
+                          <PendingActions id={o.id} notBefore={o.not_before} what={described(o.kind, p)} onDone={refresh} />
+                        )}
                       </div>
                     ) : null}
                   </div>

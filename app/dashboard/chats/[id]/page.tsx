@@ -3,17 +3,20 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tansta
 import Link from "next/link";
 import { useParams } from "next/navigation";
 import { type FormEvent, useEffect, useId, useRef, useState } from "react";
-import { HOLD_LABEL, type HoldReason, PendingActions } from "@/components/holds";
+import { ApprovalActions, HOLD_LABEL, type HoldReason, PendingActions } from "@/components/holds";
 import { useLiveSubscription } from "@/components/live";
 import { Empty, ErrorText, Loading, Time } from "@/components/ui";
 import { parseLocalInput, toLocalInput, When } from "@/components/when";
 import styles from "@/components/sending.module.css";
+import agents from "@/components/approvals.module.css";
 import { useTRPC } from "@/lib/trpc";
 
 // One conversation: its messages and, from the database, its sends that have no message yet
-// (sending; scheduled or otherwise held, with when it goes, Reschedule and Cancel; or failed
-// with the reason and a Retry), in time order; kept current live; a reply box with an
-// attachment, "reply to" and "Send later".
+// (sending; scheduled or otherwise held, with when it goes, Reschedule and Cancel; waiting for
+// approval, with the key that asked, Approve and Reject; or failed with the reason and a Retry),
+// in time order; kept current live; a reply box with an attachment, "reply to" and "Send later".
+// Pause stops automated sending here (keys with guardrails) while a person answers; a banner
+// says who paused it and since when, with Resume.
 
 const REACTION_EMOJI: Record<string, string> = { love: "❤️", like: "👍", dislike: "👎", laugh: "😂", emphasize: "‼️", question: "❓" };
 const MESSAGES_LIVE = `subscription($from: String, $to: String) { messageReceived(from: $from, to: $to) { id } }`;
@@ -29,6 +32,49 @@ interface AttachmentView {
   mime_type: string;
   url: string;
   transcription: string | null;
+}
+
+/** Pause and Resume of automated sending in the chat, and the banner while it is paused. */
+function Takeover({ chatId, placement }: { chatId: string; placement: "button" | "banner" }) {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const takeover = useQuery({ ...trpc.chats.takeover.queryOptions({ id: chatId }), refetchInterval: 60_000 });
+  const refresh = () => {
+    void qc.invalidateQueries({ queryKey: trpc.chats.takeover.queryKey({ id: chatId }) });
+    void qc.invalidateQueries({ queryKey: trpc.chats.get.queryKey({ id: chatId }) });
+  };
+  const pause = useMutation(trpc.chats.pause.mutationOptions({ onSuccess: refresh }));
+  const resume = useMutation(trpc.chats.resume.mutationOptions({ onSuccess: refresh }));
+  const t = takeover.data;
+  if (!t) return null;
+  if (placement === "button") {
+    return t.paused_at ? null : (
+      <div className="stack" style={{ gap: "0.25rem", alignItems: "flex-end" }}>
+        <button type="button" onClick={() => pause.mutate({ id: chatId })} disabled={pause.isPending} title="Keys with guardrails (AI agents) may not send here until you resume; your own replies still go.">
+          {pause.isPending ? "Pausing…" : "Pause automated sending"}
+        </button>
+        <ErrorText error={pause.error} />
+      </div>
+    );
+  }
+  if (!t.paused_at) return null;
+  const by = t.paused_by;
+  return (
+    <div className={agents.banner} role="status" data-testid="paused-banner">
+      <div className={agents.bannerText}>
+        <strong>Automated sending is paused</strong>
+        <span className="small">
+          Paused by {by ? (by.kind === "api_key" ? <>the key “{by.name}”</> : by.name) : "someone"} <When ms={t.paused_at} show="relative" /> (
+          <Time ms={t.paused_at} />
+          ). Keys with guardrails may not send to this chat; your own replies still go.
+        </span>
+        <ErrorText error={resume.error} />
+      </div>
+      <button type="button" className="primary" onClick={() => resume.mutate({ id: chatId })} disabled={resume.isPending}>
+        {resume.isPending ? "Resuming…" : "Resume"}
+      </button>
+    </div>
+  );
 }
 
 function Attachment({ a, audio }: { a: AttachmentView; audio: boolean }) {
@@ -76,11 +122,17 @@ export default function ConversationPage() {
     ),
   );
   const unsent = useQuery({ ...trpc.chats.unsent.queryOptions({ chat_id: id }), refetchInterval: 60_000 });
+  // Which key asked, for the sends that wait for approval.
+  const awaiting = (unsent.data ?? []).some((u) => u.hold_reason === "approval");
+  const approvals = useQuery({ ...trpc.outbox.approvals.queryOptions({ chat_id: id, limit: 100 }), enabled: awaiting });
+  const askedBy = new Map((approvals.data?.data ?? []).map((a) => [a.id, a.api_key?.name ?? null]));
   const markRead = useMutation(trpc.chats.markRead.mutationOptions());
   const lineHandle = chat.data?.line_handle;
   const refresh = () => {
     void qc.invalidateQueries({ queryKey: trpc.chats.messages.pathKey() });
     void qc.invalidateQueries({ queryKey: trpc.chats.unsent.pathKey() });
+    void qc.invalidateQueries({ queryKey: trpc.outbox.approvals.pathKey() });
+    void qc.invalidateQueries({ queryKey: trpc.outbox.approvalCount.pathKey() });
   };
   const vars = lineHandle ? { from: lineHandle, to: id } : null;
   useLiveSubscription(MESSAGES_LIVE, vars ?? {}, () => {
@@ -173,12 +225,18 @@ export default function ConversationPage() {
       <p className="small">
         <Link href={lineHandle ? `/dashboard/chats?line=${encodeURIComponent(lineHandle)}` : "/dashboard/chats"}>← Inbox</Link>
       </p>
-      <h1>{c ? (c.name ?? c.identifier) : "Conversation"}</h1>
-      {c ? (
-        <p className="muted small">
-          {c.is_group ? `Group: ${c.participants.join(", ")}` : c.identifier} · on {c.line_handle} · {c.service === "imessage" ? "iMessage" : c.service.toUpperCase()}
-        </p>
-      ) : null}
+      <div className={agents.titleRow}>
+        <div style={{ minWidth: 0 }}>
+          <h1>{c ? (c.name ?? c.identifier) : "Conversation"}</h1>
+          {c ? (
+            <p className="muted small" style={{ marginTop: 0 }}>
+              {c.is_group ? `Group: ${c.participants.join(", ")}` : c.identifier} · on {c.line_handle} · {c.service === "imessage" ? "iMessage" : c.service.toUpperCase()}
+            </p>
+          ) : null}
+        </div>
+        {c ? <Takeover chatId={id} placement="button" /> : null}
+      </div>
+      {c ? <Takeover chatId={id} placement="banner" /> : null}
       <div className="panel">
         <ErrorText error={chat.error ?? messages.error ?? unsent.error} />
         {messages.isPending ? (
@@ -200,13 +258,32 @@ export default function ConversationPage() {
                   {item.u.text ? <div>{item.u.text}</div> : null}
                   {item.u.attachments ? <div className="small">📎 {item.u.attachments} attachment</div> : null}
                   <div className="meta">
-                    {item.u.status === "failed" ? (
+                    {item.u.status === "failed" && item.u.error === "rejected" ? (
+                      <>
+                        <strong>Rejected</strong> · <Time ms={item.u.completed_at ?? item.u.created_at} />
+                        <div className="reason">Not sent: you rejected it.</div>
+                      </>
+                    ) : item.u.status === "failed" ? (
                       <>
                         <strong>Not sent</strong> · <Time ms={item.u.completed_at ?? item.u.created_at} />
                         <div className="reason">{item.u.error}</div>
                         <button type="button" className="bubble-action" onClick={() => retry.mutate({ id: item.u.outbox_id })} disabled={retry.isPending}>
                           Retry
                         </button>
+                      </>
+                    ) : item.u.hold_reason === "approval" ? (
+                      <>
+                        <span aria-hidden="true">◷ </span>
+                        <strong>Waiting for your approval</strong>
+                        {askedBy.get(item.u.outbox_id) ? <> · asked by the key “{askedBy.get(item.u.outbox_id)}”</> : null} · <Time ms={item.u.created_at} />
+                        <div>
+                          <ApprovalActions
+                            compact
+                            id={item.u.outbox_id}
+                            what={`the message${item.u.text ? ` “${item.u.text.length > 40 ? `${item.u.text.slice(0, 39)}…` : item.u.text}”` : ""}`}
+                            onDone={refresh}
+                          />
+                        </div>
                       </>
                     ) : item.u.hold_reason ? (
                       <>

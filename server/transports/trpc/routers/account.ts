@@ -1,5 +1,14 @@
 import { getDb } from "../../../db";
-import { ApiKeyIdBody, CreateApiKeyBody, createAccountApiKey, listApiKeys, replaceAccountApiKey, revokeAccountApiKey } from "../../../services/accounts/api-keys";
+import {
+  ApiKeyIdBody,
+  CreateApiKeyBody,
+  createAccountApiKey,
+  listApiKeys,
+  replaceAccountApiKey,
+  revokeAccountApiKey,
+  SetGuardrailsBody,
+  setApiKeyGuardrails,
+} from "../../../services/accounts/api-keys";
 import { SignUpBody, signUp } from "../../../services/accounts/accounts";
 import { protectedProcedure, publicProcedure, router } from "../init";
 
@@ -21,5 +30,7 @@ export const keysRouter = router({
   create: protectedProcedure.input(CreateApiKeyBody).mutation(({ ctx, input }) => createAccountApiKey(ctx.actor, input)),
   revoke: protectedProcedure.input(ApiKeyIdBody).mutation(({ ctx, input }) => revokeAccountApiKey(ctx.actor, input)),
   replace: protectedProcedure.input(ApiKeyIdBody).mutation(({ ctx, input }) => replaceAccountApiKey(ctx.actor, input)),
+  /** Changes a key's guardrails: fields left out keep their value, null clears one. */
+  setGuardrails: protectedProcedure.input(SetGuardrailsBody).mutation(({ ctx, input }) => setApiKeyGuardrails(ctx.actor, input)),
 });
 

@@ -14,6 +14,8 @@ import { serializeLine } from "../../../wire/serializers";
 import { parseWith } from "../../http/validation";
 import { activateSandbox, getSandbox } from "../../../services/lines/sandbox";
 import { retrySend, SendMessageBody, sendMessage } from "../../../services/messaging/send";
+import { ApprovalQueueQuery, approveSend, chatTakeover, countWaitingApprovals, listApprovalQueue, rejectSend } from "../../../services/messaging/approvals";
+import { pauseChat, resumeChat } from "../../../services/messaging/takeover";
 import { protectedProcedure, router } from "../init";
 
 const LineIdBody = z.object({ line_id: z.string().trim().min(1, "must not be empty").max(100) });
@@ -76,6 +78,11 @@ export const chatsRouter = router({
   markRead: protectedProcedure.input(z.object({ id: chatId })).mutation(({ ctx, input }) => markChatRead(ctx.actor, input.id)),
   /** Sends a failed message again, as a new outbox item. */
   retry: protectedProcedure.input(z.object({ id: z.string().trim().min(1).max(100) })).mutation(({ ctx, input }) => retrySend(ctx.actor, input.id, ctx.requestId)),
+  /** Whether automated sending is paused in the chat, since when and by whom (an email or a key's name). */
+  takeover: protectedProcedure.input(z.object({ id: chatId })).query(({ ctx, input }) => chatTakeover(ctx.actor, input.id)),
+  /** Human takeover: keys with guardrails may not send to the chat until it is resumed (POST /v1/chats/pause). */
+  pause: protectedProcedure.input(z.object({ id: chatId })).mutation(({ ctx, input }) => pauseChat(ctx.actor, input.id)),
+  resume: protectedProcedure.input(z.object({ id: chatId })).mutation(({ ctx, input }) => resumeChat(ctx.actor, input.id)),
 });
 
 const OutboxId = z.object({ id: z.string().trim().min(1).max(100) });
@@ -90,6 +97,14 @@ export const outboxRouter = router({
   reschedule: protectedProcedure
     .input(RescheduleBody.extend(OutboxId.shape))
     .mutation(({ ctx, input: { id, ...body } }) => rescheduleOutboxItem(ctx.actor, id, body)),
+  /** Sends waiting for approval, oldest first, with their chat, line, key and the chat's last messages. */
+  approvals: protectedProcedure.input(ApprovalQueueQuery).query(({ ctx, input }) => listApprovalQueue(ctx.actor, input)),
+  /** How many sends wait for approval (the nav's badge). */
+  approvalCount: protectedProcedure.query(({ ctx }) => countWaitingApprovals(ctx.actor)),
+  /** POST /v1/outbox/approve?id=: a send waiting for approval goes (or waits for its send_at). */
+  approve: protectedProcedure.input(OutboxId).mutation(({ ctx, input }) => approveSend(ctx.actor, input.id)),
+  /** POST /v1/outbox/reject?id=: it ends failed with error "rejected". */
+  reject: protectedProcedure.input(OutboxId).mutation(({ ctx, input }) => rejectSend(ctx.actor, input.id)),
 });
 
 export const sandboxRouter = router({
