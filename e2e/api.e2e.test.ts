@@ -1,6 +1,9 @@
 import http from "node:http";
 import type net from "node:net";
 import { gunzipSync } from "node:zlib";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhook } from "../server/webhooks/signing";
 import { type TestServer, testServer } from "./harness";
@@ -167,6 +170,33 @@ describe("/v1 against npm start", () => {
     // HEAD, which Next derives from GET, is still Next's.
     const head = await fetch(`${base}/v1/lines`, { method: "HEAD", headers: auth });
     expect(head.status).toBe(200);
+  });
+
+  it("serves the MCP server to the SDK's own client, on the start script's listener", async () => {
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } });
+    const client = new Client({ name: "e2e-agent", version: "1.0.0" });
+    await client.connect(transport);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools).toHaveLength(11);
+      const contact = "+15551239999";
+      await fetch(`${base}/api/simulator/messages`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ line, from: contact, text: "hello agent" }) });
+      const sent = (await client.callTool({ name: "send_message", arguments: { from: line, to: contact, text: "hello human" } })) as CallToolResult;
+      expect(sent.isError).toBeFalsy();
+      expect(sent.structuredContent).toMatchObject({ object: "outbox_item", status: "pending" });
+      const refused = (await client.callTool({ name: "send_message", arguments: { from: line, to: "+15550000001", text: "x" } })) as CallToolResult;
+      expect(refused).toMatchObject({ isError: true, structuredContent: { error: { code: "contact_has_not_messaged" } } });
+    } finally {
+      await client.close();
+    }
+    // Answered by the start script's own listener (server/transports/http/fast-routes.ts), not Next's router.
+    const raw = await fetch(`${base}/api/mcp`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+    });
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get("vary") ?? "").not.toContain("rsc");
   });
 
   it("loses nothing and sends nothing twice when the server is killed mid-delivery", async () => {
