@@ -37,11 +37,10 @@ export async function handleMcp(request: Request): Promise<Response> {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = mcpServer({ actor, requestId, requestSignal: request.signal, recheckKey: async () => void (await authenticate(authorization)) });
     await server.connect(transport);
-    try {
-      return answer(await transport.handleRequest(request, { parsedBody: body }));
-    } finally {
-      void server.close();
-    }
+    // Not closed afterwards: in JSON mode the answer is complete once it resolves, nothing of
+    // the pair outlives the request, and closing only builds a "connection closed" error for
+    // requests that no longer wait.
+    return answer(await transport.handleRequest(request, { parsedBody: body }));
   } catch (err) {
     return answer(errorResponse(err, requestId));
   }

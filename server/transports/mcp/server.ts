@@ -1,4 +1,5 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { type CallToolResult, CallToolRequestSchema, ListToolsRequestSchema, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { ApiError } from "../../kernel/errors";
@@ -65,9 +66,17 @@ async function callTool(ctx: ToolContext, name: string, args: unknown): Promise<
   }
 }
 
+/**
+ * The JSON Schema validator a Server keeps for elicitation, which this server never asks for.
+ * One for the process: the SDK would otherwise build a new Ajv instance with every server, that
+ * is with every request, which cost more than the tool call itself.
+ */
+let validator: AjvJsonSchemaValidator | null = null;
+
 /** A server for one request's caller. */
 export function mcpServer(ctx: Omit<ToolContext, "signal"> & { requestSignal?: AbortSignal }): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
+  validator ??= new AjvJsonSchemaValidator();
+  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator });
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listedTools() }));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) => callTool({ ...ctx, signal: ctx.requestSignal ? AbortSignal.any([extra.signal, ctx.requestSignal]) : extra.signal }, request.params.name, request.params.arguments));
   return server;
