@@ -9,7 +9,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { EXIT, runCli } from "@/packages/client/src/cli/run";
-import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery } from "./helpers";
+import { dispatch, inbound, makeAccount, makeKey, phone, post, runDelivery } from "./helpers";
 
 // `relay mcp` as a desktop agent app runs it: a separate process spoken to over stdin and
 // stdout, logged in with `relay login`, proxying to the server's /api/mcp, here the real route
@@ -129,7 +129,7 @@ const initialize = (id: number | string) => ({
 });
 
 describe("relay mcp (stdio)", { timeout: 120_000 }, () => {
-  it("serves the tools with the saved login: sends, reads, waits for the reply, and a guardrail refuses with its code", async () => {
+  it("serves the tools with the saved login: sends, reads, waits for the reply, and each guardrail refuses with its code", async () => {
     const f = await makeAccount();
     const [alice, bob] = [phone(), phone()];
     await inbound(f, alice, "hello agent");
@@ -156,12 +156,31 @@ describe("relay mcp (stdio)", { timeout: 120_000 }, () => {
     expect(reply.data).toMatchObject({ object: "wait_result", status: "replied", message: { text: "the answer", is_from_me: false } });
     expect(reply.text).toContain("the answer");
 
-    const agent = await connect(await loggedIn(await makeKey(f.accountId, { guardrails: { allow_to: [alice] } })));
-    const refused = await callTool(agent.client, "send_message", { from: f.line.handle, to: bob, text: "not on the list" });
-    expect(refused.isError).toBe(true);
-    expect(refused.data.error).toMatchObject({ code: "recipient_not_allowed", param: "to" });
-    expect(refused.text).toContain("recipient_not_allowed");
-    expect((await callTool(agent.client, "send_message", { from: f.line.handle, to: alice, text: "on the list" })).isError).toBe(false);
+    // Every guardrail, through the proxy: one agent key with all four.
+    const carol = phone();
+    await inbound(f, carol, "hi");
+    const guardrails = { allow_to: [alice, bob], require_approval: true, max_sends_per_chat_without_reply: 1, max_sends_per_day: 2 };
+    const agent = await connect(await loggedIn(await makeKey(f.accountId, { guardrails })));
+    const send = (to: string, text: string) => callTool(agent.client, "send_message", { from: f.line.handle, to, text });
+    const refusal = async (to: string, text: string) => {
+      const r = await send(to, text);
+      expect(r.isError, r.text).toBe(true);
+      expect(r.text).toContain(r.data.error.code);
+      return r.data.error.code as string;
+    };
+    expect(await refusal(carol, "not on the list")).toBe("recipient_not_allowed");
+    const held = await send(alice, "on the list");
+    expect(held.isError, held.text).toBe(false);
+    expect((await callTool(agent.client, "get_outbox_item", { id: held.data.id })).data).toMatchObject({ status: "pending", hold_reason: "approval" });
+    expect(await refusal(alice, "again, before any reply")).toBe("reply_required");
+    const bobChat = (await callTool(client, "list_chats", { from: f.line.handle })).data.data.find((c: { identifier: string }) => c.identifier === bob);
+    await post(`/v1/chats/pause?id=${bobChat.id}`, f.key);
+    expect(await refusal(bob, "while a person answers")).toBe("chat_paused");
+    await post(`/v1/chats/resume?id=${bobChat.id}`, f.key);
+    expect((await send(bob, "one for bob")).isError).toBe(false);
+    // Alice answered, so a reply to her is due; but two sends today are the key's cap.
+    await inbound(f, alice, "a reply");
+    expect(await refusal(alice, "a third today")).toBe("key_send_limit_exceeded");
     expect(stderr()).toContain(`serving the MCP tools of ${baseUrl}/api/mcp`);
   });
 

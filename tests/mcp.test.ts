@@ -151,6 +151,33 @@ describe("the MCP server over Streamable HTTP", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
   });
 
+  it("answers a plain tools/call on its hot path exactly as the SDK's Server answers the same call", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    const headers = { authorization: `Bearer ${f.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" };
+    const post = async (body: unknown) => {
+      const res = await dispatch(new Request("http://localhost:3000/api/mcp", { method: "POST", headers, body: JSON.stringify(body) }));
+      const text = (await res.text()).replace(/req_[0-9a-z]{26}/g, "req_…");
+      return { status: res.status, type: res.headers.get("content-type"), text };
+    };
+    const calls: [string, Record<string, unknown>][] = [
+      ["list_lines", {}],
+      ["list_chats", { from: f.line.handle }],
+      ["read_messages", { from: f.line.handle, to: alice, limit: 1 }],
+      ["send_message", { to: alice }],
+      ["get_outbox_item", { id: "obx_nope" }],
+      ["no_such_tool", {}],
+    ];
+    for (const [i, [name, args]] of calls.entries()) {
+      const message = { jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name, arguments: args } };
+      // A batch of one is never the hot path's: the SDK's Server answers it, as one JSON object.
+      const [direct, sdk] = [await post(message), await post([message])];
+      expect(direct, name).toEqual(sdk);
+      expect(JSON.parse(direct.text)).toMatchObject({ jsonrpc: "2.0", id: i + 1, result: { content: [{ type: "text" }] } });
+    }
+  });
+
   it("answers bad calls with tool errors carrying the /v1 codes, never a protocol error", async () => {
     const f = await makeAccount();
     const alice = phone();

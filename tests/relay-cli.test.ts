@@ -11,7 +11,7 @@ import { newId } from "@/server/kernel/ids";
 import { createLine } from "@/server/services/lines/lines";
 import { setLinePolicy } from "@/server/services/lines/send-policy";
 import { createPool } from "@/server/services/pools/pools";
-import { dispatch, inbound, makeAccount, phone, runDelivery, type Fixture } from "./helpers";
+import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 
 // The `relay` command line, driven in-process against the real route handlers: output,
 // --json, exit codes, the config file, and listen --forward-to.
@@ -105,6 +105,20 @@ describe("relay CLI", () => {
     expect((await relay(["send", "--from", f.line.handle])).code).toBe(EXIT.usage);
     expect((await relay(["nonsense"])).code).toBe(EXIT.usage);
     expect((await relay(["lines", "--bogus"])).code).toBe(EXIT.usage);
+  });
+
+  it("a key's guardrails refuse on the command line too, each with its code and the API-error exit code", async () => {
+    const bob = phone();
+    await inbound(f, bob, "hi");
+    const agent = await makeKey(f.accountId, { guardrails: { allow_to: [alice], max_sends_per_chat_without_reply: 1, max_sends_per_day: 2 } });
+    const as = (args: string[]) => relay(args, { RELAY_API_KEY: agent });
+    const refused = await as(["send", "--from", f.line.handle, "--to", bob, "--text", "x"]);
+    expect(refused.code).toBe(EXIT.apiError);
+    expect(refused.stderr).toContain("recipient_not_allowed");
+    expect((await as(["send", "--from", f.line.handle, "--to", alice, "--text", "one"])).code).toBe(EXIT.ok);
+    const again = await as(["send", "--from", f.line.handle, "--to", alice, "--text", "two"]);
+    expect(again.code).toBe(EXIT.apiError);
+    expect(again.stderr).toContain("reply_required");
   });
 
   it("reacts, types, marks read, uploads files, manages webhooks and shows the sandbox", async () => {

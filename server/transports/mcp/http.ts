@@ -5,7 +5,8 @@ import { ApiError } from "../../kernel/errors";
 import { jsonBodyLimit, readText } from "../http/body";
 import { CORS_HEADERS, errorResponse, requestIdOf } from "../http/responses";
 import { parseJson } from "../http/validation";
-import { mcpServer } from "./server";
+import { callTool, mcpServer } from "./server";
+import { directAnswer, directToolCall } from "./direct";
 
 // POST /api/mcp: the MCP server over Streamable HTTP (docs/agents.md), authenticated with an API
 // key (Authorization: Bearer sk_live_…), stateless: every request carries the key and is
@@ -34,8 +35,14 @@ export async function handleMcp(request: Request): Promise<Response> {
       });
     }
     const body = parseJson(await readText(request, jsonBodyLimit()));
+    const recheckKey = async () => void (await authenticate(authorization));
+    const direct = directToolCall(body, request.headers);
+    if (direct) {
+      const result = await callTool({ actor, requestId, recheckKey, signal: request.signal }, direct.name, direct.arguments);
+      return answer(directAnswer(direct.id, result));
+    }
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    const server = mcpServer({ actor, requestId, requestSignal: request.signal, recheckKey: async () => void (await authenticate(authorization)) });
+    const server = mcpServer({ actor, requestId, requestSignal: request.signal, recheckKey });
     await server.connect(transport);
     // Not closed afterwards: in JSON mode the answer is complete once it resolves, nothing of
     // the pair outlives the request, and closing only builds a "connection closed" error for

@@ -39,15 +39,16 @@ function toolError(err: unknown, requestId: string): CallToolResult {
   const answer = errorAnswer(err, requestId);
   const { code, message } = answer.body.error;
   const retryAfter = answer.headers["Retry-After"];
+  // In the order the SDK's CallToolResultSchema writes them, so both paths answer the same bytes.
   return {
-    isError: true,
     content: [{ type: "text", text: `${code}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ""}` }],
     structuredContent: { ...answer.body, ...(retryAfter ? { retry_after: Number(retryAfter) } : {}), request_id: requestId },
+    isError: true,
   };
 }
 
 /** Runs one tools/call: the tool, its scope, the rate limit, its arguments, the service. */
-async function callTool(ctx: ToolContext, name: string, args: unknown): Promise<CallToolResult> {
+export async function callTool(ctx: ToolContext, name: string, args: unknown): Promise<CallToolResult> {
   try {
     const tool = TOOLS_BY_NAME.get(name);
     if (!tool) {
