@@ -93,42 +93,23 @@ export function GuardrailsFields({
         Its sends wait in Approvals until you approve or reject them.
       </span>
       <div className={styles.limits}>
-        <label>
-          Sends per chat without a reply
-          <input
-            type="number"
-            inputMode="numeric"
-            min={1}
-            max={1_000_000}
-            step={1}
-            value={value.perChat}
-            onChange={(e) => set({ perChat: e.target.value })}
-            placeholder="No limit"
-            aria-describedby={`${id}-chat`}
-          />
-          <span id={`${id}-chat`} className={styles.hint}>
-            Then it waits until the contact writes back.
-          </span>
-        </label>
-        <label>
-          Sends per day
-          <input
-            type="number"
-            inputMode="numeric"
-            min={1}
-            max={1_000_000}
-            step={1}
-            value={value.perDay}
-            onChange={(e) => set({ perDay: e.target.value })}
-            placeholder="No limit"
-            aria-describedby={`${id}-day`}
-          />
-          <span id={`${id}-day`} className={styles.hint}>
-            In any 24 hours.
-          </span>
-        </label>
+        <LimitField label="Sends per chat without a reply" hint="Then it waits until the contact writes back." id={`${id}-chat`} value={value.perChat} onChange={(perChat) => set({ perChat })} />
+        <LimitField label="Sends per day" hint="In any 24 hours." id={`${id}-day`} value={value.perDay} onChange={(perDay) => set({ perDay })} />
       </div>
     </fieldset>
+  );
+}
+
+/** A limit of sends: a whole number, or blank for none. */
+function LimitField({ label, hint, id, value, onChange }: { label: string; hint: string; id: string; value: string; onChange: (value: string) => void }) {
+  return (
+    <label>
+      {label}
+      <input type="number" inputMode="numeric" min={1} max={1_000_000} step={1} value={value} onChange={(e) => onChange(e.target.value)} placeholder="No limit" aria-describedby={id} />
+      <span id={id} className={styles.hint}>
+        {hint}
+      </span>
+    </label>
   );
 }
 

@@ -114,7 +114,7 @@ test.describe("dashboard in Chromium", () => {
     const conversation = page.getByTestId("conversation");
     await expect(conversation.getByText("Hello from the phone")).toBeVisible();
     await page.getByLabel("Message", { exact: true }).fill("Hi from the dashboard");
-    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("button", { name: "Send", exact: true }).click();
     // Accepted as pending, then delivered by the runner: the bubble becomes a sent message.
     await expect(conversation.getByTestId("message").filter({ hasText: "Hi from the dashboard" })).toContainText("Sent");
     await shot("conversation");
