@@ -7,8 +7,10 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { EXIT, runCli } from "@/packages/client/src/cli/run";
+import { errorOf, RpcLine, ToolData } from "./mcp-results";
 import { dispatch, inbound, makeAccount, makeKey, phone, post, runDelivery } from "./helpers";
 
 // `relay mcp` as a desktop agent app runs it: a separate process spoken to over stdin and
@@ -84,25 +86,24 @@ async function connect(configDir: string): Promise<{ client: Client; stderr: () 
   return { client, stderr: () => stderr };
 }
 
-type Structured = Record<string, any>;
 
 async function callTool(client: Client, name: string, args: Record<string, unknown>) {
   const result = (await client.callTool({ name, arguments: args }, undefined, { timeout: 60_000 })) as CallToolResult;
   const text = result.content.map((c) => (c.type === "text" ? c.text : "")).join("");
-  return { isError: result.isError === true, data: (result.structuredContent ?? {}) as Structured, text };
+  return { isError: result.isError === true, data: ToolData.parse(result.structuredContent ?? {}), text };
 }
 
 /** `relay mcp` on a raw pipe: send lines, read the JSON-RPC lines it answers, see how it exits. */
 function rawProxy(env: Record<string, string>) {
   const child: ChildProcessWithoutNullStreams = spawn(TSX, [CLI, "mcp"], { cwd: process.cwd(), env: { ...process.env, ...env } });
-  const lines: Record<string, any>[] = [];
+  const lines: RpcLine[] = [];
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => {
     stdout += d.toString();
     let end: number;
     while ((end = stdout.indexOf("\n")) >= 0) {
-      lines.push(JSON.parse(stdout.slice(0, end))); // anything but a JSON line fails the test
+      lines.push(RpcLine.parse(JSON.parse(stdout.slice(0, end)))); // anything but a JSON line fails the test
       stdout = stdout.slice(end + 1);
     }
   });
@@ -147,7 +148,7 @@ describe("relay mcp (stdio)", { timeout: 120_000 }, () => {
     expect(sent.data).toMatchObject({ object: "outbox_item", status: "pending" });
     await vi.waitFor(async () => expect((await callTool(client, "get_outbox_item", { id: sent.data.id })).data.status).toBe("sent"), { timeout: 15_000, interval: 100 });
     const read = await callTool(client, "read_messages", { from: f.line.handle, to: alice, limit: 5 });
-    expect(read.data.data.map((m: { text: string }) => m.text)).toEqual(["hi from the desktop agent", "hello agent"]);
+    expect(read.data.data!.map((m) => m.text)).toEqual(["hi from the desktop agent", "hello agent"]);
 
     const waiting = callTool(client, "wait_for_reply", { from: f.line.handle, to: alice, timeout_seconds: 30 });
     await new Promise((r) => setTimeout(r, 500));
@@ -165,15 +166,15 @@ describe("relay mcp (stdio)", { timeout: 120_000 }, () => {
     const refusal = async (to: string, text: string) => {
       const r = await send(to, text);
       expect(r.isError, r.text).toBe(true);
-      expect(r.text).toContain(r.data.error.code);
-      return r.data.error.code as string;
+      expect(r.text).toContain(errorOf(r.data).code);
+      return errorOf(r.data).code as string;
     };
     expect(await refusal(carol, "not on the list")).toBe("recipient_not_allowed");
     const held = await send(alice, "on the list");
     expect(held.isError, held.text).toBe(false);
     expect((await callTool(agent.client, "get_outbox_item", { id: held.data.id })).data).toMatchObject({ status: "pending", hold_reason: "approval" });
     expect(await refusal(alice, "again, before any reply")).toBe("reply_required");
-    const bobChat = (await callTool(client, "list_chats", { from: f.line.handle })).data.data.find((c: { identifier: string }) => c.identifier === bob);
+    const bobChat = (await callTool(client, "list_chats", { from: f.line.handle })).data.data!.find((c) => c.identifier === bob)!;
     await post(`/v1/chats/pause?id=${bobChat.id}`, f.key);
     expect(await refusal(bob, "while a person answers")).toBe("chat_paused");
     await post(`/v1/chats/resume?id=${bobChat.id}`, f.key);
@@ -194,9 +195,9 @@ describe("relay mcp (stdio)", { timeout: 120_000 }, () => {
         jsonrpc: "2.0",
         error: { code: -32000, message: expect.stringContaining("invalid_api_key"), data: { http_status: 401, error: { code: "invalid_api_key" } } },
       });
-      expect((await revoked.answer("init-1")).error.message).toContain("relay login");
+      expect((await revoked.answer("init-1")).error!.message).toContain("relay login");
       revoked.send(initialize(2));
-      expect((await revoked.answer(2)).error.message).toContain("invalid_api_key");
+      expect((await revoked.answer(2)).error!.message).toContain("invalid_api_key");
 
       good.send(initialize(1));
       expect(await good.answer(1)).toMatchObject({ result: { serverInfo: { name: "relay-messaging" } } });
@@ -207,7 +208,7 @@ describe("relay mcp (stdio)", { timeout: 120_000 }, () => {
       good.send("{not json");
       await vi.waitFor(() => expect(good.lines.some((l) => l.id === null && l.error?.code === -32700)).toBe(true));
       good.send({ jsonrpc: "2.0", id: 3, method: "tools/list" });
-      expect((await good.answer(3)).result.tools.length).toBeGreaterThan(5);
+      expect(z.object({ tools: z.array(z.unknown()) }).parse((await good.answer(3)).result).tools.length).toBeGreaterThan(5);
       // A notification is answered 202 with no body: nothing on stdout for it.
       expect(good.lines.map((l) => l.id)).toEqual([1, "big", null, 3]);
       expect(await good.end()).toBe(0);
@@ -232,7 +233,7 @@ describe("relay mcp (stdio)", { timeout: 120_000 }, () => {
       down.send(initialize(1));
       expect(await down.answer(1)).toMatchObject({ error: { code: -32000, message: expect.stringMatching(/Could not reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/) } });
       down.send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
-      expect((await down.answer(2)).error.message).toContain("Could not reach");
+      expect((await down.answer(2)).error!.message).toContain("Could not reach");
       expect(await down.end()).toBe(0);
 
       proxy.send(initialize(1));

@@ -4,6 +4,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { revokeApiKeyBySecret } from "@/server/services/access/api-keys";
 import type { GuardrailsInput } from "@/server/kernel/guardrails";
+import { errorOf, ToolData } from "./mcp-results";
 import { dispatch, get, inbound, makeAccount, makeKey, phone, post, runDelivery, type Fixture } from "./helpers";
 
 // The MCP server driven by the SDK's own Client over Streamable HTTP (in process, through the
@@ -28,20 +29,19 @@ async function connect(key: string): Promise<Client> {
   return client;
 }
 
-type Structured = Record<string, any>;
 
-async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; data: Structured; text: string }> {
+async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; data: ToolData; text: string }> {
   const result = (await client.callTool({ name, arguments: args }, undefined, { timeout: 130_000 })) as CallToolResult;
   const text = result.content.map((c) => (c.type === "text" ? c.text : "")).join("");
-  return { isError: result.isError === true, data: (result.structuredContent ?? {}) as Structured, text };
+  return { isError: result.isError === true, data: ToolData.parse(result.structuredContent ?? {}), text };
 }
 
 async function refused(client: Client, name: string, args: Record<string, unknown>) {
   const r = await callTool(client, name, args);
   expect(r.isError, `${name} ${JSON.stringify(args)} should be refused: ${r.text}`).toBe(true);
   expect(r.data.request_id).toMatch(/^req_/);
-  expect(r.text).toContain(r.data.error.code);
-  return r.data.error as { code: string; message: string; param?: string };
+  expect(r.text).toContain(errorOf(r.data).code);
+  return errorOf(r.data);
 }
 
 async function agentOn(f: Fixture, guardrails: GuardrailsInput) {
@@ -74,9 +74,9 @@ describe("the MCP server over Streamable HTTP", () => {
 
     const lines = await callTool(client, "list_lines", {});
     expect(lines.isError).toBe(false);
-    expect(lines.data.data.map((l: { id: string }) => l.id)).toContain(f.line.id);
+    expect(lines.data.data!.map((l) => l.id)).toContain(f.line.id);
     const chats = await callTool(client, "list_chats", { from: f.line.handle });
-    expect(chats.data.data[0]).toMatchObject({ object: "chat", identifier: alice, paused_at: null });
+    expect(chats.data.data![0]).toMatchObject({ object: "chat", identifier: alice, paused_at: null });
 
     const sent = await callTool(client, "send_message", { from: f.line.handle, to: alice, text: "hi from the agent", reply_to: first.id });
     expect(sent.isError).toBe(false);
@@ -85,8 +85,8 @@ describe("the MCP server over Streamable HTTP", () => {
     await vi.waitFor(async () => expect((await callTool(client, "get_outbox_item", { id: sent.data.id })).data.status).toBe("sent"), { timeout: 15_000 });
 
     const read = await callTool(client, "read_messages", { from: f.line.handle, to: alice, limit: 5 });
-    expect(read.data.data.map((m: { text: string }) => m.text)).toEqual(["hi from the agent", "hello agent"]);
-    expect(read.data.data[0]).toMatchObject({ is_from_me: true, reply_to_guid: first.guid });
+    expect(read.data.data!.map((m) => m.text)).toEqual(["hi from the agent", "hello agent"]);
+    expect(read.data.data![0]).toMatchObject({ is_from_me: true, reply_to_guid: first.guid });
 
     for (const [name, args] of [
       ["react", { from: f.line.handle, to: alice, message_id: first.id, type: "love" }],
@@ -118,7 +118,7 @@ describe("the MCP server over Streamable HTTP", () => {
     const c = await callTool(client, "send_message", args);
     const ok = [a, b, c].filter((r) => !r.isError);
     expect(new Set(ok.map((r) => r.data.id)).size).toBe(1);
-    for (const r of [a, b, c].filter((x) => x.isError)) expect(r.data.error.code).toBe("idempotency_key_in_use");
+    for (const r of [a, b, c].filter((x) => x.isError)) expect(errorOf(r.data).code).toBe("idempotency_key_in_use");
     expect((await refused(client, "send_message", { ...args, text: "different" })).code).toBe("idempotency_key_reused");
     // A refusal is kept too: the retry answers the same refusal, as a tool error.
     const stranger = { from: f.line.handle, to: phone(), text: "hello?", idempotency_key: "reply-2" };
@@ -231,7 +231,7 @@ describe("the MCP server over Streamable HTTP", () => {
     await revokeApiKeyBySecret(key);
     const ended = await waiting;
     expect(ended.isError).toBe(true);
-    expect(ended.data.error.code).toBe("invalid_api_key");
+    expect(errorOf(ended.data).code).toBe("invalid_api_key");
     expect(Date.now() - started).toBeLessThan(10_000);
     await expect(client.listTools()).rejects.toThrow();
   });
