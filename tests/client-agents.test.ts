@@ -110,8 +110,10 @@ describe("approval through the client", () => {
     expect((await owner.outbox.list({ hold_reason: "approval" })).data).toEqual([]);
 
     // Decided already: neither can be reviewed again.
-    for (const decided of [owner.outbox.approve(second.id), owner.outbox.reject(first.id)]) {
-      const error = await refusal(decided);
+    // Each call starts only when awaited: a second promise rejecting while the
+    // first is awaited would be an unhandled rejection.
+    for (const decide of [() => owner.outbox.approve(second.id), () => owner.outbox.reject(first.id)]) {
+      const error = await refusal(decide());
       expect(error).toBeInstanceOf(InvalidRequestError);
       expect(error).toMatchObject({ code: "outbox_item_not_reviewable", status: 409, param: "id" });
     }
