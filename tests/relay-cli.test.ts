@@ -121,6 +121,68 @@ describe("relay CLI", () => {
     expect(again.stderr).toContain("reply_required");
   });
 
+  it("outbox list --hold approval shows what an agent waits to send; approve sends it, reject fails it; chats pause and resume a takeover", async () => {
+    const carol = phone();
+    await inbound(f, carol, "hi there");
+    const agent = await makeKey(f.accountId, { guardrails: { require_approval: true } });
+    const as = (args: string[]) => relay(args, { RELAY_API_KEY: agent });
+    const owner = (args: string[]) => relay(args, { RELAY_API_KEY: f.key });
+    const ids: string[] = [];
+    for (const text of ["may I say this?", "and this?"]) {
+      const held = await as(["send", "--from", f.line.handle, "--to", carol, "--text", text, "--json"]);
+      expect(held.code).toBe(EXIT.ok);
+      const { id } = JSON.parse(held.stdout);
+      expect((await owner(["outbox", "get", id])).stdout).toContain(`${id}: pending (held: approval)`);
+      ids.push(id);
+    }
+    const [first, second] = ids as [string, string];
+
+    const queue = await owner(["outbox", "list", "--hold", "approval"]);
+    expect(queue.code).toBe(EXIT.ok);
+    expect(queue.stdout).toMatch(/^ID\s+KIND\s+TO\s+WHAT\s+STATUS\s+HELD\s+CREATED/);
+    expect(queue.stdout).toMatch(new RegExp(`${first}\\s+message\\s+${carol.replace("+", "\\+")}\\s+may I say this\\?\\s+pending\\s+approval`));
+    expect(queue.stdout).toContain(second);
+    const listed = JSON.parse((await owner(["outbox", "list", "--hold", "approval", "--from", f.line.handle, "--json"])).stdout);
+    expect(listed.data.map((i: { id: string }) => i.id).sort()).toEqual([...ids].sort());
+
+    // The agent's key cannot decide on its own sends.
+    const self = await as(["outbox", "approve", first]);
+    expect(self.code).toBe(EXIT.apiError);
+    expect(self.stderr).toContain("insufficient_scope");
+    expect(self.stderr).toContain("Create a key with that scope");
+
+    const approved = await owner(["outbox", "approve", first]);
+    expect(approved.code).toBe(EXIT.ok);
+    expect(approved.stdout).toContain(`Approved ${first}: it goes now.`);
+    expect(JSON.parse((await owner(["outbox", "get", first, "--wait", "--json"])).stdout)).toMatchObject({ status: "sent" });
+    const rejected = await owner(["outbox", "reject", second, "--json"]);
+    expect(JSON.parse(rejected.stdout)).toMatchObject({ id: second, status: "failed", error: "rejected" });
+    const twice = await owner(["outbox", "reject", second]);
+    expect(twice.code).toBe(EXIT.apiError);
+    expect(twice.stderr).toContain("outbox_item_not_reviewable");
+    expect((await owner(["outbox", "list", "--hold", "approval"])).stdout).toBe("(none)\n");
+    expect(JSON.parse((await owner(["outbox", "list", "--status", "failed", "--json"])).stdout).data[0]).toMatchObject({ id: second, error: "rejected" });
+
+    // Takeover: the agent is refused in a paused chat until it is resumed.
+    const chatId = JSON.parse((await owner(["chats", "--from", f.line.handle, "--json"])).stdout).data.find((c: { identifier: string }) => c.identifier === carol).id;
+    const paused = await owner(["chats", "pause", chatId]);
+    expect(paused.code).toBe(EXIT.ok);
+    expect(paused.stdout).toMatch(new RegExp(`^Paused ${chatId} \\(\\${carol}\\) since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC by key_`));
+    expect((await owner(["chats", "--from", f.line.handle])).stdout).toMatch(new RegExp(`\\${carol}\\s.*since \\d{4}-`));
+    const refused = await as(["send", "--from", f.line.handle, "--to", carol, "--text", "still there?"]);
+    expect(refused.code).toBe(EXIT.apiError);
+    expect(refused.stderr).toContain("chat_paused");
+    expect((await owner(["send", "--from", f.line.handle, "--to", carol, "--text", "a human here", "--wait"])).code).toBe(EXIT.ok);
+    const resumed = await owner(["chats", "resume", chatId, "--json"]);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ id: chatId, paused_at: null, paused_by: null });
+    expect((await as(["send", "--from", f.line.handle, "--to", carol, "--text", "back"])).code).toBe(EXIT.ok);
+
+    expect((await owner(["outbox", "list", "--hold", "later"])).stderr).toContain("--hold must be one of scheduled, quiet_hours, new_contact_budget, approval");
+    expect((await owner(["outbox", "list", "--status", "done"])).code).toBe(EXIT.usage);
+    expect((await owner(["chats", "pause"])).stderr).toContain("usage: relay chats pause CHAT_ID");
+    expect((await owner(["outbox", "approve"])).code).toBe(EXIT.usage);
+  });
+
   it("reacts, types, marks read, uploads files, manages webhooks and shows the sandbox", async () => {
     const [first] = JSON.parse((await relay(["messages", "--from", f.line.handle, "--to", alice, "--json"])).stdout).data.slice(-1);
     const reacted = await relay(["react", "--from", f.line.handle, "--to", alice, "--message", first.id, "--type", "love", "--wait", "--json"]);
@@ -184,7 +246,7 @@ describe("relay CLI", () => {
     expect(send.stdout).not.toContain("webhooks create");
     const all = await relay(["--help"]);
     expect(send.stdout).toContain("[--at TIME]");
-    for (const command of ["login", "lines", "pools", "capacity", "chats", "messages", "send", "outbox get", "outbox cancel", "outbox reschedule", "react", "typing", "read", "files upload", "webhooks", "sandbox", "listen"]) {
+    for (const command of ["login", "lines", "pools", "capacity", "chats", "messages", "send", "outbox list", "outbox get", "outbox cancel", "outbox reschedule", "outbox approve", "outbox reject", "chats pause", "chats resume", "react", "typing", "read", "files upload", "webhooks", "sandbox", "listen"]) {
       expect(all.stdout).toContain(`  ${command}`);
     }
     const plain = await relay(["lines"]);
@@ -438,7 +500,7 @@ describe("relay CLI", () => {
     expect((await run(["send", "--from", f.line.handle, "--to", alice, "--attach", "package.json", "--at", "yesterday"])).code).toBe(EXIT.usage);
     expect((await run(["outbox", "reschedule", "obx_1", "--at", "+5"])).stderr).toContain("--at must be");
     expect((await run(["outbox", "reschedule", "obx_1"])).stderr).toContain("--at is required");
-    expect((await run(["outbox", "cancel"])).stderr).toContain("usage: relay outbox get OBX_ID [--wait] | cancel OBX_ID | reschedule OBX_ID --at TIME");
+    expect((await run(["outbox", "cancel"])).stderr).toContain("usage: relay outbox list | get OBX_ID [--wait] | cancel OBX_ID | reschedule OBX_ID --at TIME | approve OBX_ID | reject OBX_ID");
     expect(requests).toEqual([]);
   });
 

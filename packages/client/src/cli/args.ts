@@ -53,7 +53,11 @@ export const COMMANDS: Record<string, { usage: string[]; about: string }> = {
     about:
       "What a line (handle or ln_ ID), or each line of a pool (pool_ ID), can still send: its new-contact budgets per sliding hour and day (used/limit), quiet hours, the pending sends that wait and why, and when a send to a new contact could next go.",
   },
-  chats: { usage: ["chats --from LINE"], about: "Chats of a line, most recent first." },
+  chats: {
+    usage: ["chats --from LINE", "chats pause CHAT_ID", "chats resume CHAT_ID"],
+    about:
+      "Chats of a line, most recent first. pause stops automated sending in a chat (human takeover): keys with guardrails are refused with chat_paused until resume; your own sends still go. pause and resume need the outbox:approve scope.",
+  },
   messages: {
     usage: ["messages --from LINE [--to CHAT] [--follow]"],
     about: "Messages, newest first. --follow prints the latest (oldest first) and then each new message as it arrives, until Ctrl-C.",
@@ -64,8 +68,16 @@ export const COMMANDS: Record<string, { usage: string[]; about: string }> = {
       "Sends a message (--audio: a voice memo, alone). --at schedules it: an ISO time with its zone (2026-12-01T09:00:00Z, 2026-12-01T09:00+01:00), Unix ms, or a delay from now (+30s, +10m, +2h, +1d); in the future, at most 365 days ahead. --wait follows it until sent or failed (exit 5 when failed).",
   },
   outbox: {
-    usage: ["outbox get OBX_ID [--wait]", "outbox cancel OBX_ID", "outbox reschedule OBX_ID --at TIME"],
-    about: "An outbox item; --wait until it is sent or failed. cancel calls off a pending one (it ends failed, error canceled); reschedule moves its send to --at (as for send).",
+    usage: [
+      "outbox list [--from LINE] [--status S] [--hold REASON]",
+      "outbox get OBX_ID [--wait]",
+      "outbox cancel OBX_ID",
+      "outbox reschedule OBX_ID --at TIME",
+      "outbox approve OBX_ID",
+      "outbox reject OBX_ID",
+    ],
+    about:
+      "Outbox items. list shows the latest, newest first (--hold approval: the sends waiting for your approval). get shows one; --wait until it is sent or failed. cancel calls off a pending one (it ends failed, error canceled); reschedule moves its send to --at (as for send). approve lets a send held for approval go; reject declines it (it ends failed, error rejected). approve and reject need the outbox:approve scope.",
   },
   react: { usage: ["react --from LINE --to CONTACT --message MSG --type love|like|dislike|laugh|emphasize|question [--wait]"], about: "Reacts to a message." },
   typing: { usage: ["typing --from LINE --to CONTACT [--off]"], about: "Starts (or stops) the typing indicator." },
@@ -124,6 +136,8 @@ export const OPTIONS = {
   webhook: { type: "string" },
   since: { type: "string" },
   at: { type: "string" },
+  status: { type: "string" },
+  hold: { type: "string" },
 } as const;
 
 export type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>["values"];

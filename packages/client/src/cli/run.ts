@@ -1,18 +1,20 @@
 import { parseArgs } from "node:util";
 import { Relay } from "../client.js";
 import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } from "../errors.js";
-import type { Capacity, LineCapacity, Message, OutboxItem } from "../generated.js";
+import type { OutboxItem } from "../generated.js";
 import { sandboxSmsLink } from "../sandbox.js";
-import { signWebhook } from "../webhooks.js";
-import { configDir, DEFAULT_BASE_URL, listenSecret, readConfig, removeConfig, writeConfig } from "./config.js";
+import { configDir, DEFAULT_BASE_URL, readConfig, removeConfig, writeConfig } from "./config.js";
 import { serveMcpOverStdio } from "./mcp.js";
 import { encodeQr, renderQr } from "./qr.js";
+import { capacityText, health, held, holdReasonOf, messageRow, OUTBOX_ACTIONS, outboxRow, outboxStatusOf } from "./rows.js";
+import { follow, listen } from "./streams.js";
 import { spinner, style, type Style } from "./ui.js";
-import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS, help, OPTIONS, type Values, table, time, need, limitOf, fileArg, recentIds, sendAtOf } from "./args.js";
+import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS, help, OPTIONS, type Values, table, time, need, limitOf, fileArg, sendAtOf } from "./args.js";
 
 // The `relay` command. Human output by default, `--json` for scripts; exit codes scripts can
 // rely on (EXIT). runCli takes its I/O as arguments, so tests drive it in-process. The command
-// table, options and argument helpers are in args.ts.
+// table, options and argument helpers are in args.ts, how objects are shown in rows.ts, and
+// the commands on the live stream in streams.ts.
 
 export { EXIT, type CliIo };
 
@@ -108,8 +110,19 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return EXIT.ok;
       }
       case "chats": {
+        if (sub === "pause" || sub === "resume") {
+          if (!arg) throw new UsageError(`usage: relay chats ${sub} CHAT_ID`);
+          const chat = sub === "pause" ? await relay.chats.pause(arg, { signal }) : await relay.chats.resume(arg, { signal });
+          out(chat, () =>
+            chat.paused_at
+              ? `Paused ${chat.id} (${chat.identifier}) since ${time(chat.paused_at)} UTC${chat.paused_by ? ` by ${chat.paused_by}` : ""}: keys with guardrails cannot send to it until \`relay chats resume ${chat.id}\`.`
+              : `Resumed ${chat.id} (${chat.identifier}): automated sending is allowed again.`,
+          );
+          return EXIT.ok;
+        }
+        if (sub) throw new UsageError("usage: relay chats --from LINE | pause CHAT_ID | resume CHAT_ID");
         const page = await relay.chats.list({ from: need(values, "from"), limit: limitOf(values) }, { signal });
-        out(page, () => table(page.data.map((c) => ({ ...c, last: time(c.last_message_at) })), ["identifier", "name", "last", "id"], ui));
+        out(page, () => table(page.data.map((c) => ({ ...c, last: time(c.last_message_at), paused: c.paused_at ? `since ${time(c.paused_at)}` : "" })), ["identifier", "name", "last", "paused", "id"], ui));
         return EXIT.ok;
       }
       case "messages": {
@@ -150,8 +163,23 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         return finalStatus(await waitFor(accepted.id, sendAt === undefined ? undefined : sendAt - Date.now() + 60_000));
       }
       case "outbox": {
-        if (!arg || (sub !== "get" && sub !== "cancel" && sub !== "reschedule")) {
-          throw new UsageError("usage: relay outbox get OBX_ID [--wait] | cancel OBX_ID | reschedule OBX_ID --at TIME");
+        if (sub === "list") {
+          const page = await relay.outbox.list({ from: values.from, status: outboxStatusOf(values.status), hold_reason: holdReasonOf(values.hold), limit: limitOf(values) }, { signal });
+          out(page, () => table(page.data.map(outboxRow), ["id", "kind", "to", "what", "status", "held", "created"], ui));
+          return EXIT.ok;
+        }
+        if (!arg || !OUTBOX_ACTIONS.includes(sub as (typeof OUTBOX_ACTIONS)[number])) {
+          throw new UsageError("usage: relay outbox list | get OBX_ID [--wait] | cancel OBX_ID | reschedule OBX_ID --at TIME | approve OBX_ID | reject OBX_ID");
+        }
+        if (sub === "approve") {
+          const item = await relay.outbox.approve(arg, { signal });
+          out(item, () => `Approved ${item.id}: ${item.not_before && item.not_before > Date.now() ? `it goes at ${time(item.not_before)} UTC` : "it goes now"}. Follow it with: relay outbox get ${item.id} --wait`);
+          return EXIT.ok;
+        }
+        if (sub === "reject") {
+          const item = await relay.outbox.reject(arg, { signal });
+          out(item, () => `Rejected ${item.id}: it will not be sent (${ui.status(item.status)}, ${item.error}).`);
+          return EXIT.ok;
         }
         if (sub === "cancel") {
           const item = await relay.outbox.cancel(arg, { signal });
@@ -225,109 +253,6 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** A line's provider health, coloured: green connected, yellow degraded, red disconnected. */
-const health = (ui: Style, status: string, reason?: string | null) =>
-  (status === "connected" ? ui.green : status === "degraded" ? ui.yellow : ui.red)(status) + (reason ? ` (${reason})` : "");
-
-/** Why a pending item waits, for the human output of an outbox item (empty when it does not). */
-const held = (item: OutboxItem) => (item.hold_reason ? ` (held: ${item.hold_reason}${item.not_before ? ` until ${time(item.not_before)} UTC` : ""})` : "");
-
-/** `relay capacity`: one row per line, new-contact budgets as used/limit. */
-function capacityText(capacity: Capacity, ui: Style): string {
-  const budget = (w: LineCapacity["new_contacts"]["hour"]) => (w.limit === null ? `${w.used} (no limit)` : `${w.used}/${w.limit}`);
-  const now = Date.now();
-  const rows = capacity.lines.map((l) => {
-    const waiting = Object.entries(l.queued).filter(([, n]) => n > 0);
-    const total = waiting.reduce((sum, [, n]) => sum + n, 0);
-    return {
-      handle: l.handle,
-      health: health(ui, l.status),
-      "new/hour": budget(l.new_contacts.hour),
-      "new/day": budget(l.new_contacts.day),
-      quiet: l.quiet_hours.active ? (l.quiet_hours.until ? `until ${time(l.quiet_hours.until)}` : "yes") : "no",
-      waiting: total ? `${total} (${waiting.map(([reason, n]) => `${n} ${reason}`).join(", ")})` : "0",
-      "next slot": l.next_slot_at === null ? "none (a budget is 0)" : l.next_slot_at <= now ? "now" : time(l.next_slot_at),
-    };
-  });
-  const head = capacity.pool_id ? `Pool ${capacity.pool_id}: ${capacity.lines.length} line(s)\n` : "";
-  return `${head}${table(rows, ["handle", "health", "new/hour", "new/day", "quiet", "waiting", "next slot"], ui)}\n${ui.dim("new/hour, new/day: conversations opened with new contacts / the line's budget, per sliding hour and day. Times are UTC.")}`;
-}
-
-const messageRow = (m: Message) => ({
-  time: time(m.sent_at),
-  from: m.is_from_me ? "me" : m.sender,
-  text: m.text ?? m.attachments.map((a) => `[${a.filename}]`).join(" "),
-});
-
-/**
- * `relay messages --follow`: the latest messages (oldest first), then each new one as it
- * arrives through GET /v1/listen. The stream is opened before the backlog is read, so nothing
- * falls between them; repeats are dropped by message ID.
- */
-async function follow(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean): Promise<number> {
-  const from = need(values, "from");
-  const to = values.to;
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  if (io.signal?.aborted) return EXIT.ok;
-  io.signal?.addEventListener("abort", onAbort, { once: true });
-  const seen = recentIds();
-  let chatId = to?.startsWith("cht_") ? to : undefined;
-  const print = (m: Message) => {
-    if (seen.has(m.id)) return;
-    seen.add(m.id);
-    if (json) return io.stdout(`${JSON.stringify(m)}\n`);
-    const row = messageRow(m);
-    io.stdout(`${ui.dim(row.time)}  ${m.is_from_me ? ui.cyan(row.from.padEnd(16)) : row.from.padEnd(16)}  ${row.text}\n`);
-  };
-  let backlog: Promise<void> | undefined;
-  let failure: unknown;
-  const loadBacklog = async () => {
-    const page = await relay.messages.list({ from, to, limit: limitOf(values) ?? 20 }, { signal: stop.signal }).catch((err: unknown) => {
-      // A contact that has not written yet: nothing to show until it does.
-      if (err instanceof RelayError && err.code === "chat_not_found" && !to?.startsWith("cht_")) return { data: [] as Message[] };
-      throw err;
-    });
-    chatId ??= page.data[0]?.chat_id;
-    for (const m of page.data.reverse()) print(m);
-    if (!json) io.stderr(`${ui.dim(`Following new messages on ${from}${to ? ` with ${to}` : ""} (Ctrl-C to stop)`)}\n`);
-  };
-  try {
-    const events = relay.listen(
-      { from, events: "message.received,message.sent" },
-      {
-        signal: stop.signal,
-        onSession: () => {
-          backlog ??= loadBacklog().catch((err: unknown) => {
-            if (stop.signal.aborted) return; // Ctrl-C while it loaded
-            failure = err;
-            stop.abort();
-          });
-        },
-        onReconnect: ({ attempt, delayMs }) => {
-          if (!json && attempt === 1) io.stderr(`${ui.yellow("Connection lost")}; reconnecting (next try in ${Math.round(delayMs / 100) / 10} s)…\n`);
-        },
-      },
-    );
-    for await (const event of events) {
-      await backlog;
-      if (event.event !== "message.received" && event.event !== "message.sent") continue;
-      const m = event.data;
-      if (to) {
-        // A chat without messages yet: its first one is the contact's.
-        if (chatId ? m.chat_id !== chatId : m.sender !== to) continue;
-        chatId = m.chat_id;
-      }
-      print(m);
-    }
-    await backlog;
-  } finally {
-    io.signal?.removeEventListener("abort", onAbort);
-  }
-  if (failure) throw failure;
-  return EXIT.ok;
-}
-
 /** `relay sandbox status | activate [--wait]`: activate draws the sms: link as a QR code. */
 async function sandbox(relay: Relay, sub: string | undefined, values: Values, io: CliIo, ui: Style, out: Out, json: boolean): Promise<number> {
   if (sub !== "status" && sub !== "activate") throw new UsageError("usage: relay sandbox status | activate [--wait]");
@@ -364,72 +289,6 @@ async function sandbox(relay: Relay, sub: string | undefined, values: Values, io
   return EXIT.ok;
 }
 
-/**
- * `relay listen --forward-to URL`: each event, re-signed with this server and key's local secret
- * (kept in the config file), POSTed to URL. `--print-secret` shows the secret and exits.
- */
-async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean, login: { dir: string; baseUrl: string; apiKey: string }): Promise<number> {
-  const log = (value: unknown, human: string) => io.stdout(`${json ? JSON.stringify(value) : human}\n`);
-  const rotate = values["rotate-secret"] === true;
-  if (values["print-secret"]) {
-    if (values["forward-to"]) throw new UsageError("--print-secret shows the secret and exits: leave out --forward-to");
-    let saved: { secret: string; created: boolean };
-    try {
-      saved = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate });
-    } catch (err) {
-      io.stderr(`${ui.red("Error:")} could not keep the signing secret in ${login.dir} (${(err as Error).message}). Set RELAY_CONFIG_DIR to a folder you can write.\n`);
-      return EXIT.apiError;
-    }
-    log({ secret: saved.secret, created: saved.created, rotated: rotate }, saved.secret);
-    return EXIT.ok;
-  }
-  const target = need(values, "forward-to");
-  try {
-    new URL(target);
-  } catch {
-    throw new UsageError(`--forward-to must be a URL such as http://localhost:4000/webhooks`);
-  }
-  const { secret } = await listenSecret(login.dir, login.baseUrl, login.apiKey, { rotate }).catch((err: Error) => {
-    // A config folder it cannot write (read-only home): this run still works, with a secret of its own.
-    io.stderr(ui.yellow(`Could not save the signing secret in ${login.dir} (${err.message}): this run uses a new one.\n`));
-    return { secret: `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24))))}` };
-  });
-  if (rotate) log({ type: "rotated", secret }, `${ui.yellow("New signing secret")} (the old one no longer signs): ${ui.bold(secret)}`);
-  const forwarded = recentIds();
-  for await (const event of relay.listen(
-    { from: values.from, events: values.events },
-    {
-      signal: io.signal,
-      onSession: (s) =>
-        log(
-          { type: "ready", session: s.session, lines: s.lines, events: s.events, secret, forward_to: target },
-          `${ui.green("Ready.")} Listening on ${s.lines.join(", ")} (session ${s.session}).\nForwarding to ${target}, signed with ${ui.bold(secret)}\n(verify with verifyWebhook(rawBody, headers, "${secret}"))`,
-        ),
-      onReconnect: ({ attempt, delayMs, error }) =>
-        log(
-          { type: "reconnecting", attempt, delay_ms: delayMs, error: error instanceof Error ? error.message : null },
-          ui.yellow(`Connection lost${error instanceof Error ? ` (${error.message})` : ""}; reconnecting in ${Math.round(delayMs / 100) / 10} s (attempt ${attempt})…`),
-        ),
-    },
-  )) {
-    if (forwarded.has(event.delivery_id)) continue; // repeated after a reconnect
-    const rawBody = JSON.stringify(event);
-    const headers = await signWebhook({ secret, rawBody, timestamp: Date.now(), deliveryId: event.delivery_id });
-    let status: number | string;
-    try {
-      const res = await fetch(target, { method: "POST", headers: { ...headers, "Content-Type": "application/json" }, body: rawBody, signal: io.signal });
-      status = res.status;
-      await res.body?.cancel();
-      if (res.ok) forwarded.add(event.delivery_id);
-    } catch (err) {
-      if (io.signal?.aborted) break;
-      status = `error: ${(err as Error).message}`;
-    }
-    const shown = typeof status === "number" && status >= 200 && status < 300 ? ui.green(String(status)) : ui.red(String(status));
-    log({ type: "forwarded", event: event.event, delivery_id: event.delivery_id, status }, `${ui.dim(time(Date.now()))}  ${event.event}  ${event.delivery_id}  -> ${shown}`);
-  }
-  return EXIT.ok;
-}
 
 type Out = (value: unknown, human: () => string) => void;
 
