@@ -3,7 +3,7 @@
 //                    [--allow-to A,B] [--require-approval] [--max-sends-per-chat-without-reply N] [--max-sends-per-day N]
 //   admin key guard --key sk_live_...|key_... --json '{"allow_to":["+15551230001"],"max_sends_per_day":50}'
 //   admin key list [--account E] [--json]
-//   admin key revoke --key sk_live_...
+//   admin key revoke --key sk_live_...|key_...
 import { parseArgs } from "node:util";
 import type { Guardrails } from "../server/kernel/guardrails";
 import type { Actor } from "../server/services/access/actor";
@@ -17,7 +17,8 @@ export const KEY_USAGE = `  admin key create --account E --name N [--scopes all|
       fields: allow_to, require_approval, max_sends_per_chat_without_reply, max_sends_per_day; those left out
       keep their value, null clears one; prints the key's guardrails (JSON)
   admin key list [--account E] [--json]
-  admin key revoke --key sk_live_...`;
+  admin key revoke --key sk_live_...|key_...
+      revokes at once: every instance refuses the key within its key cache window`;
 
 /** Whether argv is one of these commands. */
 export const isKeyCommand = (argv: string[]): boolean => argv[0] === "key";
@@ -92,9 +93,17 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
   const command = positionals.join(" ");
   const { getDb } = await import("../server/db");
   const { findAccountByEmail } = await import("../server/services/accounts/accounts");
-  const { createApiKey, hashKey, revokeApiKeyBySecret } = await import("../server/services/access/api-keys");
+  const { createApiKey, hashKey } = await import("../server/services/access/api-keys");
   const { GuardrailsInput } = await import("../server/kernel/guardrails");
   const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+  /** A key by its secret or its ID, and its account's owner, as whom the operator acts (the owner may change any of its keys). */
+  const keyOf = async (ref: string) => {
+    const trimmed = ref.trim();
+    const key = await (await getDb()).apiKey.findUnique({ where: trimmed.startsWith("sk_live_") ? { hash: hashKey(trimmed) } : { id: trimmed } });
+    if (!key) throw new UsageError("no such key (give its secret, sk_live_..., or its ID, key_..., from key list)");
+    const owner: Actor = { accountId: key.accountId, keyId: null, scopes: new Set(), lineIds: null, rateLimitPerHour: 0, hasOwner: true, guardrails: null };
+    return { key, owner };
+  };
   switch (command) {
     case "key create": {
       const { parseScopes } = await import("../server/services/access/scopes");
@@ -133,14 +142,9 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
     case "key guard": {
       const { setApiKeyGuardrails } = await import("../server/services/accounts/api-keys");
       const { APPROVE_SCOPE } = await import("../server/services/access/guardrails");
-      const ref = need(values, "key").trim();
       if (typeof values.json !== "string") throw new UsageError("--json is required: the guardrails to change");
       const change = GuardrailsInput.parse(parseJson(values.json));
-      const db = await getDb();
-      const key = await db.apiKey.findUnique({ where: ref.startsWith("sk_live_") ? { hash: hashKey(ref) } : { id: ref } });
-      if (!key) throw new UsageError("no such key (give its secret, sk_live_..., or its ID, key_..., from key list)");
-      // The operator acts as the account's owner, who may change any of its keys.
-      const owner: Actor = { accountId: key.accountId, keyId: null, scopes: new Set(), lineIds: null, rateLimitPerHour: 0, hasOwner: true, guardrails: null };
+      const { key, owner } = await keyOf(need(values, "key"));
       const updated = await setApiKeyGuardrails(owner, { id: key.id, guardrails: change }).catch((err: unknown) => {
         if ((err as { param?: string }).param !== "scopes") throw err;
         throw new Error(
@@ -160,8 +164,10 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
       return;
     }
     case "key revoke": {
-      if (!(await revokeApiKeyBySecret(need(values, "key")))) throw new UsageError("no such key");
-      console.error("revoked");
+      const { revokeAccountApiKey } = await import("../server/services/accounts/api-keys");
+      const { key, owner } = await keyOf(need(values, "key"));
+      const revoked = await revokeAccountApiKey(owner, { id: key.id });
+      console.error(`revoked ${revoked.id} (${revoked.name})`);
       return;
     }
     default:

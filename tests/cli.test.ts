@@ -321,7 +321,7 @@ const UNGUARDED = { allow_to: null, require_approval: false, max_sends_per_chat_
 
 // Each CLI call is a fresh process (tsx, database connection): allow for a busy machine.
 describe("admin key guardrails", { timeout: 240_000 }, () => {
-  it("creates a guarded key (--scopes all leaves outbox:approve out), changes its guardrails with key guard, and lists them", async () => {
+  it("creates a guarded key (--scopes all leaves outbox:approve out), changes its guardrails with key guard, lists them, and revokes by ID", async () => {
     const email = `agents-${Date.now()}@example.com`;
     expect((await admin("account", "create", "--email", email)).code).toBe(0);
     const created = await admin(
@@ -358,6 +358,12 @@ describe("admin key guardrails", { timeout: 240_000 }, () => {
     expect(byId.code, byId.stderr).toBe(0);
     expect(JSON.parse(byId.stdout)).toEqual({ allow_to: ["+15551230002"], require_approval: false, max_sends_per_chat_without_reply: 2, max_sends_per_day: 50 });
     expect((await listed(email))[1]!.guardrails).toEqual(JSON.parse(byId.stdout));
+
+    // Revoked by ID, as key list shows it: the other key stays.
+    const revoked = await admin("key", "revoke", "--key", agent!.id);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stderr).toBe(`revoked ${agent!.id} (agent)\n`);
+    expect((await listed(email)).map((k) => [k.name, k.status])).toEqual([["owner", "active"], ["agent", "revoked"]]);
   });
 
   it("refuses bad JSON, bad values, an unknown key and outbox:approve on a guarded key, with a message and a non-zero exit", async () => {
