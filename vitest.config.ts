@@ -2,7 +2,8 @@ import path from "node:path";
 import { defineConfig } from "vitest/config";
 
 // Every test file gets its own database: an in-memory PGlite, or (when DATABASE_URL is set)
-// its own schema on that PostgreSQL server, dropped afterwards (tests/setup.ts).
+// its own schema on that PostgreSQL server, dropped afterwards (tests/setup.ts). The in-memory
+// ones start from a migrated seed made once per run (tests/global-setup.ts).
 export default defineConfig({
   resolve: {
     alias: [
@@ -15,6 +16,7 @@ export default defineConfig({
   test: {
     environment: "node",
     include: ["server/**/*.test.ts", "tests/**/*.test.ts"],
+    globalSetup: ["tests/global-setup.ts"],
     setupFiles: ["tests/setup.ts"],
     pool: "forks",
     testTimeout: 30_000,

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { resetConfig } from "@/server/kernel/config";
-import { closeDatabase, database } from "@/server/db";
+import { closeDatabase, database, seedMemoryDatabases } from "@/server/db";
 
 Object.assign(process.env, { NODE_ENV: "test" });
 process.env.PUBLIC_URL = "http://localhost:3000";
@@ -14,6 +14,7 @@ if (process.env.DATABASE_URL) {
   process.env.DATABASE_POOL_SIZE = "5";
 } else {
   process.env.DATA_DIR = ":memory:";
+  seedMemoryDatabases(inject("pgliteSeed") ?? undefined);
 }
 resetConfig();
 

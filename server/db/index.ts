@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
@@ -77,7 +78,11 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   }
   let pglite: PGlite | PGliteThread;
   let unlock = () => {};
-  const open = (dir?: string) => (c.PGLITE_THREAD ? PGliteThread.create(dir) : PGlite.create(dir));
+  const open = async (dir?: string) => {
+    const seedFile = dir ? undefined : holder.memorySeed;
+    if (c.PGLITE_THREAD) return PGliteThread.create(dir, { seedFile });
+    return seedFile ? PGlite.create({ loadDataDir: new Blob([await readFile(seedFile)]) }) : PGlite.create(dir);
+  };
   if (c.dataDir) {
     const fixed = secureDataDir(c.dataDir);
     if (fixed) log().warn({ data_dir: c.dataDir, modes_set: fixed }, "made DATA_DIR private: file and directory modes set to 0600/0700");
@@ -109,7 +114,17 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
 
 // One database per process, whatever bundle asks (a PGlite data directory can be opened by
 // one instance only).
-const holder = processSingleton("database", (): { db?: Promise<Database> } => ({}));
+const holder = processSingleton("database", (): { db?: Promise<Database>; memorySeed?: string } => ({}));
+
+/**
+ * Starts each in-memory database (DATA_DIR=:memory:) from `file`, a tar of a data directory
+ * written by PGlite's dumpDataDir, instead of from an empty cluster. Migrations still run (and
+ * find themselves applied). For the tests: one migrated seed per run (tests/global-setup.ts)
+ * saves every test file the seconds PGlite's initdb takes.
+ */
+export function seedMemoryDatabases(file: string | undefined): void {
+  holder.memorySeed = file;
+}
 
 export function database(): Promise<Database> {
   holder.db ??= openDatabase().catch((err: unknown) => {

@@ -48,7 +48,9 @@ async function handle(m) {
 (async () => {
   try {
     const { PGlite } = await import("@electric-sql/pglite");
-    db = await PGlite.create(workerData.dataDir || undefined);
+    // A seed (a tar file from dumpDataDir) starts an in-memory database from that state.
+    const seed = workerData.seedFile ? new Blob([require("node:fs").readFileSync(workerData.seedFile)]) : undefined;
+    db = seed ? await PGlite.create({ loadDataDir: seed }) : await PGlite.create(workerData.dataDir || undefined);
     raw = Object.fromEntries(Object.keys(db.parsers).map((k) => [k, identity]));
   } catch (err) {
     parentPort.postMessage({ id: 0, error: plainError(err) });
@@ -153,8 +155,8 @@ export class PGliteThread implements EmbeddedPg {
   #rawTxStatus = "I";
   readonly waitReady: Promise<void>;
 
-  private constructor(dataDir: string | undefined) {
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { dataDir } });
+  private constructor(dataDir: string | undefined, seedFile: string | undefined) {
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { dataDir, seedFile } });
     this.#worker.unref();
     let ready!: (v: unknown) => void;
     let failed!: (e: Error) => void;
@@ -181,8 +183,8 @@ export class PGliteThread implements EmbeddedPg {
   }
 
   /** Opens the database in `dataDir` (a directory path), or in memory when undefined. */
-  static async create(dataDir?: string): Promise<PGliteThread> {
-    const db = new PGliteThread(dataDir);
+  static async create(dataDir?: string, options: { seedFile?: string } = {}): Promise<PGliteThread> {
+    const db = new PGliteThread(dataDir, options.seedFile);
     try {
       await db.waitReady;
       // As PGlite does at start: parsers for the array types of the built-in element types.
