@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import AxeBuilder from "@axe-core/playwright";
 import { type Browser, expect, type Page, test } from "@playwright/test";
+import { findingsOn, settled } from "./audit";
 import { type TestServer, testServer } from "./harness";
 import { apiCall, signIn } from "./sign-in";
 
@@ -219,21 +219,13 @@ for (const width of [1280, 390]) {
       ["outbox", "/dashboard/outbox"],
     ];
     const findings: string[] = [];
-    const check = async (what: string) => {
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      expect(overflow, `${what} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
-      const result = await new AxeBuilder({ page }).analyze();
-      for (const v of result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")) {
-        findings.push(`${what} @${width}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
-      }
-    };
+    const check = async (what: string) => findings.push(...(await findingsOn(page, `${what} @${width}`)));
     for (const scheme of ["light", "dark"] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       const suffix = `${scheme === "dark" ? "-dark" : ""}-${width}`;
       for (const [name, route] of pages) {
         await page.goto(route);
-        await page.waitForTimeout(1_000);
-        await expect(page.locator("[aria-busy=true]")).toHaveCount(0);
+        await settled(page);
         await shot(`agents-${name}${suffix}`);
         await check(`${route} ${scheme}`);
       }
@@ -258,7 +250,7 @@ for (const width of [1280, 390]) {
     }
     await page.emulateMedia({ colorScheme: "light" });
     await page.goto("/dashboard/approvals");
-    await page.waitForTimeout(500);
+    await settled(page);
     expect(findings).toEqual([]);
     await page.setViewportSize({ width: 1280, height: 860 });
   });

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import AxeBuilder from "@axe-core/playwright";
 import { type Browser, expect, type Page, test } from "@playwright/test";
+import { findingsOn, settled } from "./audit";
 import { type TestServer, testServer } from "./harness";
 import { apiCall, signIn } from "./sign-in";
 
@@ -230,43 +230,32 @@ for (const width of [1280, 390]) {
     const findings: string[] = [];
     for (const [name, route] of pages) {
       await page.goto(route);
-      await page.waitForTimeout(1_000);
-      await expect(page.locator("[aria-busy=true]")).toHaveCount(0);
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-      expect(overflow, `${route} at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
+      await settled(page);
       await page.screenshot({ path: path.join(ARTIFACTS, `${name}-${width}.png`), fullPage: true });
-      const result = await new AxeBuilder({ page }).analyze();
-      for (const v of result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")) {
-        findings.push(`${route} @${width}: ${v.id} (${v.impact}) ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
-      }
+      findings.push(...(await findingsOn(page, `${route} @${width}`)));
     }
     // The composer with "Send later" open.
     await page.goto(`/dashboard/chats/${chatId}`);
     await expect(page.getByTestId("conversation")).toContainText("See you on Monday");
     await page.getByRole("checkbox", { name: "Send later" }).check();
     await expect(page.getByLabel("Send at")).toBeVisible();
-    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), `the composer at ${width} px scrolls sideways`).toBeLessThanOrEqual(0);
     await page.screenshot({ path: path.join(ARTIFACTS, `composer-send-later-${width}.png`), fullPage: true });
-    const composer = await new AxeBuilder({ page }).analyze();
-    for (const v of composer.violations.filter((v) => v.impact === "serious" || v.impact === "critical")) findings.push(`composer @${width}: ${v.id} (${v.impact})`);
+    findings.push(...(await findingsOn(page, `composer @${width}`)));
     // The dialogs too: Reschedule open on the outbox.
     await page.goto("/dashboard/outbox?status=held");
     await page.getByTestId("outbox-item").first().getByRole("button", { name: /^Reschedule/ }).click();
     await expect(page.getByRole("dialog", { name: "Reschedule" })).toBeVisible();
     await page.screenshot({ path: path.join(ARTIFACTS, `outbox-reschedule-dialog-${width}.png`) });
-    const dialog = await new AxeBuilder({ page }).analyze();
-    for (const v of dialog.violations.filter((v) => v.impact === "serious" || v.impact === "critical")) findings.push(`reschedule dialog @${width}: ${v.id} (${v.impact})`);
+    findings.push(...(await findingsOn(page, `reschedule dialog @${width}`)));
     await page.keyboard.press("Escape");
     await expect(page.getByRole("dialog", { name: "Reschedule" })).toBeHidden();
     // And in dark mode: the same pages' colours from the dark palette.
     await page.emulateMedia({ colorScheme: "dark" });
     for (const [name, route] of pages.filter(([n]) => ["outbox", "line-policy", "pools", "conversation-scheduled"].includes(n))) {
       await page.goto(route);
-      await page.waitForTimeout(1_000);
-      await expect(page.locator("[aria-busy=true]")).toHaveCount(0);
+      await settled(page);
       await page.screenshot({ path: path.join(ARTIFACTS, `${name}-dark-${width}.png`), fullPage: true });
-      const result = await new AxeBuilder({ page }).analyze();
-      for (const v of result.violations.filter((v) => v.impact === "serious" || v.impact === "critical")) findings.push(`${route} @${width} dark: ${v.id} (${v.impact})`);
+      findings.push(...(await findingsOn(page, `${route} @${width} dark`)));
     }
     await page.emulateMedia({ colorScheme: "light" });
     expect(findings).toEqual([]);
