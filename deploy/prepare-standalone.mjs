@@ -19,10 +19,10 @@
 // The Dockerfile runs the first form; e2e/standalone.e2e.test.ts the second, outside the
 // repository, so a module missing from the tree cannot be found in the repository's node_modules.
 import { cp, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { bundleAdmin } from "./bundle-admin.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const built = path.join(root, ".next", "standalone");
@@ -81,28 +81,8 @@ if (await exists(path.join(root, "public"))) {
   await cp(path.join(root, "public"), path.join(out, "public"), { recursive: true });
 }
 
-// 3. The operator CLI, one file. Packages the server keeps external (they load WebAssembly or
-// native files from their own folders) stay external here too: the tree already holds them.
-const { default: configFor } = await import(pathToFileURL(path.join(root, "next.config.mjs")).href);
-const nextConfig = typeof configFor === "function" ? await configFor("phase-production-build", {}) : configFor;
-const external = nextConfig.serverExternalPackages ?? [];
-// esbuild comes with tsx (the CLI's runner in development); resolved through it, not hoisting.
-const require = createRequire(import.meta.url);
-const esbuild = require(require.resolve("esbuild", { paths: [path.dirname(require.resolve("tsx/package.json"))] }));
-await esbuild.build({
-  absWorkingDir: root,
-  entryPoints: ["scripts/admin.ts"],
-  outfile: path.join(out, "scripts", "admin.mjs"),
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external,
-  // CommonJS dependencies bundled into an ES module still call require().
-  banner: { js: "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);" },
-  legalComments: "none",
-  logLevel: "warning",
-});
+// 3. The operator CLI, one file.
+const external = await bundleAdmin(root, path.join(out, "scripts", "admin.mjs"));
 
 const pkg = JSON.parse(await readFile(path.join(root, "package.json"), "utf8"));
 await writeFile(

@@ -7,7 +7,7 @@ import { createInterface } from "node:readline";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { applyMigrations, readMigrations } from "@/server/db/migrations";
 import { pgliteRunner } from "@/server/db/runners";
 
@@ -19,6 +19,8 @@ import { pgliteRunner } from "@/server/db/runners";
 
 const onPostgres = !!process.env.DATABASE_URL;
 const TSX = path.resolve("node_modules/.bin/tsx");
+/** The operator CLI as the standalone tree ships it, bundled once per run (tests/global-setup.ts). */
+const ADMIN = inject("adminBundle");
 const root = mkdtempSync(path.join(tmpdir(), "relay-backup-"));
 const sourceDir = path.join(root, "source");
 
@@ -39,7 +41,7 @@ interface Run {
 
 function admin(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(TSX, ["scripts/admin.ts", ...args], { env, timeout: 120_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [ADMIN, ...args], { env, timeout: 120_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });

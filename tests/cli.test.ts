@@ -3,17 +3,20 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync,
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { get } from "./helpers";
 
-// The operator CLI as a user runs it: a separate process, results on stdout, errors on stderr.
+// The operator CLI as an operator runs it: a separate process (the bundle the standalone tree
+// ships; the e2e suites run `npm run admin`), results on stdout, errors on stderr.
 // On PostgreSQL it shares this test file's schema, so its results are checked through the API.
 // On PGlite a separate server process owns the data directory (as `npm run dev` would) and the
 // CLI must reach it through the server's Unix socket.
 
 const onPostgres = !!process.env.DATABASE_URL;
 const TSX = path.resolve("node_modules/.bin/tsx");
+/** The operator CLI as the standalone tree ships it, bundled once per run (tests/global-setup.ts). */
+const ADMIN = inject("adminBundle");
 let dataDir = "";
 let server: ChildProcess | undefined;
 
@@ -26,7 +29,7 @@ function env(): NodeJS.ProcessEnv {
 
 function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(TSX, ["scripts/admin.ts", ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [ADMIN, ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -35,7 +38,7 @@ function admin(...args: string[]): Promise<{ code: number; stdout: string; stder
 /** admin with `input` on its stdin (a pipe, as `cat settings.json | admin ...` gives it). */
 function adminWithStdin(input: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(TSX, ["scripts/admin.ts", ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [ADMIN, ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
     child.stdin!.end(input);
