@@ -10,7 +10,8 @@ import { startQueuedSocket } from "./socket-queue";
 // PGliteThread must answer exactly as PGlite in the same thread: same values and types, same
 // errors, same transaction isolation from statements outside the transaction.
 
-describe("PGlite on its own thread", () => {
+// Embedded PGlite only, whatever DATABASE_URL says: the PGlite run of the suite covers it.
+describe.skipIf(!!process.env.DATABASE_URL)("PGlite on its own thread", () => {
   let thread: PGliteThread;
   let local: PGlite;
   beforeAll(async () => {
