@@ -3,7 +3,7 @@ import { type ReactNode, useEffect, useId, useRef } from "react";
 import styles from "./sending.module.css";
 
 // A modal dialog (the browser's <dialog>: focus stays inside, Escape closes it, the page
-// behind is inert), and a button that asks before it acts.
+// behind is inert), the buttons of a form in one, and a button that asks before it acts.
 
 export function Dialog({ open, onClose, title, children }: { open: boolean; onClose: () => void; title: string; children: ReactNode }) {
   const ref = useRef<HTMLDialogElement>(null);
@@ -68,5 +68,19 @@ export function ConfirmDialog({
         </button>
       </div>
     </Dialog>
+  );
+}
+
+/** The foot of a form in a dialog: Close, and its submit button (`submit`, "Saving…" while `busy`). */
+export function DialogFormActions({ submit, busy, onCancel }: { submit: string; busy: boolean; onCancel: () => void }) {
+  return (
+    <div className={`row ${styles.dialogActions}`}>
+      <button type="button" onClick={onCancel}>
+        Close
+      </button>
+      <button type="submit" className="primary" disabled={busy}>
+        {busy ? "Saving…" : submit}
+      </button>
+    </div>
   );
 }

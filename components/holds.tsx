@@ -1,7 +1,7 @@
 "use client";
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useId, useState } from "react";
-import { ConfirmDialog, Dialog } from "./dialog";
+import { ConfirmDialog, Dialog, DialogFormActions } from "./dialog";
 import { ErrorText } from "./ui";
 import { parseLocalInput, toLocalInput, When } from "./when";
 import { useTRPC } from "@/lib/trpc";
@@ -200,14 +200,7 @@ function RescheduleForm({ id, notBefore, onCancel, onDone }: { id: string; notBe
         )}
       </div>
       <ErrorText error={reschedule.error} />
-      <div className={`row ${styles.dialogActions}`}>
-        <button type="button" onClick={onCancel}>
-          Close
-        </button>
-        <button type="submit" className="primary" disabled={reschedule.isPending}>
-          {reschedule.isPending ? "Saving…" : "Reschedule"}
-        </button>
-      </div>
+      <DialogFormActions submit="Reschedule" busy={reschedule.isPending} onCancel={onCancel} />
     </form>
   );
 }

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { ListTable } from "@/components/table";
 import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/ui";
-import { Dialog } from "@/components/dialog";
+import { Dialog, DialogFormActions } from "@/components/dialog";
 import { APPROVE_SCOPE, draftOf, type Guardrails, GuardrailsFields, guardrailsOf, GuardrailsSummary, isGuarded, NO_GUARDRAILS } from "@/components/guardrails";
 import { lineName, useLines } from "@/components/lines";
 import styles from "@/components/approvals.module.css";
@@ -219,14 +219,7 @@ function EditGuardrails({ apiKey, onDone, onCancel }: { apiKey: { id: string; sc
       ) : null}
       <GuardrailsFields value={draft} onChange={setDraft} framed={false} />
       <ErrorText error={save.error} />
-      <div className={`row ${sending.dialogActions}`}>
-        <button type="button" onClick={onCancel}>
-          Close
-        </button>
-        <button type="submit" className="primary" disabled={save.isPending}>
-          {save.isPending ? "Saving…" : "Save guardrails"}
-        </button>
-      </div>
+      <DialogFormActions submit="Save guardrails" busy={save.isPending} onCancel={onCancel} />
     </form>
   );
 }
