@@ -2,8 +2,8 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { findingsOn, settled } from "./audit";
-import { type TestServer, testServer } from "./harness";
-import { apiCall, signIn } from "./sign-in";
+import type { TestServer } from "./harness";
+import { apiCall, signedInOwner } from "./sign-in";
 
 // Keys handed to AI agents, as an owner uses them in Debian's Chromium against `npm start`:
 // guardrails set when a key is created and changed later (a key that can approve is refused
@@ -49,10 +49,7 @@ test.describe.configure({ mode: "serial" });
 test.beforeAll(async ({ browser }: { browser: Browser }) => {
   mkdirSync(ARTIFACTS, { recursive: true });
   if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-  app = await testServer({});
-  app.admin("account", "create", "--email", email, "--password", password);
-  app.admin("line", "create", "--account", email, "--handle", LINE, "--label", "Support");
-  key = /sk_live_[\w-]+/.exec(app.admin("key", "create", "--account", email, "--name", "owner"))![0];
+  ({ app, page, key } = await signedInOwner(browser, { email, password, lines: [["--handle", LINE, "--label", "Support"]], keyName: "owner" }));
   for (const [from, text] of [
     [ALICE, "Hi! Did my order ship yet?"],
     [ALICE, "It was order 4417, the blue lamp."],
@@ -62,8 +59,6 @@ test.beforeAll(async ({ browser }: { browser: Browser }) => {
     await api("POST", "/api/simulator/messages", { line: LINE, from, text });
   }
   aliceChat = (await api("GET", `/v1/chats?from=${encodeURIComponent(LINE)}&limit=10`)).data.find((c: { identifier: string }) => c.identifier === ALICE).id;
-  page = await (await browser.newContext({ baseURL: app.base })).newPage();
-  await signIn(page, email, password);
 });
 
 test.afterAll(async () => {
@@ -128,7 +123,8 @@ test("the agent's sends wait in Approvals with their context; one approved is se
   const upload = await fetch(`${app.base}/v1/files`, {
     method: "POST",
     headers: { authorization: `Bearer ${agent}`, "content-type": "image/png", "x-filename": "tracking-label.png" },
-    body: new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]),
+    // A real image, so the conversation's screenshots show it: a corner of the dashboard.
+    body: new Uint8Array(await page.screenshot({ clip: { x: 0, y: 0, width: 240, height: 120 } })),
   });
   const fileId = ((await upload.json()) as { id: string }).id;
   const shipped = await asAgent("POST", "/v1/messages", { from: LINE, to: ALICE, text: "Good news: order 4417 shipped today. Here is the label.", attachments: [fileId] });

@@ -2,8 +2,8 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { findingsOn, settled } from "./audit";
-import { type TestServer, testServer } from "./harness";
-import { apiCall, signIn } from "./sign-in";
+import type { TestServer } from "./harness";
+import { apiCall, signedInOwner } from "./sign-in";
 
 // The inbox as an owner uses it, in Debian's Chromium against `npm start`: a message texted to
 // a line arrives live (no reload); message search; a failed send that is still there after a
@@ -30,13 +30,7 @@ test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }: { browser: Browser }) => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  app = await testServer({});
-  app.admin("account", "create", "--email", email, "--password", password);
-  app.admin("line", "create", "--account", email, "--handle", LINE, "--advanced");
-  key = /sk_live_[\w-]+/.exec(app.admin("key", "create", "--account", email, "--name", "e2e"))![0];
-  // axe needs a page of a context made with newContext().
-  page = await (await browser.newContext({ baseURL: app.base })).newPage();
-  await signIn(page, email, password);
+  ({ app, page, key } = await signedInOwner(browser, { email, password, lines: [["--handle", LINE, "--advanced"]] }));
 });
 
 test.afterAll(async () => {

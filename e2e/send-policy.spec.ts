@@ -2,8 +2,8 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { type Browser, expect, type Page, test } from "@playwright/test";
 import { findingsOn, settled } from "./audit";
-import { type TestServer, testServer } from "./harness";
-import { apiCall, signIn } from "./sign-in";
+import type { TestServer } from "./harness";
+import { apiCall, signedInOwner } from "./sign-in";
 
 // Sending later, send policies and pools as an owner uses them, in Debian's Chromium against
 // `npm start`: a reply scheduled from the composer shows in its conversation as "Scheduled for
@@ -42,16 +42,17 @@ test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }: { browser: Browser }) => {
   mkdirSync(ARTIFACTS, { recursive: true });
-  app = await testServer({});
-  app.admin("account", "create", "--email", email, "--password", password);
-  app.admin("line", "create", "--account", email, "--handle", LINE, "--label", "Support");
-  app.admin("line", "create", "--account", email, "--handle", SECOND, "--label", "Sales");
-  key = /sk_live_[\w-]+/.exec(app.admin("key", "create", "--account", email, "--name", "e2e"))![0];
+  ({ app, page, key } = await signedInOwner(browser, {
+    email,
+    password,
+    lines: [
+      ["--handle", LINE, "--label", "Support"],
+      ["--handle", SECOND, "--label", "Sales"],
+    ],
+  }));
   await api("POST", "/api/simulator/messages", { line: LINE, from: CONTACT, text: "Can you call me tomorrow morning?" });
   chatId = (await api("GET", `/v1/chats?from=${encodeURIComponent(LINE)}&limit=1`)).data[0].id;
   lineId = (await api("GET", "/v1/lines")).data.find((l: { handle: string }) => l.handle === LINE).id;
-  page = await (await browser.newContext({ baseURL: app.base })).newPage();
-  await signIn(page, email, password);
 });
 
 test.afterAll(async () => {

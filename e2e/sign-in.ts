@@ -1,4 +1,5 @@
-import { expect, type Page } from "@playwright/test";
+import { type Browser, expect, type Page } from "@playwright/test";
+import { type TestServer, testServer } from "./harness";
 
 /** Signs in on /sign-in and waits for the overview's welcome. */
 export async function signIn(page: Page, email: string, password: string): Promise<void> {
@@ -7,6 +8,24 @@ export async function signIn(page: Page, email: string, password: string): Promi
   await page.getByLabel("Password").fill(password);
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByRole("heading", { level: 1, name: /^Welcome/ })).toBeVisible();
+}
+
+/**
+ * A spec's owner: a server of its own (`npm start`), an account with `password`, a line made
+ * by `line create` from each argument list, an API key named `keyName`, and a page signed in as
+ * the owner, in a context of its own (axe needs a page of a context made with newContext()).
+ */
+export async function signedInOwner(
+  browser: Browser,
+  { email, password, lines, keyName = "e2e" }: { email: string; password: string; lines: string[][]; keyName?: string },
+): Promise<{ app: TestServer; page: Page; key: string }> {
+  const app = await testServer({});
+  app.admin("account", "create", "--email", email, "--password", password);
+  for (const line of lines) app.admin("line", "create", "--account", email, ...line);
+  const key = /sk_live_[\w-]+/.exec(app.admin("key", "create", "--account", email, "--name", keyName))![0];
+  const page = await (await browser.newContext({ baseURL: app.base })).newPage();
+  await signIn(page, email, password);
+  return { app, page, key };
 }
 
 /**
