@@ -55,7 +55,12 @@ function fileDisposition(mimeType: string, filename: string): { contentType: str
   return { contentType, disposition: `${mode}; filename="${ascii}"; filename*=UTF-8''${utf8}` };
 }
 
-/** The host a browser addressed: X-Forwarded-Host behind a proxy, else Host. */
+/**
+ * The host a browser addressed: X-Forwarded-Host behind a proxy, else Host. A client may name
+ * any host there, but only in its own requests: a page cannot make a visitor's browser send
+ * X-Forwarded-Host or another Host on a navigation or a subresource, so a file still never
+ * renders on the dashboard's origin, and answers are private (no shared cache keeps one).
+ */
 function requestHost(request: Request): string {
   const forwarded = request.headers.get("x-forwarded-host")?.split(",")[0]?.trim();
   return (forwarded || request.headers.get("host") || new URL(request.url).host).toLowerCase();

@@ -48,15 +48,14 @@ function decodeSegment(segment: string): string {
   }
 }
 
-function inbound(segment: string): FastHandler {
+function inbound(segment: string, target: string): FastHandler {
   return async (req, res) => {
     const requestId = requestIdOf(req.headers);
     let answer: Answer;
     let close = false;
     try {
       const body = await readNodeBody(req, jsonBodyLimit(), "request_too_large");
-      const url = new URL(req.url ?? "/", `http://${req.headers.host ?? "localhost"}`);
-      answer = await answerInbound(decodeSegment(segment), { url, headers: webHeaders(req), body }, requestId);
+      answer = await answerInbound(decodeSegment(segment), { url: new URL(target), headers: webHeaders(req), body }, requestId);
     } catch (err) {
       if (err instanceof ClientGone) return;
       answer = errorAnswer(err, requestId);
@@ -87,7 +86,8 @@ function route(api: ReadonlyMap<string, RouteModule>, req: IncomingMessage): Fas
   if (!target) return null;
   if (req.method === "POST") {
     const m = INBOUND.exec(target);
-    if (m) return inbound(m[1]!);
+    const url = m && requestUrl(req);
+    if (url) return inbound(m[1]!, url);
   }
   const query = target.indexOf("?");
   const module = api.get(query < 0 ? target : target.slice(0, query));

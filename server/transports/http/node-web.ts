@@ -4,7 +4,7 @@ import type { TLSSocket } from "node:tls";
 
 // Node's request and response as the web Request and Response route files take and give, for
 // the routes the production server answers before Next (fast-routes.ts): the route file's own
-// handler runs, on the same Request it would get from Next (URL from the Host header, the
+// handler runs, on the same Request it would get from Next (URL on the listener's origin, the
 // headers, the body as a stream, a signal that aborts when the client goes away).
 
 /** The request's headers as web Headers; a value Headers refuses is left out (Next's adapter drops it too). */
@@ -22,13 +22,20 @@ export function webHeaders(req: IncomingMessage): Headers {
 }
 
 /**
- * The request's URL as Next builds it (scheme of the socket or X-Forwarded-Proto, the Host
- * header, the path as sent), or null when the Host header makes no URL: Next answers those.
+ * The request's URL as Next builds it: the scheme of the socket or X-Forwarded-Proto, a fixed
+ * host (`localhost` and the listener's port, as `next start` without -H), the request target as
+ * sent. Never the Host header: a client
+ * writes that, and `Host: h?limit=1&x=` or `Host: a#b` would otherwise move the target's path
+ * and query into another part of the URL, so the handler (and the read cache, keyed by path
+ * and query) would read something other than the request. Null when the target makes no URL
+ * (Next answers those).
  */
 export function requestUrl(req: IncomingMessage): string | null {
   const encrypted = (req.socket as Partial<TLSSocket>).encrypted === true;
   const proto = encrypted || String(req.headers["x-forwarded-proto"] ?? "").includes("https") ? "https" : "http";
-  const url = `${proto}://${req.headers.host ?? "localhost"}${req.url ?? "/"}`;
+  const target = req.url ?? "/";
+  if (!target.startsWith("/")) return null;
+  const url = `${proto}://localhost:${req.socket.localPort ?? 80}${target}`;
   return URL.canParse(url) ? url : null;
 }
 
