@@ -2,7 +2,7 @@ import dns, { type LookupAddress } from "node:dns";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import type { Actor } from "@/server/services/access/actor";
 import { sessionActorFor } from "@/server/services/access/session";
-import { resetConfig } from "@/server/kernel/config";
+import { parseConfig, resetConfig } from "@/server/kernel/config";
 import { providerLine } from "@/server/platform/connection";
 import { createConnectedLine, testLine } from "@/server/services/lines/line-connections";
 import { handleTrpc } from "@/server/transports/trpc/http";
@@ -146,6 +146,30 @@ describe("connecting a line to a local address (PROVIDER_ALLOW_PRIVATE off)", ()
     const [m] = await messagesOf(t, alice);
     expect(m!.attachments).toEqual([]);
     expect(m!.text).toContain("could not be downloaded");
+  });
+
+  it("with PROVIDER_ALLOW_PRIVATE on (a Mac on the LAN), a signed webhook still reads no path of the line's base URL: only PROVIDER_MEDIA_FROM_BASE_URL allows that, never in production", async () => {
+    allowPrivate(true);
+    delete process.env.PROVIDER_MEDIA_FROM_BASE_URL;
+    const tw = await startFakeTwilio({ deliver, numbers: [phone(), phone()] });
+    fakes.push(tw);
+    const t = await fakeTwilioLine(tw);
+    const alice = phone();
+    const before = tw.requests.length;
+    // The fake's own media URL, and any other path of the base URL's origin (an internal service's page).
+    const r = await tw.receive({ from: alice, body: "", media: [{ contentType: "image/png", bytes: new Uint8Array([1, 2, 3]) }] });
+    expect(r.answer?.status).toBe(200);
+    const other = await tw.receive({ from: alice, body: "look", deliver: false });
+    const params = other.params.map(([k, v]): [string, string] => (k === "NumMedia" ? [k, "1"] : [k, v]));
+    params.push(["MediaContentType0", "image/png"], ["MediaUrl0", `${tw.url}/internal/admin?dump=1`]);
+    expect((await tw.post(t.inboundUrl, params)).status).toBe(200);
+    expect(tw.requests.slice(before)).toEqual([]);
+    const messages = await messagesOf(t, alice);
+    expect(messages.map((m) => m.attachments)).toEqual([[], []]);
+    expect(messages.map((m) => m.text)).toEqual(expect.arrayContaining([expect.stringContaining("could not be downloaded"), "look"]));
+    expect(parseConfig({ NODE_ENV: "test", PROVIDER_ALLOW_PRIVATE: "true" }).providerMediaFromBaseUrl).toBe(false);
+    expect(parseConfig({ NODE_ENV: "test", PROVIDER_MEDIA_FROM_BASE_URL: "true" }).providerMediaFromBaseUrl).toBe(true);
+    expect(parseConfig({ NODE_ENV: "production", PROVIDER_ALLOW_PRIVATE: "true", PROVIDER_MEDIA_FROM_BASE_URL: "true" }).providerMediaFromBaseUrl).toBe(false);
   });
 });
 

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it, vi } from "vitest";
+import { resetConfig } from "@/server/kernel/config";
 import { providerLine } from "@/server/platform/connection";
 import { EMPTY_TWIML } from "@/server/platform/twilio";
 import { createConnectedLine, testLine } from "@/server/services/lines/line-connections";
@@ -15,7 +16,10 @@ import { messagesOf, send, sentMessage, settled } from "./line-flows";
 // inbound webhooks are posted to our real inbound route in-process.
 
 runDelivery();
-
+// The fake serves MMS media on its own origin, the line's base URL, as Twilio serves it on its own
+// hosts: allowed for test doubles only (never in production), not by PROVIDER_ALLOW_PRIVATE.
+process.env.PROVIDER_MEDIA_FROM_BASE_URL = "true";
+resetConfig();
 
 /** Twilio's webhooks reach our inbound route unless switched off ("this service is down"). */
 let webhooksOn = true;

@@ -161,6 +161,13 @@ const EnvSchema = z.object({
    * the service fetch from its own network.
    */
   PROVIDER_ALLOW_PRIVATE: bool.optional(),
+  /**
+   * For test doubles of Twilio (a fake on loopback as the line's base URL): media on the base
+   * URL's own origin may be fetched as Twilio's. Off by default and always off in production:
+   * the base URL is the owner's choice, so it would let a signed webhook read back any internal
+   * HTTP service as an attachment. PROVIDER_ALLOW_PRIVATE (a Mac on the LAN) does not imply it.
+   */
+  PROVIDER_MEDIA_FROM_BASE_URL: bool.optional(),
   /** Provider media downloads running at once in one process (each streams to storage). */
   PROVIDER_DOWNLOADS_PER_PROCESS: z.coerce.number().int().min(1).max(256).default(8),
   /** Provider media downloads running at once for one line. */
@@ -201,6 +208,8 @@ export type Config = z.infer<typeof EnvSchema> & {
   deliveryEngine: "embedded" | "inngest";
   webhookAllowInsecure: boolean;
   providerAllowPrivate: boolean;
+  /** PROVIDER_MEDIA_FROM_BASE_URL outside production; false in production whatever it says. */
+  providerMediaFromBaseUrl: boolean;
   simulatorEnabled: boolean;
   /** TRUST_PROXY_HOPS, or 1 for TRUST_PROXY=true, else 0. */
   proxyHops: number;
@@ -234,6 +243,7 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     deliveryEngine: c.INNGEST_EVENT_KEY || (c.INNGEST_DEV && !["0", "false"].includes(c.INNGEST_DEV.toLowerCase())) ? "inngest" : "embedded",
     webhookAllowInsecure: c.WEBHOOK_ALLOW_INSECURE ?? !isProduction,
     providerAllowPrivate: c.PROVIDER_ALLOW_PRIVATE ?? c.NODE_ENV === "development",
+    providerMediaFromBaseUrl: !isProduction && c.PROVIDER_MEDIA_FROM_BASE_URL === true,
     simulatorEnabled: c.SIMULATOR_ENABLED ?? !isProduction,
     proxyHops: c.TRUST_PROXY_HOPS ?? (c.TRUST_PROXY ? 1 : 0),
     isProduction,

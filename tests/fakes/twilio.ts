@@ -8,7 +8,8 @@
  *  - GET …/Messages.json with To / From / DateSent / DateSent< / DateSent> (dates only; messages
  *    without date_sent never match a date filter), PageSize, PageToken → `messages` + paging fields,
  *    newest first; GET …/Messages/{Sid}.json; GET …/Messages/{Sid}/Media.json;
- *  - media content at …/Messages/{Sid}/Media/{ME…} (Basic auth when enforced) → 307 to a CDN path;
+ *  - media content at …/Messages/{Sid}/Media/{ME…} (Basic auth when enforced) → 307 to a CDN path,
+ *    on the fake's own origin: a test whose line downloads it sets PROVIDER_MEDIA_FROM_BASE_URL=true;
  *  - status callbacks and inbound webhooks posted form-encoded and signed as Twilio signs
  *    (X-Twilio-Signature: base64 HMAC-SHA1 of URL + sorted name/value pairs), handed to `deliver`.
  */

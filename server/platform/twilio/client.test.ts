@@ -1,11 +1,13 @@
 import type http from "node:http";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type Loopback, listenLoopback, readBody, refusedUrl } from "../../../tests/fakes/http";
+import { config, resetConfig } from "../../kernel/config";
 import { createMessageForm, createTwilioClient, listMessagesParams, type TwilioClient } from "./client";
 import { describeTwilioError, TwilioError } from "./errors";
 
 // The Twilio client against a scripted local server: what it sends, and how each kind of answer
-// (Twilio's error JSON, 429 with Retry-After, garbage, a hang, a redirect) comes back.
+// (Twilio's error JSON, 429 with Retry-After, garbage, a hang, a redirect) comes back. The
+// local server is the base URL and serves the media too: PROVIDER_MEDIA_FROM_BASE_URL is on.
 
 const SID = `AC${"5".repeat(32)}`;
 const TOKEN = "tok-3f9e2c1a7b";
@@ -67,7 +69,13 @@ async function failure(p: Promise<unknown>): Promise<TwilioError> {
   throw new Error("expected a failure");
 }
 
+function mediaFromBaseUrl(on: boolean): void {
+  process.env.PROVIDER_MEDIA_FROM_BASE_URL = String(on);
+  resetConfig();
+}
+
 beforeAll(async () => {
+  mediaFromBaseUrl(true);
   server = await listenLoopback(async (raw, res) => {
     const rec = { method: raw.method ?? "", url: new URL(raw.url ?? "/", "http://t"), headers: raw.headers, body: (await readBody(raw)).toString("utf8") };
     requests.push(rec);
@@ -76,7 +84,11 @@ beforeAll(async () => {
   origin = server.url;
 });
 
-afterAll(() => server.close());
+afterAll(async () => {
+  delete process.env.PROVIDER_MEDIA_FROM_BASE_URL;
+  resetConfig();
+  await server.close();
+});
 
 beforeEach(() => {
   requests = [];
@@ -210,16 +222,22 @@ describe("media downloads", () => {
     expect(requests).toHaveLength(0);
   });
 
-  it("fetches media on the base URL's own origin only where the operator allows private providers (else Twilio's hosts alone)", async () => {
+  it("fetches media on the base URL's own origin only with PROVIDER_MEDIA_FROM_BASE_URL, never for PROVIDER_ALLOW_PRIVATE alone", async () => {
     handler = (_req, res) => send(res, 200, "png", { "content-type": "image/png" });
     const url = `${origin}/2010-04-01/Accounts/${SID}/Messages/${MSG}/Media/ME1`;
-    const strict = createTwilioClient({ accountSid: SID, authToken: TOKEN, baseUrl: origin }, { mediaFromBaseUrl: false });
-    const e = await failure(strict.downloadMedia(url, { maxBytes: 1000 }));
-    expect(e).toMatchObject({ kind: "refused", sentRequest: false });
-    expect(e.message).toContain("only Twilio's own https hosts are fetched");
-    expect(requests).toHaveLength(0);
-    const lan = createTwilioClient({ accountSid: SID, authToken: TOKEN, baseUrl: origin }, { mediaFromBaseUrl: true });
-    expect((await lan.downloadMedia(url, { maxBytes: 1000 })).mimeType).toBe("image/png");
+    try {
+      mediaFromBaseUrl(false);
+      expect(config().providerAllowPrivate).toBe(true); // the LAN switch, on for every test
+      const strict = createTwilioClient({ accountSid: SID, authToken: TOKEN, baseUrl: origin });
+      const e = await failure(strict.downloadMedia(url, { maxBytes: 1000 }));
+      expect(e).toMatchObject({ kind: "refused", sentRequest: false });
+      expect(e.message).toContain("only Twilio's own https hosts are fetched");
+      expect(requests).toHaveLength(0);
+    } finally {
+      mediaFromBaseUrl(true);
+    }
+    const double = createTwilioClient({ accountSid: SID, authToken: TOKEN, baseUrl: origin });
+    expect((await double.downloadMedia(url, { maxBytes: 1000 })).mimeType).toBe("image/png");
   });
 
   it("refuses an answer that is not media (a JSON document, an HTML page, no type): nothing is returned to store", async () => {

@@ -33,7 +33,7 @@ export interface TwilioClientOptions {
   maxJsonBytes?: number;
   /**
    * Whether media on the base URL's own origin may be fetched when it is not one of Twilio's
-   * hosts (a test double, a proxy on the LAN). Default: PROVIDER_ALLOW_PRIVATE.
+   * hosts (a test double). Default: PROVIDER_MEDIA_FROM_BASE_URL (never in production).
    */
   mediaFromBaseUrl?: boolean;
 }
@@ -134,7 +134,7 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
   const doFetch = opts.fetch;
   const defaultTimeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxJsonBytes = opts.maxJsonBytes ?? DEFAULT_MAX_JSON_BYTES;
-  const mediaFromBase = opts.mediaFromBaseUrl ?? config().providerAllowPrivate;
+  const mediaFromBase = opts.mediaFromBaseUrl ?? config().providerMediaFromBaseUrl;
 
   // The token never travels in a URL, but nothing Twilio (or a proxy) echoes may carry it on.
   const scrub = scrubber([conn.authToken, authorization.slice("Basic ".length)]);
