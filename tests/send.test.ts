@@ -79,6 +79,25 @@ describe("POST /v1/messages", () => {
     expect(sent.attachments).toEqual([expect.objectContaining({ file_id: file.body.id, filename: "answer.pdf", mime_type: "application/pdf", size: 9 })]);
   });
 
+  it("sends a message with only an attachment, as the contract allows; with neither text nor attachments the error names both", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "send me the form");
+    const file = await call("POST", "/v1/files", { key: f.key, raw: new TextEncoder().encode("%PDF-1.4"), headers: { "content-type": "application/pdf", "x-filename": "form.pdf" } });
+    for (const body of [{ attachments: [file.body.id] }, { text: null, attachments: [file.body.id] }, { text: "", attachments: [file.body.id] }]) {
+      const res = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, ...body });
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      expect(res.body).toMatchObject({ object: "outbox_item", status: "pending" });
+    }
+    // A file named under another field (file, attachment) is no attachment: the answer says which fields count.
+    for (const body of [{}, { attachments: [] }, { file: file.body.id }, { attachment: file.body.id, text: null }]) {
+      const res = await post("/v1/messages", f.key, { from: f.line.handle, to: alice, ...body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "missing_required_parameter", param: "text", message: expect.stringContaining("text or attachments") });
+      expect(res.body.request_id).toMatch(/^req_/);
+    }
+  });
+
   it("enforces the contact-first rule", async () => {
     const f = await makeAccount();
     const stranger = await post("/v1/messages", f.key, { from: f.line.handle, to: phone(), text: "cold call" });

@@ -9,7 +9,7 @@ import { checkChat, checkRecipientName, checkSendLimits, GUARDED_KINDS } from ".
 import { requestApproval } from "./approvals";
 import { fire } from "../../kernel/signals";
 import { sendsSerially } from "../../outbox/serial";
-import { ApiError, invalidParam, missingParam } from "../../kernel/errors";
+import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Chat, Line } from "../../generated/prisma/client";
 import { normalizeHandle } from "../../kernel/handles";
 import { hit } from "../access/rate-limit";
@@ -183,7 +183,9 @@ export async function parentGuid(actor: Actor, chat: Chat, replyTo: string | nul
 export async function sendMessage(actor: Actor, input: SendMessageInput, requestId: string) {
   const text = input.text === "" ? null : (input.text ?? null);
   const attachments = input.attachments ?? [];
-  if (text === null && attachments.length === 0) throw missingParam("text");
+  if (text === null && attachments.length === 0) {
+    throw new ApiError("missing_required_parameter", "Missing required parameter: text or attachments (at least one; attachments takes one file_ ID from POST /v1/files).", { param: "text" });
+  }
   const at = scheduledTime(input.send_at);
   for (const id of attachments) {
     requireIdKind("file", id, "attachments");
