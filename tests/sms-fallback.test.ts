@@ -67,6 +67,8 @@ describe("SMS fallback with the simulator", () => {
     const sms = await createLine({ accountId: f.accountId, handle: phone(), service: "sms" });
     const pool = await createPool(f.accountId, { name: "mixed", line_ids: [f.line.id, sms.id] });
     const carol = phone();
+    // Contact-first holds on the SMS line too (tests/sms-fallback-checks.test.ts): she texted it once.
+    await inbound({ ...f, line: { id: sms.id, handle: sms.handle } }, carol, "by SMS");
     await inbound(f, carol, "hello there");
     await noIMessage(f, f.line.handle, carol);
     const res = await post("/v1/messages", f.key, { from: pool.id, to: carol, text: "from the SMS line" });

@@ -1,8 +1,11 @@
 import { z } from "zod";
+import { ApiError } from "./errors";
 import { normalizeHandle } from "./handles";
 
-// The guardrails of an API key as data: their shape, the owner's input, the stored columns.
-// The rules that apply them are in server/services/access/guardrails.ts (docs/agents.md).
+// The guardrails of an API key: their shape, the owner's input, the stored columns, and the
+// checks of the chat a send goes to (docs/agents.md). The checks are here, below both the send
+// service and the outbox, because a send is checked at accept and again when SMS fallback moves
+// it to another line and chat. The counted ones are in server/outbox/key-limits.ts.
 
 export interface Guardrails {
   /** Normalized handles and chat IDs the key may send to; null: anyone the line may reach. */
@@ -80,4 +83,50 @@ export function guardrailsOf(key: GuardrailColumns): Guardrails | null {
 /** The guardrails as the owner reads them (always every field). */
 export function serializeGuardrails(key: GuardrailColumns): Guardrails {
   return guardrailsOf(key) ?? { allow_to: null, require_approval: false, max_sends_per_chat_without_reply: null, max_sends_per_day: null };
+}
+
+/** Who a send is checked for: a request's caller (an Actor), or the key that made an outbox item. */
+export interface Sender {
+  /** The API key, or null for the owner's dashboard session. */
+  keyId: string | null;
+  /** Lines it may use; null: every line of the account. */
+  lineIds: ReadonlySet<string> | null;
+  guardrails: Guardrails | null;
+}
+
+/** What of a chat the guardrails look at. */
+export interface GuardedChat {
+  id: string;
+  identifier: string;
+  isGroup: boolean;
+  pausedAt: Date | null;
+}
+
+const notAllowed = (to: string) =>
+  new ApiError("recipient_not_allowed", `This API key may not send to ${to}: it is not on the key's allow_to list.`, { param: "to" });
+
+/**
+ * allow_to, for a contact a send would open a new chat with: one the key does not list is
+ * refused before anything (a chat) is stored for it.
+ */
+export function checkRecipientName(sender: Sender, to: string): void {
+  const allow = sender.guardrails?.allow_to;
+  if (!allow) return;
+  const value = to.trim();
+  if (value.startsWith("cht_")) return;
+  if (!allow.includes(normalizeHandle(value))) throw notAllowed(value);
+}
+
+/** allow_to and human takeover, for the chat a send goes to. The owner's sends (no guardrails) pass a pause. */
+export function checkChat(sender: Sender, chat: GuardedChat): void {
+  const g = sender.guardrails;
+  if (!g) return;
+  if (g.allow_to && !g.allow_to.includes(chat.id) && !g.allow_to.includes(chat.identifier)) throw notAllowed(chat.isGroup ? chat.id : chat.identifier);
+  if (chat.pausedAt) {
+    throw new ApiError(
+      "chat_paused",
+      `The owner has paused automated sending in chat ${chat.id} (since ${chat.pausedAt.toISOString()}): a person is answering. Sends resume once the owner resumes the chat.`,
+      { param: "to" },
+    );
+  }
 }

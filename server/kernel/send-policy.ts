@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ApiError } from "./errors";
 import { type QuietHours, QuietHoursSchema } from "./quiet-hours";
 
 // A line's send policy: when, and to whom, it may send. Stored as set (Line.sendPolicy, only
@@ -75,4 +76,23 @@ export function budgetsApply(policy: SendPolicy): boolean {
 /** Whether the policy can hold a message at its claim (quiet hours or budgets that apply). */
 export function mayHold(policy: SendPolicy): boolean {
   return policy.quiet_hours !== null || budgetsApply(policy);
+}
+
+/**
+ * The contact-first rule (SPEC), where the line's policy keeps it: the line sends only into a
+ * chat that has messaged it. `chat` is the line's chat with `to`, null when there is none.
+ */
+export function checkContactFirst<C extends { isGroup: boolean; hasReceivedInbound: boolean }>(
+  line: { handle: string },
+  chat: C | null,
+  to: string,
+): asserts chat is C {
+  if (chat?.hasReceivedInbound) return;
+  throw new ApiError(
+    "contact_has_not_messaged",
+    chat?.isGroup
+      ? "This group chat has not sent a message to this line yet; you can send once it has."
+      : `${to} has not messaged line ${line.handle} yet. Contacts must message a line before it can message them.`,
+    { param: "to" },
+  );
 }

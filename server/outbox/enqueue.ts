@@ -6,6 +6,7 @@ import { livePayloads, publishLocal } from "../events/live";
 import { processSingleton } from "../kernel/singleton";
 import type { OutboxKind } from "./payloads";
 import { outboxEvent } from "./queue";
+import { lockSends } from "./key-limits";
 
 // How an accepted write enters the outbox: one pending row, committed before the caller answers.
 
@@ -72,7 +73,7 @@ export async function addGuardedToOutbox(
   effects: (unit: Unit) => Promise<void>,
 ): Promise<void> {
   await unitOfWork(async (unit) => {
-    await unit.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [item.apiKeyId ?? item.accountId]);
+    await lockSends(unit.query, item.apiKeyId ?? item.accountId);
     await check(unit.query);
     const { text, params } = insertRows([item]);
     await unit.query(text, params);

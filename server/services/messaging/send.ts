@@ -5,7 +5,8 @@ import { getDb } from "../../db";
 import { MessagePayload as MessagePayloadSchema, type MessagePayload, type OutboxKind, type ReactionPayload, type ReceiptPayload, type TypingPayload } from "../../outbox/payloads";
 import { findOutboxItem } from "./outbox";
 import { addGuardedToOutbox, addToOutbox } from "../../outbox/enqueue";
-import { checkChat, checkRecipientName, checkSendLimits, GUARDED_KINDS } from "../access/guardrails";
+import { checkChat, checkRecipientName } from "../../kernel/guardrails";
+import { checkSendLimits, GUARDED_KINDS } from "../../outbox/key-limits";
 import { requestApproval } from "./approvals";
 import { fire } from "../../kernel/signals";
 import { sendsSerially } from "../../outbox/serial";
@@ -24,7 +25,7 @@ import { resolveLine } from "../lines/lines";
 import { findMessage } from "./messages";
 import { DAY_MS, sandboxQuotaBucket } from "../lines/sandbox";
 import { scheduledTime, sendAt } from "./schedule";
-import { policyOf } from "../../kernel/send-policy";
+import { checkContactFirst, policyOf } from "../../kernel/send-policy";
 import { openChat } from "./chats";
 import { choosePoolLine } from "../pools/pools";
 
@@ -94,15 +95,7 @@ async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
     checkRecipientName(actor, to);
     return openChat(actor, line, to);
   }
-  if (!chat || !chat.hasReceivedInbound) {
-    throw new ApiError(
-      "contact_has_not_messaged",
-      chat?.isGroup
-        ? "This group chat has not sent a message to this line yet; you can send once it has."
-        : `${to} has not messaged line ${line.handle} yet. Contacts must message a line before it can message them.`,
-      { param: "to" },
-    );
-  }
+  checkContactFirst(line, chat, to);
   return chat;
 }
 
