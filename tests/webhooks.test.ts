@@ -108,7 +108,14 @@ describe("/v1/webhooks", () => {
         expect(res.body.error.message, url).toMatch(/^destination not allowed/);
         expect(res.body.error.message, url).not.toMatch(/127\.0\.0\.1|169\.254|::1|10\.1\.2\.3/);
       }
+      // What the switch would allow, the answer says how to allow it for local testing; what it would not, it does not.
+      if (url.startsWith("http")) expect(res.body.error.message, url).toContain("WEBHOOK_ALLOW_INSECURE=true");
+      else expect(res.body.error.message, url).not.toContain("WEBHOOK_ALLOW_INSECURE");
     }
+    const plain = await post("/v1/webhooks", f.key, { ...base, url: "http://hooks.example.com/relay", events: ["message.sent"] });
+    expect(plain.body.error.message).toBe(
+      "url must use https. For local testing, the server's operator can allow http:// and local addresses with WEBHOOK_ALLOW_INSECURE=true (never in production).",
+    );
     process.env.WEBHOOK_ALLOW_INSECURE = "true";
     resetConfig();
     expect((await post("/v1/webhooks", f.key, { ...base, url: "http://127.0.0.1:4000/hook", events: ["message.sent"] })).status).toBe(200);

@@ -46,15 +46,34 @@ function parseEvents(names: string[]): WebhookEvent[] {
   return [...new Set(names)] as WebhookEvent[];
 }
 
+/** A URL a webhook may be saved with; a refusal that WEBHOOK_ALLOW_INSECURE would lift says so, for local testing. */
+function webhookUrl(raw: string): URL {
+  const allowInsecure = config().webhookAllowInsecure;
+  try {
+    return checkWebhookUrl(raw, { allowInsecure });
+  } catch (err) {
+    const message = (err as Error).message;
+    if (allowInsecure || !URL.canParse(raw) || !liftedByInsecure(raw)) throw invalidParam("url", message);
+    throw invalidParam(
+      "url",
+      `${message}. For local testing, the server's operator can allow http:// and local addresses with WEBHOOK_ALLOW_INSECURE=true (never in production).`,
+    );
+  }
+}
+
+function liftedByInsecure(raw: string): boolean {
+  try {
+    checkWebhookUrl(raw, { allowInsecure: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function createWebhook(actor: Actor, input: z.output<typeof CreateWebhookBody>) {
   const line = await resolveLine(actor, input.from);
   const events = parseEvents(input.events);
-  let url: URL;
-  try {
-    url = checkWebhookUrl(input.url, { allowInsecure: config().webhookAllowInsecure });
-  } catch (err) {
-    throw invalidParam("url", (err as Error).message);
-  }
+  const url = webhookUrl(input.url);
   const secret = newWebhookSecret();
   const db = await getDb();
   const webhook = await db.webhook.create({
