@@ -6,7 +6,9 @@ import { failedEvent, outboxEvent } from "./queue";
 // Sends held for approval (a key with require_approval): held with hold_reason 'approval' and
 // no due time, so no claim ever sees them, until the owner approves (the item goes, or waits
 // for the send_at it asked for) or rejects (failed, error 'rejected'). Both change only an
-// item still held for approval, so an approval racing a rejection has exactly one winner.
+// item still held for approval, and a cancel (holds.ts) no item approved to go now: of an
+// approve, a reject and a cancel racing on one held send exactly one wins, on any instance,
+// since each is one conditional UPDATE of the row.
 
 const STILL_WAITING = `id = $1 AND status = 'held' AND "holdReason" = 'approval'`;
 

@@ -160,12 +160,19 @@ export async function reconsiderHolds(lineId: string, now = new Date()): Promise
   return rows.length;
 }
 
-/** Cancels a pending (or held) item: it ends failed with error 'canceled'. Null when it was no longer pending (a claim won). */
+/**
+ * Cancels a pending (or held) item: it ends failed with error 'canceled'. Null when it was no
+ * longer pending (a claim won), or when the owner's approval released it to go now: that
+ * decision was taken, so a cancel racing it (an approve, a reject and a cancel of one held send)
+ * leaves one winner. One conditional UPDATE, so this holds across instances too (PostgreSQL
+ * re-reads the row a concurrent decision changed before it matches it). An approved send that
+ * waits again (its send_at, quiet hours, a budget) is held, and may be canceled.
+ */
 export async function cancelPending(id: string, now = new Date()): Promise<OutboxItem | null> {
   return unitOfWork(async (unit) => {
     const rows = await unit.query<OutboxItem>(
       `UPDATE "OutboxItem" SET status = 'failed', error = 'canceled', "canceledAt" = $2, "completedAt" = $2, "holdReason" = NULL
-       WHERE id = $1 AND status IN ('pending', 'held') RETURNING *`,
+       WHERE id = $1 AND (status = 'held' OR (status = 'pending' AND "reviewedAt" IS NULL)) RETURNING *`,
       [id, now],
     );
     const item = rows[0];
