@@ -141,6 +141,11 @@ describe("SMS fallback checks the SMS line as a new send from it", () => {
     expect(await sentTo(s.f, s.sms.line, s.carol)).toEqual(["now it may"]);
   });
 
+  it("the OpenAPI document names no_fallback_line among an outbox item's errors", async () => {
+    const doc = (await get("/v1/openapi.json")).body;
+    expect(doc.components.schemas.OutboxItem.properties.error.description).toContain('"no_fallback_line: …"');
+  });
+
   it("the SMS line's policy holds the moved send: inside its quiet hours it waits there", async () => {
     const s = await mixedPool({ wroteSms: false });
     const hh = (h: number) => `${String((h + 24) % 24).padStart(2, "0")}:00`;

@@ -158,7 +158,12 @@ export const OutboxItemSchema = z
     canceled_at: msOrNull.describe("Extension. When it was canceled (DELETE /v1/outbox): it is then failed with error \"canceled\""),
     pool_id: z.string().nullable().describe("Extension. The pool named as `from`, when the line (line_id) was chosen from a pool"),
     fallback: z.boolean().describe("Extension. The message went as SMS because the recipient cannot receive iMessage"),
-    error: z.string().nullable(),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        'Why it failed (also the error of its message.failed webhook): "canceled" (the owner canceled it), "rejected" (the owner declined it), "no_fallback_line: …" (the recipient cannot receive iMessage and no SMS line of its pool may send it; the sentence says why), or the provider\'s or engine\'s reason',
+      ),
     attempts: z.number().int(),
     max_attempts: z.number().int(),
     created_at: ms,
