@@ -163,6 +163,21 @@ describe("relay CLI", () => {
     expect((await owner(["outbox", "list", "--hold", "approval"])).stdout).toBe("(none)\n");
     expect(JSON.parse((await owner(["outbox", "list", "--status", "failed", "--json"])).stdout).data[0]).toMatchObject({ id: second, error: "rejected" });
 
+    // --wait on a send held for approval: not a timeout asking whether the server runs, but what it waits for and how to approve it, at once.
+    const started = Date.now();
+    const waited = await as(["send", "--from", f.line.handle, "--to", carol, "--text", "may I wait?", "--wait"]);
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(waited.code).toBe(EXIT.network);
+    const heldId = /^(obx_\w+) is waiting for the owner's approval: it has not been sent\.\n/m.exec(waited.stderr)?.[1];
+    expect(heldId, waited.stderr).toBeDefined();
+    expect(waited.stderr).toContain("the dashboard's Approvals page (http://localhost:3000/dashboard/approvals)");
+    expect(waited.stderr).toContain(`relay outbox approve ${heldId}`);
+    expect(waited.stderr).not.toContain("Is the server running");
+    const waitedJson = await as(["outbox", "get", heldId!, "--wait", "--json"]);
+    expect(waitedJson.code).toBe(EXIT.network);
+    expect(JSON.parse(waitedJson.stdout)).toMatchObject({ id: heldId, status: "pending", hold_reason: "approval" });
+    expect((await owner(["outbox", "reject", heldId!])).code).toBe(EXIT.ok);
+
     // Takeover: the agent is refused in a paused chat until it is resumed.
     const chatId = JSON.parse((await owner(["chats", "--from", f.line.handle, "--json"])).stdout).data.find((c: { identifier: string }) => c.identifier === carol).id;
     const paused = await owner(["chats", "pause", chatId]);
@@ -447,6 +462,12 @@ describe("relay CLI", () => {
     const shown = await relay(["outbox", "get", id!], env);
     expect(shown.code).toBe(EXIT.ok);
     expect(shown.stdout).toMatch(new RegExp(`^${id}: pending \\(held: scheduled until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC\\), 0 attempt`));
+    // Waiting on it says what it waits for, at once, without a minute's wait ending in "Is the server running?".
+    const waited = await relay(["outbox", "get", id!, "--wait"], env);
+    expect(waited.code).toBe(EXIT.network);
+    expect(waited.stderr).toMatch(new RegExp(`^${id} is scheduled until \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d UTC: it has not been sent, and goes then`, "m"));
+    expect(waited.stderr).toContain(`relay outbox cancel ${id}`);
+    expect(waited.stderr).not.toContain("Is the server running");
 
     const moved = await relay(["outbox", "reschedule", id!, "--at", "+2h"], env);
     expect(moved.code, moved.stderr).toBe(EXIT.ok);

@@ -14,7 +14,7 @@ export const EXIT = {
   usage: 2,
   /** No key, or the key was refused. */
   auth: 3,
-  /** Network failure or a wait that timed out. */
+  /** Network failure, or a wait that ended with the send still pending (held, or not sent within it). */
   network: 4,
   /** The message was accepted but ended `failed`. */
   deliveryFailed: 5,
@@ -65,7 +65,7 @@ export const COMMANDS: Record<string, { usage: string[]; about: string }> = {
   send: {
     usage: ["send --from LINE --to CONTACT [--text T] [--attach FILE] [--audio FILE] [--reply-to MSG] [--at TIME] [--wait]"],
     about:
-      "Sends a message (--audio: a voice memo, alone). --at schedules it: an ISO time with its zone (2026-12-01T09:00:00Z, 2026-12-01T09:00+01:00), Unix ms, or a delay from now (+30s, +10m, +2h, +1d); in the future, at most 365 days ahead. --wait follows it until sent or failed (exit 5 when failed).",
+      "Sends a message (--audio: a voice memo, alone). --at schedules it: an ISO time with its zone (2026-12-01T09:00:00Z, 2026-12-01T09:00+01:00), Unix ms, or a delay from now (+30s, +10m, +2h, +1d); in the future, at most 365 days ahead. --wait follows it until sent or failed (exit 5 when failed); a send held for approval, or until after the wait, ends the wait at once with what it waits for (exit 4).",
   },
   outbox: {
     usage: [

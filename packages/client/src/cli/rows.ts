@@ -12,6 +12,35 @@ export const health = (ui: Style, status: string, reason?: string | null) =>
 /** Why a pending item waits, for the human output of an outbox item (empty when it does not). */
 export const held = (item: OutboxItem) => (item.hold_reason ? ` (held: ${item.hold_reason}${item.not_before ? ` until ${time(item.not_before)} UTC` : ""})` : "");
 
+/**
+ * What a send still pending at the end of `--wait` waits for, and what to do about it: a hold
+ * is no server that is down, and approval is a person's decision, which no wait brings about.
+ */
+export function pendingText(item: OutboxItem, baseUrl: string, waitedMs: number): string {
+  const until = item.not_before ? ` until ${time(item.not_before)} UTC` : "";
+  const follow = `Follow it with: relay outbox get ${item.id} --wait`;
+  switch (item.hold_reason) {
+    case "approval":
+      return [
+        `${item.id} is waiting for the owner's approval: it has not been sent.`,
+        `Approve it on the dashboard's Approvals page (${baseUrl}/dashboard/approvals), or with \`relay outbox approve ${item.id}\` (a key with the outbox:approve scope); \`relay outbox reject ${item.id}\` declines it.`,
+        follow,
+      ].join("\n");
+    case "scheduled":
+      return `${item.id} is scheduled${until}: it has not been sent, and goes then (relay outbox cancel ${item.id} calls it off). ${follow}`;
+    case "quiet_hours":
+      return `${item.id} is held by the line's quiet hours${until}: it has not been sent, and goes then. ${follow}`;
+    case "new_contact_budget":
+      return `${item.id} is held by the line's budget of new contacts${until}: it has not been sent, and goes then (relay capacity shows the budgets). ${follow}`;
+    case "line_unavailable":
+      return `${item.id} is waiting for the line's provider, which is unavailable: it goes when the line is back (relay lines shows its status). ${follow}`;
+    case "line_rate":
+      return `${item.id} is waiting its turn under the line's send rate. ${follow}`;
+    default:
+      return `${item.id} is still ${item.status} after ${Math.round(waitedMs / 1000)} s: it has not been sent yet. ${follow}`;
+  }
+}
+
 /** `relay capacity`: one row per line, new-contact budgets as used/limit. */
 export function capacityText(capacity: Capacity, ui: Style): string {
   const budget = (w: LineCapacity["new_contacts"]["hour"]) => (w.limit === null ? `${w.used} (no limit)` : `${w.used}/${w.limit}`);

@@ -1,12 +1,12 @@
 import { parseArgs } from "node:util";
 import { Relay } from "../client.js";
-import { AuthenticationError, AuthorizationError, ConnectionError, RelayError } from "../errors.js";
+import { AuthenticationError, AuthorizationError, ConnectionError, RelayError, TimeoutError } from "../errors.js";
 import type { OutboxItem } from "../generated.js";
 import { sandboxSmsLink } from "../sandbox.js";
 import { configDir, DEFAULT_BASE_URL, readConfig, removeConfig, writeConfig } from "./config.js";
 import { serveMcpOverStdio } from "./mcp.js";
 import { encodeQr, renderQr } from "./qr.js";
-import { capacityText, health, held, holdReasonOf, messageRow, OUTBOX_ACTIONS, outboxRow, outboxStatusOf } from "./rows.js";
+import { capacityText, health, held, holdReasonOf, messageRow, OUTBOX_ACTIONS, outboxRow, outboxStatusOf, pendingText } from "./rows.js";
 import { follow, listen } from "./streams.js";
 import { spinner, style, type Style } from "./ui.js";
 import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS, help, OPTIONS, type Values, table, time, need, limitOf, fileArg, sendAtOf } from "./args.js";
@@ -17,6 +17,27 @@ import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS,
 // the commands on the live stream in streams.ts.
 
 export { EXIT, type CliIo };
+
+/**
+ * Whether a pending item's hold ends after `deadline`, or only by a person's decision
+ * (approval): no use waiting it out. A turn under the send rate or a provider coming back is
+ * waited for.
+ */
+function outlastsWait(item: OutboxItem, deadline: number): boolean {
+  if (item.hold_reason === "approval") return true;
+  if (!item.hold_reason || item.hold_reason === "line_rate" || item.hold_reason === "line_unavailable") return false;
+  return item.not_before === null || item.not_before > deadline;
+}
+
+/** A wait that ended with the send still pending: what it waits for, in words (pendingText). */
+class StillPending extends Error {
+  constructor(
+    readonly item: OutboxItem,
+    message: string,
+  ) {
+    super(message);
+  }
+}
 
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const ui = style(io.color === true);
@@ -53,15 +74,28 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const relay = new Relay({ apiKey, baseUrl, fetch: io.fetch });
     const signal = io.signal;
 
-    /** outbox.wait with a spinner (human output) showing the item's status as it changes; timeoutMs: outbox.wait's (60 s) by default. */
-    const waitFor = async (id: string, timeoutMs?: number): Promise<OutboxItem> => {
+    /**
+     * outbox.wait with a spinner (human output) showing the item's status as it changes, for
+     * timeoutMs (60 s by default). A send held for approval, or until after the wait would end,
+     * stops the wait at once; it and one still pending at the end throw StillPending.
+     */
+    const waitFor = async (id: string, timeoutMs = 60_000): Promise<OutboxItem> => {
       const progress = json ? null : spinner(io.stderr, io.interactive === true, `Waiting for ${id}: pending`);
+      const deadline = Date.now() + timeoutMs;
+      let last: OutboxItem | null = null;
       try {
         return await relay.outbox.wait(id, {
           signal,
           timeoutMs,
-          onPoll: (item) => progress?.update(`Waiting for ${id}: ${item.status}${item.hold_reason ? ` (${item.hold_reason})` : ""}${item.attempts > 1 ? ` (attempt ${item.attempts})` : ""}`),
+          onPoll: (item) => {
+            last = item;
+            progress?.update(`Waiting for ${id}: ${item.status}${item.hold_reason ? ` (${item.hold_reason})` : ""}${item.attempts > 1 ? ` (attempt ${item.attempts})` : ""}`);
+            if (item.status === "pending" && outlastsWait(item, deadline)) throw new StillPending(item, pendingText(item, baseUrl, timeoutMs));
+          },
         });
+      } catch (err) {
+        if (err instanceof TimeoutError && last) throw new StillPending(last, pendingText(last, baseUrl, timeoutMs));
+        throw err;
       } finally {
         progress?.stop();
       }
@@ -229,6 +263,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
   } catch (err) {
     if (io.signal?.aborted) return EXIT.interrupted; // Ctrl-C mid-request: not an error to report
+    if (err instanceof StillPending) {
+      // The server answered: what the send waits for, never "is the server running?".
+      if (json) io.stdout(`${JSON.stringify(err.item, null, 2)}\n`);
+      else io.stderr(`${err.message}\n`);
+      return EXIT.network;
+    }
     if (err instanceof UsageError || (err instanceof TypeError && "code" in err && String(err.code).startsWith("ERR_PARSE_ARGS"))) {
       io.stderr(`${ui.red(err.message)}\nRun \`relay --help\` for usage.\n`);
       return EXIT.usage;
