@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AuthorizationError, InvalidRequestError, RateLimitError, Relay, RelayError } from "@/packages/client/src/index";
+import { AuthorizationError, InvalidRequestError, NotFoundError, RateLimitError, Relay, RelayError } from "@/packages/client/src/index";
 import type { GuardrailsInput } from "@/server/kernel/guardrails";
 import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 
@@ -84,6 +84,28 @@ describe("a guarded key through the client", () => {
     const denied = await refusal(agent.chats.pause(chat.id));
     expect(denied).toBeInstanceOf(AuthorizationError);
     expect(denied.code).toBe("insufficient_scope");
+  });
+});
+
+describe("a guarded key's outbox through the client", () => {
+  it("lists, gets, cancels and reschedules its own sends only; another's is NotFoundError outbox_item_not_found", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice);
+    const owner = relayWith(f.key);
+    const agent = await agentOf(f, { allow_to: [alice] });
+    const sendAt = Date.now() + 3_600_000;
+    const owners = await owner.messages.send({ from: f.line.handle, to: alice, text: "the owner's", send_at: sendAt });
+    const own = await agent.messages.send({ from: f.line.handle, to: alice, text: "the agent's", send_at: sendAt });
+    expect((await agent.outbox.list({ from: f.line.handle })).data.map((i) => i.id)).toEqual([own.id]);
+    expect((await owner.outbox.list({ from: f.line.handle })).data.map((i) => i.id)).toEqual([own.id, owners.id]);
+    for (const reach of [() => agent.outbox.get(owners.id), () => agent.outbox.cancel(owners.id), () => agent.outbox.reschedule(owners.id, Date.now() + 60_000)]) {
+      const error = await refusal(reach());
+      expect(error).toBeInstanceOf(NotFoundError);
+      expect(error).toMatchObject({ code: "outbox_item_not_found", status: 404, param: "id" });
+    }
+    expect(await owner.outbox.get(owners.id)).toMatchObject({ status: "pending", hold_reason: "scheduled", not_before: sendAt });
+    expect(await agent.outbox.cancel(own.id)).toMatchObject({ id: own.id, status: "failed", error: "canceled" });
   });
 });
 

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { Actor } from "@/server/services/access/actor";
 import { sessionActorFor } from "@/server/services/access/session";
-import { db, gql, inbound, makeAccount, makeKey, phone, runDelivery, type ApiResult, type Fixture } from "./helpers";
+import { db, gql, inbound, makeAccount, makeKey, phone, runDelivery, subscribe, type ApiResult, type Fixture } from "./helpers";
 
 // Guardrails of API keys, approval holds and human takeover through GraphQL (docs/agents.md):
 // the mutations call the services /v1 calls, so every guardrail refuses with its code in
@@ -200,6 +200,49 @@ describe("GraphQL: approval of held sends", () => {
     expect(errorOf(await gql(other.key, APPROVE, { id: held.id }))).toMatchObject({ code: "outbox_item_not_found" });
     expect(errorOf(await asOwner(other, REJECT, { id: held.id }))).toMatchObject({ code: "outbox_item_not_found" });
     expect(await (await db()).outboxItem.findUniqueOrThrow({ where: { id: held.id } })).toMatchObject({ status: "held", holdReason: "approval", reviewedAt: null });
+  });
+});
+
+describe("GraphQL: a key with guardrails reaches only its own sends", () => {
+  const LIST = `query($from: String, $status: OutboxStatus) { outbox(from: $from, status: $status) { edges { node { id } } } }`;
+  const CANCEL = `mutation($id: String!) { cancelOutboxItem(id: $id) { ${ITEM} } }`;
+  const RESCHEDULE = `mutation($id: String!, $sendAt: Timestamp!) { rescheduleOutboxItem(id: $id, sendAt: $sendAt) { ${ITEM} } }`;
+  const UPDATES = `subscription { outboxItemUpdated { status outboxId item { id } } }`;
+
+  it("outbox, outboxItem, cancelOutboxItem and rescheduleOutboxItem: another's send is outbox_item_not_found; an unguarded key sees all", async () => {
+    const { f, alice } = await withContact();
+    const agent = await makeKey(f.accountId, { guardrails: { require_approval: true } });
+    const plain = await makeKey(f.accountId);
+    const later = async (key: string) => accepted(await gql(key, SEND, { input: { from: f.line.handle, to: alice, text: "later", sendAt: Date.now() + 3_600_000 } }));
+    const owners = (await later(f.key)).id;
+    const own = (await later(agent)).id;
+    const ids = async (key: string, vars: Record<string, unknown>) => dataOf(await gql(key, LIST, vars), "outbox").edges.map((e: { node: { id: string } }) => e.node.id);
+    for (const vars of [{}, { from: f.line.handle }, { status: "pending" }]) {
+      expect(await ids(agent, vars)).toEqual([own]);
+      expect(await ids(plain, vars)).toEqual([own, owners]);
+    }
+    const step = Date.now() + 60_000;
+    for (const res of [await gql(agent, OUTBOX_ITEM, { id: owners }), await gql(agent, CANCEL, { id: owners }), await gql(agent, RESCHEDULE, { id: owners, sendAt: step })]) {
+      expect(errorOf(res)).toMatchObject({ code: "outbox_item_not_found", param: "id" });
+    }
+    expect(await (await db()).outboxItem.findUniqueOrThrow({ where: { id: owners } })).toMatchObject({ status: "held", error: null });
+    expect(dataOf(await gql(agent, RESCHEDULE, { id: own, sendAt: step }), "rescheduleOutboxItem")).toMatchObject({ id: own, holdReason: "approval" });
+    expect(dataOf(await gql(agent, CANCEL, { id: own }), "cancelOutboxItem")).toMatchObject({ id: own, status: "failed", error: "canceled" });
+    expect(dataOf(await gql(plain, CANCEL, { id: owners }), "cancelOutboxItem")).toMatchObject({ status: "failed", error: "canceled" });
+  });
+
+  it("outboxItemUpdated streams a guarded key's own sends only", async () => {
+    const { f, alice } = await withContact();
+    const agent = await makeKey(f.accountId, { guardrails: { max_sends_per_day: 100 } });
+    const stream = await subscribe(agent, UPDATES);
+    try {
+      accepted(await gql(f.key, SEND, { input: { from: f.line.handle, to: alice, text: "the owner's" } }));
+      const own = accepted(await gql(agent, SEND, { input: { from: f.line.handle, to: alice, text: "the agent's" } }));
+      // The owner's send went first (pending, then sent): the agent's first event is its own.
+      expect((await stream.next()).data?.data?.outboxItemUpdated).toEqual({ status: "pending", outboxId: own.id, item: { id: own.id } });
+    } finally {
+      await stream.close();
+    }
   });
 });
 

@@ -178,6 +178,56 @@ describe("require_approval", () => {
   });
 });
 
+describe("a key with guardrails reaches only its own sends", () => {
+  /** An MCP tool's result, through the real /api/mcp route (stateless JSON-RPC). */
+  async function mcpTool(key: string, name: string, args: Record<string, unknown>) {
+    const res = await call("POST", "/api/mcp", { key, body: { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }, headers: { accept: "application/json, text/event-stream" } });
+    expect(res.status).toBe(200);
+    return res.body.result as { isError?: boolean; structuredContent?: { id?: string; error?: { code: string } } };
+  }
+
+  it("lists, reads, cancels and reschedules only them (404 outbox_item_not_found for the rest, on REST and MCP); a key without guardrails keeps today's rights", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice);
+    const agent = await makeKey(f.accountId, { guardrails: { max_sends_per_day: 100 } });
+    const other = await makeKey(f.accountId, { guardrails: { allow_to: [alice] } });
+    const plain = await makeKey(f.accountId);
+    const later = (key: string, text: string) => send(key, { from: f.line.handle, to: alice, text, send_at: Date.now() + 3_600_000 }).then((r) => r.body.id as string);
+    const owners = await later(f.key, "the owner's");
+    const others = await later(other, "another agent's");
+    const own = await later(agent, "the agent's");
+    const ids = async (key: string, query: string) => (await get(`/v1/outbox?${query}`, key)).body.data.map((i: { id: string }) => i.id);
+    for (const query of ["", `from=${q(f.line.handle)}`, "status=pending", "hold_reason=scheduled"]) {
+      expect(await ids(agent, query), query).toEqual([own]);
+      expect(await ids(plain, query), query).toEqual([own, others, owners]);
+    }
+    const step = Date.now() + 60_000; // earlier than the owner's send_at: a reschedule would make it go early
+    for (const id of [owners, others]) {
+      for (const res of [
+        await get(`/v1/outbox?id=${id}`, agent),
+        await call("DELETE", `/v1/outbox?id=${id}`, { key: agent }),
+        await call("PATCH", `/v1/outbox?id=${id}`, { key: agent, body: { send_at: step } }),
+      ]) {
+        expect(res.status).toBe(404);
+        expect(res.body).toMatchObject({ error: { code: "outbox_item_not_found", param: "id" }, request_id: expect.stringMatching(/^req_/) });
+      }
+      for (const tool of ["get_outbox_item", "cancel_send"]) {
+        expect(await mcpTool(agent, tool, { id }), tool).toMatchObject({ isError: true, structuredContent: { error: { code: "outbox_item_not_found" } } });
+      }
+    }
+    const untouched = await (await db()).outboxItem.findMany({ where: { id: { in: [owners, others] } } });
+    expect(untouched.map((i) => [i.status, i.sendAt!.getTime() > step])).toEqual([["held", true], ["held", true]]);
+    // Its own sends: all of it.
+    expect(await mcpTool(agent, "get_outbox_item", { id: own })).toMatchObject({ structuredContent: { id: own } });
+    expect((await call("PATCH", `/v1/outbox?id=${own}`, { key: agent, body: { send_at: step } })).body).toMatchObject({ id: own, not_before: step });
+    expect((await call("DELETE", `/v1/outbox?id=${own}`, { key: agent })).body).toMatchObject({ id: own, status: "failed", error: "canceled" });
+    // A key without guardrails reaches every send of its lines, as before.
+    expect((await call("PATCH", `/v1/outbox?id=${others}`, { key: plain, body: { send_at: step } })).status).toBe(200);
+    expect((await call("DELETE", `/v1/outbox?id=${owners}`, { key: plain })).body).toMatchObject({ status: "failed", error: "canceled" });
+  });
+});
+
 describe("human takeover", () => {
   it("a paused chat refuses keys with guardrails; the owner's key and dashboard still send; resume lets the agent back", async () => {
     const f = await makeAccount();

@@ -26,6 +26,8 @@ export type LiveEvent =
       lineId: string;
       chatId: string;
       outboxId: string;
+      /** The key that made the send: a key with guardrails hears only of its own. */
+      apiKeyId: string | null;
       status: (typeof OUTBOX_LIVE_STATUSES)[number];
     }
   /**

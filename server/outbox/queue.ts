@@ -44,11 +44,11 @@ const queue = leasedQueue<OutboxItem>({
 const CLAIM_SET = `"attemptStartedAt" = $3, "releasedAt" = CASE WHEN status = 'held' THEN $3 ELSE "releasedAt" END, "holdReason" = NULL`;
 
 export function outboxEvent(
-  item: Pick<OutboxItem, "id" | "accountId" | "lineId">,
+  item: Pick<OutboxItem, "id" | "accountId" | "lineId" | "apiKeyId">,
   chatId: string,
   status: "pending" | "sent" | "failed",
 ): LiveEvent {
-  return { type: "outbox.status", accountId: item.accountId, lineId: item.lineId, chatId, outboxId: item.id, status };
+  return { type: "outbox.status", accountId: item.accountId, lineId: item.lineId, chatId, outboxId: item.id, apiKeyId: item.apiKeyId, status };
 }
 
 const SERIAL_PROVIDERS = serialProviderNames(PROVIDER_NAMES);

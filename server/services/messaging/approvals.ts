@@ -6,7 +6,7 @@ import { approveHeld, rejectHeld } from "../../outbox/approval";
 import { sendsSerially } from "../../outbox/serial";
 import { findLine } from "../../db/line-cache";
 import type { Unit } from "../../write/unit";
-import { findOutboxItem } from "./outbox";
+import { findOutboxItem, outboxScope } from "./outbox";
 import { z } from "zod";
 import { getDb, sql } from "../../db";
 import { ID_PREFIXES } from "../../kernel/ids";
@@ -14,7 +14,6 @@ import { NEVER } from "../../outbox/enqueue";
 import { MessagePayload, ReactionPayload } from "../../outbox/payloads";
 import { keysetAsc, PageQuery, toPage } from "../../wire/pagination";
 import { serializeChat, serializeOutboxItem } from "../../wire/serializers";
-import { whereForActor } from "../lines/tenancy";
 import { getChat } from "./chats";
 
 // Approval of sends by keys with require_approval (docs/agents.md): the owner approves or
@@ -76,7 +75,7 @@ const waitingWhere = { status: "held", holdReason: "approval", availableAt: { gt
 /** How many sends wait for the caller's approval (the nav's badge). */
 export async function countWaitingApprovals(actor: Actor): Promise<number> {
   const db = await getDb();
-  return db.outboxItem.count({ where: { ...(await whereForActor(actor)), ...waitingWhere } });
+  return db.outboxItem.count({ where: { ...(await outboxScope(actor)), ...waitingWhere } });
 }
 
 interface ContextRow {
@@ -108,7 +107,7 @@ export async function listApprovalQueue(actor: Actor, input: z.output<typeof App
   const db = await getDb();
   const page = keysetAsc(input.cursor);
   const rows = await db.outboxItem.findMany({
-    where: { ...(await whereForActor(actor)), ...waitingWhere, ...(input.chat_id ? { chatId: input.chat_id } : {}), ...page.where },
+    where: { ...(await outboxScope(actor)), ...waitingWhere, ...(input.chat_id ? { chatId: input.chat_id } : {}), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });

@@ -4,7 +4,7 @@ import { ApiError } from "../../kernel/errors";
 import { keysetDesc, type Page, toPage } from "../../wire/pagination";
 import { requireIdKind } from "../access/id-params";
 import { type LineHold, serializeOutboxItem } from "../../wire/serializers";
-import type { OutboxItem } from "../../generated/prisma/client";
+import type { Line, OutboxItem } from "../../generated/prisma/client";
 import { assertLineIdAccess, resolveLine } from "../lines/lines";
 import { whereForActor, whereOnLine } from "../lines/tenancy";
 
@@ -18,11 +18,24 @@ import { scheduledTime } from "./schedule";
 
 export { OUTBOX_STATUSES, type OutboxStatus };
 
-/** An outbox item of the caller's account on a line it may use, or outbox_item_not_found. */
+/**
+ * A key with guardrails (an automated sender) reaches only the sends it made: it may not read,
+ * cancel or move the owner's or another agent's. Other callers reach every send of their lines.
+ */
+function ownSends(actor: Actor): { apiKeyId?: string | null } {
+  return actor.guardrails ? { apiKeyId: actor.keyId } : {};
+}
+
+/** The outbox items the caller reaches: on its lines (or on one it resolved), its own sends when guarded. */
+export async function outboxScope(actor: Actor, line?: Pick<Line, "id"> | null) {
+  return { ...(line ? whereOnLine(actor, line) : await whereForActor(actor)), ...ownSends(actor) };
+}
+
+/** An outbox item the caller reaches (outboxScope), or outbox_item_not_found. */
 export async function findOutboxItem(actor: Actor, id: string) {
   requireIdKind("outbox", id, "id");
   const db = await getDb();
-  const item = await db.outboxItem.findFirst({ where: { id, accountId: actor.accountId } });
+  const item = await db.outboxItem.findFirst({ where: { id, accountId: actor.accountId, ...ownSends(actor) } });
   if (!item) throw new ApiError("outbox_item_not_found", `No outbox item with ID '${id}'.`, { param: "id" });
   await assertLineIdAccess(actor, item.lineId);
   return item;
@@ -38,7 +51,7 @@ export async function outboxItemView(item: OutboxItem) {
 }
 
 /** The filter of a status as the API names it: held items are pending on the wire. */
-export function statusWhere(status: OutboxStatus | undefined) {
+function statusWhere(status: OutboxStatus | undefined) {
   if (!status) return {};
   return { status: status === "pending" ? { in: ["pending", "held"] } : status };
 }
@@ -46,7 +59,7 @@ export function statusWhere(status: OutboxStatus | undefined) {
 export type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
 
 /** Held items of one reason (a scheduled send stored before reasons were: none). */
-export function holdWhere(reason: StoredHoldReason) {
+function holdWhere(reason: StoredHoldReason) {
   return { status: "held", ...(reason === "scheduled" ? { OR: [{ holdReason: reason }, { holdReason: null }] } : { holdReason: reason }) };
 }
 
@@ -70,17 +83,23 @@ async function lineHolds(items: OutboxItem[], now = new Date()): Promise<Map<str
   return out;
 }
 
-export async function listOutbox(
-  actor: Actor,
-  input: { from?: string; status?: OutboxStatus; hold_reason?: StoredHoldReason; limit: number; cursor?: string },
-): Promise<Page<ReturnType<typeof serializeOutboxItem>>> {
+interface OutboxFilter {
+  from?: string;
+  status?: OutboxStatus;
+  hold_reason?: StoredHoldReason;
+}
+
+/** The items a listing shows (GET /v1/outbox, GraphQL outbox): the caller's scope, narrowed by the filters. */
+export async function outboxWhere(actor: Actor, input: OutboxFilter) {
+  const scope = await outboxScope(actor, input.from ? await resolveLine(actor, input.from) : null);
+  return { ...scope, ...(input.hold_reason ? holdWhere(input.hold_reason) : statusWhere(input.status)) };
+}
+
+export async function listOutbox(actor: Actor, input: OutboxFilter & { limit: number; cursor?: string }): Promise<Page<ReturnType<typeof serializeOutboxItem>>> {
   const db = await getDb();
-  const line = input.from ? await resolveLine(actor, input.from) : null;
   const page = keysetDesc(null, input.cursor);
-  const scope = line ? whereOnLine(actor, line) : await whereForActor(actor);
-  const held = input.hold_reason ? holdWhere(input.hold_reason) : statusWhere(input.status);
   const rows = await db.outboxItem.findMany({
-    where: { ...scope, ...held, ...page.where },
+    where: { ...(await outboxWhere(actor, input)), ...page.where },
     orderBy: page.orderBy,
     take: input.limit + 1,
   });
@@ -90,15 +109,20 @@ export async function listOutbox(
 
 /**
  * DELETE /v1/outbox?id=: a pending item (scheduled, held, or waiting its turn) ends failed
- * with error "canceled". The update only matches a pending row, so a claim racing it leaves
- * exactly one winner: a claimed item is on its way and can no longer be canceled.
+ * with error "canceled". The update only matches a pending row, so a claim or an approval
+ * racing it leaves exactly one winner: a claimed item, or one the owner approved to go now, is
+ * on its way and can no longer be canceled.
  */
 export async function cancelOutboxItem(actor: Actor, id: string) {
   const item = await findOutboxItem(actor, id);
   const canceled = await cancelPending(item.id);
   if (!canceled) {
     const now = await findOutboxItem(actor, id);
-    throw new ApiError("outbox_item_not_cancelable", `Outbox item ${id} is ${wireStatus(now.status)}: only a pending item can be canceled.`, { param: "id" });
+    const message =
+      now.status === "pending" && now.reviewedAt
+        ? `Outbox item ${id} was approved to go now and is on its way: it can no longer be canceled.`
+        : `Outbox item ${id} is ${wireStatus(now.status)}: only a pending item can be canceled.`;
+    throw new ApiError("outbox_item_not_cancelable", message, { param: "id" });
   }
   return serializeOutboxItem(canceled);
 }

@@ -200,7 +200,8 @@ export const OPERATIONS = {
     path: "/v1/outbox",
     tag: "Outbox",
     summary: "Get an outbox item, or list recent ones",
-    description: "With `id`, one item (follow a write's delivery); otherwise recent items, newest first, filtered by `from` and `status`.",
+    description:
+      "With `id`, one item (follow a write's delivery); otherwise recent items, newest first, filtered by `from` and `status`. A key with guardrails reaches only the sends it made: another's item is 404 `outbox_item_not_found`, here, on cancel and on reschedule.",
     scope: "outbox:read",
     query: OutboxQuery,
     response: z.union([R.page(R.OutboxItemSchema, "OutboxItem"), R.OutboxItemSchema]),
@@ -212,7 +213,7 @@ export const OPERATIONS = {
     tag: "Outbox",
     summary: "Cancel a pending send (extension)",
     description:
-      "A pending item (scheduled, held, or waiting its turn) ends `failed` with `error: \"canceled\"` and `canceled_at`. An item already claimed, sent or failed answers 409 `outbox_item_not_cancelable`: a claim and a cancel never both win.",
+      "A pending item (scheduled, held, or waiting its turn) ends `failed` with `error: \"canceled\"` and `canceled_at`. An item already claimed, sent or failed, or one the owner approved to go now, answers 409 `outbox_item_not_cancelable`: a claim or an approval and a cancel never both win.",
     scope: "messages:write",
     query: OutboxIdQuery,
     response: R.OutboxItemSchema,
@@ -238,7 +239,7 @@ export const OPERATIONS = {
     tag: "Outbox",
     summary: "Approve a send held for approval (extension)",
     description:
-      "A send by a key with the `require_approval` guardrail is pending with `hold_reason: \"approval\"` until the owner decides. Approving lets it go now, or at the `send_at` it asked for. Needs the `outbox:approve` scope, which no key with guardrails can hold. An item that no longer waits (approved, rejected, canceled) answers 409 `outbox_item_not_reviewable`: an approval and a rejection never both win.",
+      "A send by a key with the `require_approval` guardrail is pending with `hold_reason: \"approval\"` until the owner decides. Approving lets it go now, or at the `send_at` it asked for. Needs the `outbox:approve` scope, which no key with guardrails can hold. An item that no longer waits (approved, rejected, canceled) answers 409 `outbox_item_not_reviewable`: of an approval, a rejection and a cancel exactly one wins.",
     scope: "outbox:approve",
     query: OutboxIdQuery,
     response: R.OutboxItemSchema,

@@ -14,12 +14,10 @@ import {
 import { REACTION_TYPES } from "../../../platform/events";
 import { HOLD_REASONS } from "../../../outbox/holds";
 import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
-import { resolveLine } from "../../../services/lines/lines";
 import { approveSend, rejectSend } from "../../../services/messaging/approvals";
-import { cancelOutboxItem, findOutboxItem, holdWhere, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, outboxItemView, RescheduleBody, rescheduleOutboxItem, statusWhere } from "../../../services/messaging/outbox";
+import { cancelOutboxItem, findOutboxItem, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, outboxItemView, outboxWhere, RescheduleBody, rescheduleOutboxItem } from "../../../services/messaging/outbox";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../../services/messaging/send";
 import { SendAudioMessageBody, sendAudioMessage } from "../../../services/messaging/send-audio";
-import { whereForActor, whereOnLine } from "../../../services/lines/tenancy";
 import { serializeOutboxItem } from "../../../wire/serializers";
 import { builder, type BuilderTypes, type MutationBuilder } from "../builder";
 import type { GraphQLContext } from "../context";
@@ -199,15 +197,13 @@ builder.queryFields((t) => ({
       type: "OutboxItem",
       cursor: "id",
       description:
-        "Recent outbox items, newest first, optionally of one line and in one status (pending includes held items), or held for one reason (holdReason approval: the sends waiting for the owner). line_rate and line_unavailable are read from the line, not stored: they are not filters.",
+        "Recent outbox items (a key with guardrails: its own sends), newest first, optionally of one line and in one status (pending includes held items), or held for one reason (holdReason approval: the sends waiting for the owner). line_rate and line_unavailable are read from the line, not stored: they are not filters.",
       authScopes: { scope: "outbox:read" },
       args: { from: t.arg.string(), status: t.arg({ type: OutboxStatus }), holdReason: t.arg({ type: HoldReason }) },
       resolve: async (query, _root, args, ctx) => {
-        const input = parseArgs(OutboxQuery, args);
-        const where = input.from ? whereOnLine(ctx.actor, await resolveLine(ctx.actor, input.from)) : await whereForActor(ctx.actor);
         return ctx.prisma.outboxItem.findMany({
           ...query,
-          where: { ...where, ...(input.hold_reason ? holdWhere(input.hold_reason) : statusWhere(input.status)) },
+          where: await outboxWhere(ctx.actor, parseArgs(OutboxQuery, args)),
           orderBy: { id: "desc" },
         });
       },
@@ -335,7 +331,7 @@ builder.mutationFields((t) => ({
   cancelOutboxItem: t.prismaField({
     type: "OutboxItem",
     description:
-      "DELETE /v1/outbox?id=: cancels a pending item (scheduled, held or waiting its turn); it ends failed with error \"canceled\" and canceledAt set. An item already claimed, sent or failed is outbox_item_not_cancelable.",
+      "DELETE /v1/outbox?id=: cancels a pending item (scheduled, held or waiting its turn); it ends failed with error \"canceled\" and canceledAt set. An item already claimed, sent or failed, or approved to go now, is outbox_item_not_cancelable. A key with guardrails cancels only its own sends.",
     authScopes: { scope: "messages:write" },
     args: { id: t.arg.string({ required: true, description: "obx_ ID." }) },
     resolve: async (query, _root, args, ctx) => {
@@ -346,7 +342,7 @@ builder.mutationFields((t) => ({
   rescheduleOutboxItem: t.prismaField({
     type: "OutboxItem",
     description:
-      "PATCH /v1/outbox?id=: moves a pending item's send to sendAt (in the future, at most 365 days ahead); it is held with holdReason scheduled until then. An item already claimed, sent or failed is outbox_item_not_reschedulable.",
+      "PATCH /v1/outbox?id=: moves a pending item's send to sendAt (in the future, at most 365 days ahead); it is held with holdReason scheduled until then. An item already claimed, sent or failed is outbox_item_not_reschedulable. A key with guardrails reschedules only its own sends.",
     authScopes: { scope: "messages:write" },
     args: {
       id: t.arg.string({ required: true, description: "obx_ ID." }),

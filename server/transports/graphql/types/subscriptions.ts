@@ -4,7 +4,7 @@ import { CHAT_ACTIVITY_KINDS, type LiveEvent, liveEvents } from "../../../events
 import { ListMessagesQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { resolveChat } from "../../../services/messaging/chats";
 import { resolveLine } from "../../../services/lines/lines";
-import { findOutboxItem } from "../../../services/messaging/outbox";
+import { findOutboxItem, outboxScope } from "../../../services/messaging/outbox";
 import { acquireStreamSlot } from "../../../services/webhooks/stream-slots";
 import { inScope, whereForActor } from "../../../services/lines/tenancy";
 import { builder } from "../builder";
@@ -82,7 +82,8 @@ async function subscribeTo<T extends LiveEvent["type"]>(
     inScope(scope, e) &&
     (!line || e.lineId === line.id) &&
     (!chat || e.chatId === chat.id) &&
-    (!outboxId || (e.type === "outbox.status" && e.outboxId === outboxId));
+    (!outboxId || (e.type === "outbox.status" && e.outboxId === outboxId)) &&
+    (e.type !== "outbox.status" || !ctx.actor.guardrails || e.apiKeyId === ctx.actor.keyId);
   const release = acquireStreamSlot(ctx.actor);
   const everyMs = Math.max(1_000, config().API_KEY_CACHE_SECONDS * 1000);
   return whileAllowed(liveEvents(wanted) as AsyncIterableIterator<EventOf<T>>, ctx.recheckCaller, everyMs, release);
@@ -96,7 +97,7 @@ const OutboxItemUpdate = builder.objectRef<EventOf<"outbox.status">>("OutboxItem
     item: t.prismaField({
       type: "OutboxItem",
       resolve: async (query, event, _args, ctx) =>
-        ctx.prisma.outboxItem.findFirstOrThrow({ ...query, where: { id: event.outboxId, ...(await whereForActor(ctx.actor)) } }),
+        ctx.prisma.outboxItem.findFirstOrThrow({ ...query, where: { id: event.outboxId, ...(await outboxScope(ctx.actor)) } }),
     }),
   }),
 });
