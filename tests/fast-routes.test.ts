@@ -179,7 +179,7 @@ describe("/v1 route files on the production server's own listener", () => {
     const read = async (r: Response) => {
       const text = await r.text();
       // Request IDs differ between the two answers, wherever they appear (an MCP tool result carries one).
-      const json = text ? (JSON.parse(text, (_k, v: unknown) => (typeof v === "string" && /^req_[0-9a-z]{26}$/.test(v) ? "req_…" : v)) as Record<string, unknown>) : null;
+      const json = text ? (JSON.parse(text, (_k, v: unknown) => (typeof v === "string" ? v.replace(/req_[0-9a-z]{26}/g, "req_…") : v)) as Record<string, unknown>) : null;
       return { status: r.status, json: json && { ...json, request_id: typeof json.request_id } };
     };
     const [f, n] = [await read(fast), await read(next)];
@@ -295,16 +295,18 @@ describe("/v1 route files on the production server's own listener", () => {
     }
   });
 
-  it("refuses a JSON body over the cap with 413 request_too_large and closes the connection", async () => {
+  it("refuses a JSON body over the cap with 413 request_too_large, unread, and drops the rest rather than resetting the connection", async () => {
     const f = await makeAccount();
     const max = config().MAX_JSON_BODY_BYTES;
-    const declared = await raw(
-      { path: "/v1/messages", headers: { authorization: `Bearer ${f.key}`, "content-type": "application/json", "content-length": String(max + 1) } },
-      (req) => req.end(),
-    );
+    const headers = { authorization: `Bearer ${f.key}`, "content-type": "application/json" };
+    const declared = await raw({ path: "/v1/messages", headers: { ...headers, "content-length": String(max + 1) } }, (req) => req.end("x".repeat(max + 1)));
     expect(declared.status).toBe(413);
     expect((declared.json.error as { code: string }).code).toBe("request_too_large");
-    expect(declared.headers.connection).toBe("close");
+    expect(declared.headers.connection).toBe("keep-alive");
+    // Too much to drain (over 64 MiB declared): the connection closes with the answer.
+    const huge = await raw({ path: "/v1/messages", headers: { ...headers, "content-length": String(65 * 1024 * 1024) } }, (req) => req.end());
+    expect(huge.status).toBe(413);
+    expect(huge.headers.connection).toBe("close");
   });
 });
 

@@ -83,6 +83,8 @@ async function connect(configDir: string): Promise<{ client: Client; stderr: () 
   const client = new Client({ name: "desktop-app", version: "1.0.0" });
   await client.connect(transport);
   clients.push(client);
+  // From then on the client checks every structuredContent against its tool's outputSchema.
+  await client.listTools();
   return { client, stderr: () => stderr };
 }
 

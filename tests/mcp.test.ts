@@ -1,9 +1,11 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { revokeApiKeyBySecret } from "@/server/services/access/api-keys";
 import type { GuardrailsInput } from "@/server/kernel/guardrails";
+import { setLinePolicy } from "@/server/services/lines/send-policy";
 import { errorOf, ToolData } from "./mcp-results";
 import { dispatch, get, inbound, makeAccount, makeKey, phone, post, runDelivery, type Fixture } from "./helpers";
 
@@ -26,14 +28,17 @@ async function connect(key: string): Promise<Client> {
   const client = new Client({ name: "test-agent", version: "1.0.0" });
   await client.connect(transport);
   clients.push(client);
+  // From then on the client checks every structuredContent against its tool's outputSchema.
+  await client.listTools();
   return client;
 }
 
-
 async function callTool(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; data: ToolData; text: string }> {
   const result = (await client.callTool({ name, arguments: args }, undefined, { timeout: 130_000 })) as CallToolResult;
-  const text = result.content.map((c) => (c.type === "text" ? c.text : "")).join("");
-  return { isError: result.isError === true, data: ToolData.parse(result.structuredContent ?? {}), text };
+  const [sentence, json] = result.content.map((c) => (c.type === "text" ? c.text : ""));
+  // A model given only the text reads the whole result: the structured content's JSON follows the sentence.
+  expect(JSON.parse(json!), `${name}: ${sentence}`).toEqual(result.structuredContent);
+  return { isError: result.isError === true, data: ToolData.parse(result.structuredContent), text: sentence! };
 }
 
 async function refused(client: Client, name: string, args: Record<string, unknown>) {
@@ -61,6 +66,16 @@ describe("the MCP server over Streamable HTTP", () => {
       expect(t.inputSchema.type, t.name).toBe("object");
       expect(t.description!.length, t.name).toBeGreaterThan(40);
     }
+    // Each declares its result: the /v1 answer's schema, or the /v1 error envelope, with request_id.
+    const validator = new AjvJsonSchemaValidator();
+    for (const t of tools) {
+      expect(t.outputSchema, t.name).toMatchObject({ type: "object", required: ["request_id"], anyOf: expect.arrayContaining([{ $ref: "#/$defs/Error" }]) });
+      expect(validator.getValidator(t.outputSchema!)({ data: [{ id: 1 }], request_id: "req_x" }).valid, t.name).toBe(false);
+    }
+    const lines = tools.find((t) => t.name === "list_lines")!;
+    expect(lines.outputSchema!.anyOf).toContainEqual({ $ref: "#/$defs/LinePage" });
+    const page = (await dispatch(new Request("http://localhost:3000/v1/lines", { headers: { authorization: `Bearer ${f.key}` } }))).json();
+    expect(validator.getValidator(lines.outputSchema!)(await page).valid).toBe(true);
     const send = tools.find((t) => t.name === "send_message")!;
     expect(send.inputSchema.required).toEqual(expect.arrayContaining(["from", "to"]));
     expect(Object.keys(send.inputSchema.properties ?? {})).toEqual(expect.arrayContaining(["text", "attachments", "reply_to", "send_at", "idempotency_key"]));
@@ -171,10 +186,11 @@ describe("the MCP server over Streamable HTTP", () => {
     ];
     for (const [i, [name, args]] of calls.entries()) {
       const message = { jsonrpc: "2.0", id: i + 1, method: "tools/call", params: { name, arguments: args } };
-      // A batch of one is never the hot path's: the SDK's Server answers it, as one JSON object.
+      // A batch of one is never the hot path's: the SDK's Server answers it, in an array.
       const [direct, sdk] = [await post(message), await post([message])];
-      expect(direct, name).toEqual(sdk);
-      expect(JSON.parse(direct.text)).toMatchObject({ jsonrpc: "2.0", id: i + 1, result: { content: [{ type: "text" }] } });
+      expect(direct, name).toEqual({ ...sdk, text: sdk.text.slice(1, -1) });
+      expect(sdk.text, name).toMatch(/^\[.*\]$/s);
+      expect(JSON.parse(direct.text)).toMatchObject({ jsonrpc: "2.0", id: i + 1, result: { content: [{ type: "text" }, { type: "text" }] } });
     }
   });
 
@@ -271,5 +287,56 @@ describe("guardrails through MCP", () => {
     const chat = (await get(`/v1/chats?from=${encodeURIComponent(from)}`, f.key)).body.data.find((c: { identifier: string }) => c.identifier === bob);
     await post(`/v1/chats/pause?id=${chat.id}`, f.key);
     expect((await refused(careful, "send_message", { from, to: bob, text: "still there?" })).code).toBe("chat_paused");
+  });
+});
+
+describe("what a model reads", () => {
+  const at = (ms: number) => new Date(ms).toISOString();
+  const outbox = async (client: Client, id: string) => callTool(client, "get_outbox_item", { id });
+
+  it("says in plain words that a send waits, for what and until when, and that it has not been sent", async () => {
+    const f = await makeAccount();
+    const alice = phone();
+    await inbound(f, alice, "hi");
+    const from = f.line.handle;
+
+    const careful = await agentOn(f, { require_approval: true });
+    const held = await callTool(careful, "send_message", { from, to: alice, text: "may I?" });
+    expect(held.text).toBe(`Accepted as ${held.data.id}: held for the owner's approval; it has not been sent. Follow it with get_outbox_item.`);
+    expect((await outbox(careful, held.data.id!)).text).toBe(`${held.data.id} is held for the owner's approval; it has not been sent.`);
+    await post(`/v1/outbox/reject?id=${held.data.id}`, f.key);
+    expect((await outbox(careful, held.data.id!)).text).toBe(`${held.data.id} was rejected by the owner; it was not sent.`);
+
+    const client = await connect(f.key);
+    const sendAt = Date.now() + 3_600_000;
+    const later = await callTool(client, "send_message", { from, to: alice, text: "later", send_at: sendAt });
+    expect(later.text).toBe(`Accepted as ${later.data.id}: scheduled for ${at(sendAt)}; it has not been sent. Follow it with get_outbox_item.`);
+    expect((await outbox(client, later.data.id!)).text).toBe(`${later.data.id} is scheduled for ${at(sendAt)}; it has not been sent.`);
+    expect((await callTool(client, "cancel_send", { id: later.data.id })).text).toBe(`${later.data.id} was canceled; it was not sent.`);
+
+    const now = await callTool(client, "send_message", { from, to: alice, text: "now" });
+    expect(now.text).toBe(`Accepted as ${now.data.id}, pending. Follow it with get_outbox_item.`);
+    await vi.waitFor(async () => expect((await outbox(client, now.data.id!)).text).toMatch(new RegExp(`^${now.data.id} was sent at \\d{4}-\\d\\d-\\d\\dT`)), { timeout: 15_000 });
+  });
+
+  it("tells a send held by the line's quiet hours or its new-contact budget, with the time it may go", async () => {
+    const hhmm = (ms: number) => at(ms).slice(11, 16);
+    const quiet = await makeAccount();
+    await setLinePolicy(null, quiet.line.id, { contact_first: false, quiet_hours: { start: hhmm(Date.now() - 3_600_000), end: hhmm(Date.now() + 3_600_000), timezone: "UTC" } });
+    const budget = await makeAccount();
+    await setLinePolicy(null, budget.line.id, { contact_first: false, new_contacts_per_hour: 1, new_contacts_per_day: 50 });
+    for (const [f, reason, words] of [
+      [quiet, "quiet_hours", "held by the line's quiet hours until"],
+      [budget, "new_contact_budget", "held by the line's new-contact budget until"],
+    ] as const) {
+      const client = await connect(f.key);
+      const ids: string[] = [];
+      for (const text of ["one", "two"]) ids.push((await callTool(client, "send_message", { from: f.line.handle, to: phone(), text })).data.id!);
+      const id = ids.at(-1)!;
+      await vi.waitFor(async () => expect((await outbox(client, id)).data).toMatchObject({ status: "pending", hold_reason: reason }), { timeout: 15_000 });
+      const item = await outbox(client, id);
+      const notBefore = (item.data as { not_before: number }).not_before;
+      expect(item.text).toBe(`${id} is ${words} ${at(notBefore)}; it has not been sent.`);
+    }
   });
 });

@@ -39,10 +39,27 @@ export function requestUrl(req: IncomingMessage): string | null {
   return URL.canParse(url) ? url : null;
 }
 
+/**
+ * The request's body as a web stream. A route that stops reading it (a body over its cap) only
+ * lets go of it: Readable.toWeb's own cancel would destroy the request, and with it the socket
+ * the answer has yet to go out on (sendWebResponse drains the rest instead).
+ */
+function bodyOf(req: IncomingMessage): ReadableStream<Uint8Array> {
+  const reader = (Readable.toWeb(req) as ReadableStream<Uint8Array>).getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await reader.read();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    cancel: () => reader.releaseLock(),
+  });
+}
+
 /** The web Request of a Node request whose URL is `url` (from requestUrl); `signal` aborts it. */
 export function webRequest(req: IncomingMessage, url: string, signal: AbortSignal): Request {
   const method = req.method ?? "GET";
-  const body = method === "GET" || method === "HEAD" ? undefined : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
+  const body = method === "GET" || method === "HEAD" ? undefined : bodyOf(req);
   return new Request(url, { method, headers: webHeaders(req), body, duplex: "half", signal } as RequestInit);
 }
 
@@ -55,10 +72,31 @@ export function clientGoneSignal(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
+/** At most this much of a body a route left unread is read and dropped after the answer, for at most this long. */
+const DRAIN = { bytes: 64 * 1024 * 1024, ms: 10_000 };
+
+/**
+ * Reads and drops the rest of a body the route left unread, once its answer is out: a
+ * connection closed with bytes unread is reset, and a client still sending its body then gets
+ * an error instead of the answer (a 413, say). Past DRAIN the connection is closed.
+ */
+function drain(req: IncomingMessage): void {
+  req.removeAllListeners("data"); // the body stream's: the route is done with it
+  let bytes = 0;
+  const close = () => req.socket.destroy();
+  const timer = setTimeout(close, DRAIN.ms).unref();
+  req.on("data", (chunk: Buffer) => {
+    bytes += chunk.byteLength;
+    if (bytes > DRAIN.bytes) close();
+  });
+  req.once("close", () => clearTimeout(timer));
+  req.resume();
+}
+
 /**
  * Sends a route's Response, read whole (the routes served this way answer JSON envelopes), with
  * its Content-Length. A request body the route left unread (refused before it was read, e.g.
- * 413) is not drained: the connection closes with the answer.
+ * 413) is drained after the answer; one declared larger than DRAIN closes the connection with it.
  */
 export async function sendWebResponse(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
   const body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
@@ -69,7 +107,9 @@ export async function sendWebResponse(req: IncomingMessage, res: ServerResponse,
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers["set-cookie"] = cookies;
   if (body) headers["content-length"] = body.byteLength;
-  if (!req.complete) headers.connection = "close";
+  const unread = !req.complete;
+  if (unread && Number(req.headers["content-length"] ?? 0) > DRAIN.bytes) headers.connection = "close";
   if (res.destroyed) return;
   res.writeHead(response.status, headers).end(body ?? undefined);
+  if (unread && headers.connection !== "close") drain(req);
 }

@@ -7,13 +7,15 @@ import { CORS_HEADERS, errorResponse, requestIdOf } from "../http/responses";
 import { parseJson } from "../http/validation";
 import { callTool, mcpServer } from "./server";
 import { directAnswer, directToolCall } from "./direct";
+import { parseError, rpcErrorResponse, screen, withErrors } from "./jsonrpc";
 
 // POST /api/mcp: the MCP server over Streamable HTTP (docs/agents.md), authenticated with an API
 // key (Authorization: Bearer sk_live_…), stateless: every request carries the key and is
 // answered by a server made for it, so any instance answers any request and a revoked key is
 // refused from the next request on (within API_KEY_CACHE_SECONDS on other instances). Answers
-// are JSON (no server-to-client stream is needed: the tools only answer). Authentication, an
-// oversized or unreadable body answer with the /v1 error envelope and its HTTP status.
+// are JSON (no server-to-client stream is needed: the tools only answer). Another method,
+// authentication and an oversized body answer with the /v1 error envelope and its HTTP status;
+// a body that is not JSON, or not JSON-RPC as MCP sends it, a JSON-RPC error (jsonrpc.ts).
 
 const MCP_HEADERS = { ...CORS_HEADERS, "Access-Control-Allow-Headers": "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID" };
 
@@ -25,29 +27,37 @@ export async function handleMcp(request: Request): Promise<Response> {
     return response;
   };
   try {
-    const authorization = request.headers.get("authorization");
-    const actor = await authenticate(authorization);
-    annotateRequest(requestId, actor);
     if (request.method !== "POST") {
       // No session to end and no stream to open: a stateless server only answers POSTs.
       throw new ApiError("method_not_allowed", `${request.method} is not used by this MCP server: it is stateless and answers POST requests.`, {
         headers: { Allow: "POST, OPTIONS" },
       });
     }
-    const body = parseJson(await readText(request, jsonBodyLimit()));
+    const authorization = request.headers.get("authorization");
+    const actor = await authenticate(authorization);
+    annotateRequest(requestId, actor);
+    const text = await readText(request, jsonBodyLimit());
+    let body: unknown;
+    try {
+      body = parseJson(text, "The body");
+    } catch (err) {
+      return answer(rpcErrorResponse({ errors: [parseError(err instanceof Error ? err.message : "the body is not JSON.")], batch: false }, requestId));
+    }
     const recheckKey = async () => void (await authenticate(authorization));
     const direct = directToolCall(body, request.headers);
     if (direct) {
       const result = await callTool({ actor, requestId, recheckKey, signal: request.signal }, direct.name, direct.arguments);
       return answer(directAnswer(direct.id, result));
     }
+    const screened = screen(body);
+    if (screened.rest === undefined) return answer(rpcErrorResponse(screened, requestId));
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = mcpServer({ actor, requestId, requestSignal: request.signal, recheckKey });
     await server.connect(transport);
     // Not closed afterwards: in JSON mode the answer is complete once it resolves, nothing of
     // the pair outlives the request, and closing only builds a "connection closed" error for
     // requests that no longer wait.
-    return answer(await transport.handleRequest(request, { parsedBody: body }));
+    return answer(await withErrors(await transport.handleRequest(request, { parsedBody: screened.rest }), screened, requestId));
   } catch (err) {
     return answer(errorResponse(err, requestId));
   }

@@ -6,6 +6,8 @@ import { ApiError } from "../../kernel/errors";
 import { requireScope } from "../../services/access/api-keys";
 import { enforceRateLimit } from "../http/api-rate-limit";
 import { errorAnswer } from "../http/responses";
+import { jsonSchemaOf } from "../openapi/json-schema";
+import { ErrorSchema } from "../../wire/responses";
 import { parseWith } from "../http/validation";
 import { type ToolContext, TOOLS, TOOLS_BY_NAME } from "./tools";
 
@@ -21,7 +23,22 @@ const INSTRUCTIONS =
   "A contact must have written to a line before it can be messaged. send_message answers at once with a pending outbox item (follow it with get_outbox_item); " +
   "wait_for_reply waits for the contact's next message. Errors carry a code: recipient_not_allowed, reply_required, chat_paused and key_send_limit_exceeded are the owner's guardrails: do not retry them, tell the user.";
 
-/** The tools as tools/list shows them, computed once: JSON Schemas of the same zod schemas /v1 parses with. */
+/**
+ * A tool's outputSchema: its /v1 answer or, when the result is an error, the /v1 error envelope
+ * (the SDK's client checks every structuredContent against it, refusals included), each with
+ * the request_id every answer carries.
+ */
+function outputSchemaOf(output: z.ZodType): McpTool["outputSchema"] {
+  const { $schema: _, ...schema } = jsonSchemaOf(z.union([output, ErrorSchema]), "output");
+  return {
+    type: "object",
+    ...schema,
+    properties: { request_id: { type: "string", description: "req_ ID of this call" } },
+    required: ["request_id"],
+  };
+}
+
+/** The tools as tools/list shows them, computed once: JSON Schemas of the same zod schemas /v1 parses and answers with. */
 let listed: McpTool[] | null = null;
 function listedTools(): McpTool[] {
   listed ??= TOOLS.map((t) => ({
@@ -29,22 +46,35 @@ function listedTools(): McpTool[] {
     title: t.title,
     description: t.description,
     inputSchema: z.toJSONSchema(t.input, { io: "input", unrepresentable: "any" }) as McpTool["inputSchema"],
+    outputSchema: outputSchemaOf(t.output),
     annotations: { title: t.title, readOnlyHint: t.readOnly, destructiveHint: false, openWorldHint: true },
   }));
   return listed;
 }
 
-/** A refusal as a tool result: the /v1 error envelope as structured content, its code and message as text. */
+/**
+ * A tool's result: a sentence for the model, then the structured result's JSON as text (many
+ * agent apps give the model only the text; the MCP specification asks for the JSON there too),
+ * in the order the SDK's CallToolResultSchema writes them, so both paths answer the same bytes.
+ */
+function result(sentence: string, structured: Record<string, unknown>, isError?: true): CallToolResult {
+  return {
+    content: [
+      { type: "text", text: sentence },
+      { type: "text", text: JSON.stringify(structured) },
+    ],
+    structuredContent: structured,
+    ...(isError ? { isError } : {}),
+  };
+}
+
+/** A refusal as a tool result: the /v1 error envelope as structured content, its code and message as the sentence. */
 function toolError(err: unknown, requestId: string): CallToolResult {
   const answer = errorAnswer(err, requestId);
   const { code, message } = answer.body.error;
   const retryAfter = answer.headers["Retry-After"];
-  // In the order the SDK's CallToolResultSchema writes them, so both paths answer the same bytes.
-  return {
-    content: [{ type: "text", text: `${code}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ""}` }],
-    structuredContent: { ...answer.body, ...(retryAfter ? { retry_after: Number(retryAfter) } : {}), request_id: requestId },
-    isError: true,
-  };
+  const structured = { ...answer.body, ...(retryAfter ? { retry_after: Number(retryAfter) } : {}), request_id: requestId };
+  return result(`${code}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ""}`, structured, true);
 }
 
 /** Runs one tools/call: the tool, its scope, the rate limit, its arguments, the service. */
@@ -57,11 +87,8 @@ export async function callTool(ctx: ToolContext, name: string, args: unknown): P
     await enforceRateLimit(ctx.actor);
     requireScope(ctx.actor, tool.scope);
     const input = parseWith(tool.input, args ?? {});
-    const result = await tool.run(ctx, input);
-    return {
-      content: [{ type: "text", text: tool.summary(result as never) }],
-      structuredContent: { ...(result as Record<string, unknown>), request_id: ctx.requestId },
-    };
+    const output = await tool.run(ctx, input);
+    return result(tool.summary(output as never, input as never, ctx), { ...output, request_id: ctx.requestId });
   } catch (err) {
     return toolError(err, ctx.requestId);
   }

@@ -9,12 +9,16 @@ import { listChats } from "../../services/messaging/chats";
 import { listMessages } from "../../services/messaging/messages";
 import { cancelOutboxItem, getOutboxItem } from "../../services/messaging/outbox";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../services/messaging/send";
-import { WaitForReplyInput, waitForReply, type WaitResult } from "../../services/messaging/wait-reply";
+import { WaitForReplyInput, waitForReply } from "../../services/messaging/wait-reply";
 import { ListChatsQuery, ListLinesQuery, ListMessagesQuery, OutboxIdQuery } from "../../services/schemas/v1";
+import { GUARDED_KINDS } from "../../outbox/key-limits";
+import * as R from "../../wire/responses";
+import { MessagePage, OPERATIONS } from "../openapi/operations";
 
-// The MCP tools (docs/agents.md): each a /v1 operation for a model, with the same zod schema,
-// the same scope and the same service call, so every rule of the key (scopes, lines, rate limit,
-// guardrails) applies as on /v1. Descriptions are written for the model that reads them.
+// The MCP tools (docs/agents.md): each a /v1 operation for a model, with the same zod schemas
+// (arguments and result), the same scope and the same service call, so every rule of the key
+// (scopes, lines, rate limit, guardrails) applies as on /v1. Descriptions and summaries are
+// written for the model that reads them.
 
 export interface ToolContext {
   actor: Actor;
@@ -30,14 +34,22 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   description: string;
   scope: Scope;
   input: S;
+  /** Its result's schema: the /v1 answer's (tools/list shows it as the outputSchema). */
+  output: z.ZodType;
   readOnly: boolean;
   run: (ctx: ToolContext, input: z.output<S>) => Promise<object>;
-  /** One short line for the model, beside the structured result. */
-  summary: (result: never) => string;
+  /** One short sentence for the model, said before the result's JSON. */
+  summary: (result: never, input: never, ctx: ToolContext) => string;
 }
 
-const tool = <S extends z.ZodType, R extends object>(t: Omit<Tool<S>, "run" | "summary"> & { run: (ctx: ToolContext, input: z.output<S>) => Promise<R>; summary: (result: R) => string }): Tool =>
-  t as unknown as Tool;
+/** A tool whose run answers what its output schema describes (the compiler checks it). */
+const tool = <S extends z.ZodType, R extends object>(
+  t: Omit<Tool<S>, "output" | "run" | "summary"> & {
+    output: z.ZodType<R>;
+    run: (ctx: ToolContext, input: z.output<S>) => Promise<NoInfer<R>>;
+    summary: (result: R, input: z.output<S>, ctx: ToolContext) => string;
+  },
+): Tool => t as unknown as Tool;
 
 const idempotencyKey = z
   .string()
@@ -63,7 +75,62 @@ function storedRefusal(body: object): ApiError {
 const page = (what: string) => (r: { data: unknown[]; has_more: boolean; next_cursor: string | null }) =>
   `${r.data.length} ${what}${r.has_more ? `; more with cursor ${r.next_cursor}` : ""}.`;
 
-const accepted = (r: { id: string; status: string }) => `Accepted as ${r.id} (${r.status}). Follow it with get_outbox_item.`;
+const at = (ms: number) => new Date(ms).toISOString();
+const NOT_SENT = "it has not been sent";
+
+type OutboxItem = z.output<typeof R.OutboxItemSchema>;
+type HoldReason = NonNullable<OutboxItem["hold_reason"]>;
+
+/** Why a send waits, in plain words (hold_reason and not_before). */
+function hold(reason: HoldReason, until: number | null): string {
+  const till = until === null ? "" : ` until ${at(until)}`;
+  switch (reason) {
+    case "approval":
+      return "held for the owner's approval";
+    case "scheduled":
+      return until === null ? "scheduled" : `scheduled for ${at(until)}`;
+    case "quiet_hours":
+      return `held by the line's quiet hours${till}`;
+    case "new_contact_budget":
+      return `held by the line's new-contact budget${till || " until a slot frees"}`;
+    case "line_rate":
+      return `waiting its turn at the line's sending pace${till}`;
+    case "line_unavailable":
+      return "waiting for the line's provider, which cannot be reached now";
+  }
+}
+
+/** Where a send is, in plain words. */
+function outboxState(r: OutboxItem): string {
+  switch (r.status) {
+    case "pending":
+      return `${r.id} is ${r.hold_reason ? hold(r.hold_reason, r.not_before) : "pending: it goes out shortly"}; ${NOT_SENT}.`;
+    case "claimed":
+      return `${r.id} is being sent now.`;
+    case "sent":
+      return `${r.id} was sent${r.completed_at ? ` at ${at(r.completed_at)}` : ""}.`;
+    default:
+      if (r.error === "canceled") return `${r.id} was canceled; it was not sent.`;
+      if (r.error === "rejected") return `${r.id} was rejected by the owner; it was not sent.`;
+      return `${r.id} failed (${r.error ?? "unknown error"}); it was not sent.`;
+  }
+}
+
+/**
+ * A write the outbox accepted. What holds it is known at once for an approval (the key's
+ * guardrail) and a send_at; quiet hours and budgets are decided when its turn comes, so
+ * get_outbox_item tells those.
+ */
+const accepted = (kind: string) => (r: { id: string }, input: object, { actor }: ToolContext) => {
+  const sendAt = "send_at" in input && typeof input.send_at === "number" && input.send_at > Date.now() ? input.send_at : null;
+  const waits = actor.guardrails?.require_approval && GUARDED_KINDS.includes(kind) ? hold("approval", null) : sendAt ? hold("scheduled", sendAt) : null;
+  return `Accepted as ${r.id}${waits ? `: ${waits}; ${NOT_SENT}` : ", pending"}. Follow it with get_outbox_item.`;
+};
+
+const WaitResultSchema = z.union([
+  z.object({ object: z.literal("wait_result"), status: z.literal("replied"), message: R.MessageSchema }),
+  z.object({ object: z.literal("wait_result"), status: z.literal("timeout"), waited_seconds: z.number().int().describe("How long it waited, in seconds") }),
+]);
 
 const ReadMessagesInput = ListMessagesQuery.pick({ limit: true, cursor: true, query: true }).extend({
   from: ListChatsQuery.shape.from,
@@ -81,6 +148,7 @@ export const TOOLS: readonly Tool[] = [
       "The lines (phone numbers or iMessage accounts) this API key may send from, oldest first. Each line's `handle` or `id` is the `from` of every other tool. Check `status` (connected, degraded, disconnected) and `service` (imessage, sms, auto).",
     scope: "lines:read",
     input: ListLinesQuery,
+    output: OPERATIONS.listLines.response,
     readOnly: true,
     run: ({ actor }, input) => listLines(actor, input),
     summary: page("lines"),
@@ -92,6 +160,7 @@ export const TOOLS: readonly Tool[] = [
       "The conversations of a line, most recent activity first. A chat's `id` (cht_...) or its `identifier` (the contact's number or handle) is the `to` of the other tools. `paused_at` set means the owner has taken the chat over: do not write to it.",
     scope: "chats:read",
     input: ListChatsQuery,
+    output: OPERATIONS.listChats.response,
     readOnly: true,
     run: ({ actor }, input) => listChats(actor, input),
     summary: page("chats"),
@@ -103,6 +172,7 @@ export const TOOLS: readonly Tool[] = [
       "A chat's messages, newest first, `limit` per page (1 to 100, default 20); pass `next_cursor` as `cursor` for older ones. `is_from_me` is true for messages the line sent. Optional `query` searches the text.",
     scope: "messages:read",
     input: ReadMessagesInput,
+    output: MessagePage,
     readOnly: true,
     run: ({ actor }, input) => listMessages(actor, input),
     summary: page("messages"),
@@ -114,9 +184,10 @@ export const TOOLS: readonly Tool[] = [
       "Sends text (up to 20,000 characters) and/or one uploaded file (file_ ID) from a line to a chat, optionally as a reply (`reply_to`: a msg_ ID in that chat) or scheduled (`send_at`: Unix ms). The contact must have written to the line first. It answers at once with an outbox item that is `pending`; delivery happens after (get_outbox_item). If the key needs approval, the item waits with hold_reason \"approval\" until the owner decides. Refusals: recipient_not_allowed (not on the key's allow list), reply_required (wait for the contact to answer), key_send_limit_exceeded, chat_paused (a person took over the chat).",
     scope: "messages:write",
     input: SendMessageInput,
+    output: OPERATIONS.sendMessage.response,
     readOnly: false,
     run: (ctx, { idempotency_key, ...input }) => once(ctx, "/v1/messages", idempotency_key, input, () => sendMessage(ctx.actor, input, ctx.requestId)),
-    summary: accepted,
+    summary: accepted("message"),
   }),
   tool({
     name: "react",
@@ -125,9 +196,10 @@ export const TOOLS: readonly Tool[] = [
       "Adds a tapback (love, like, dislike, laugh, emphasize, question) to a message in a chat, or removes the line's earlier one with `remove: true`. Needs a line with advanced features.",
     scope: "reactions:write",
     input: ReactInput,
+    output: OPERATIONS.sendReaction.response,
     readOnly: false,
     run: (ctx, { idempotency_key, ...input }) => once(ctx, "/v1/reactions", idempotency_key, input, () => sendReaction(ctx.actor, input, ctx.requestId)),
-    summary: accepted,
+    summary: accepted("reaction"),
   }),
   tool({
     name: "mark_read",
@@ -135,9 +207,10 @@ export const TOOLS: readonly Tool[] = [
     description: "Sends a read receipt in a chat: the contact sees that their messages were read. Needs a line with advanced features.",
     scope: "receipts:write",
     input: SendReceiptBody,
+    output: OPERATIONS.sendReceipt.response,
     readOnly: false,
     run: ({ actor, requestId }, input) => sendReceipt(actor, input, requestId),
-    summary: accepted,
+    summary: accepted("receipt"),
   }),
   tool({
     name: "set_typing",
@@ -145,9 +218,10 @@ export const TOOLS: readonly Tool[] = [
     description: 'Shows the typing indicator in a one-to-one chat (`state: "on"`) or stops it (`"off"`), e.g. while you prepare a long answer. Needs a line with advanced features.',
     scope: "typing:write",
     input: SendTypingBody,
+    output: OPERATIONS.sendTyping.response,
     readOnly: false,
     run: ({ actor, requestId }, input) => sendTyping(actor, input, requestId),
-    summary: accepted,
+    summary: accepted("typing"),
   }),
   tool({
     name: "get_outbox_item",
@@ -156,10 +230,10 @@ export const TOOLS: readonly Tool[] = [
       "The state of a send by its obx_ ID: `pending` (with `hold_reason` and `not_before` when it waits: scheduled, quiet_hours, new_contact_budget, line_rate, line_unavailable, approval), `claimed` (on its way), `sent`, or `failed` with `error` (\"rejected\": the owner declined it; \"canceled\").",
     scope: "outbox:read",
     input: OutboxIdQuery,
+    output: R.OutboxItemSchema,
     readOnly: true,
     run: ({ actor }, input) => getOutboxItem(actor, input.id),
-    summary: (r: { id: string; status: string; hold_reason: string | null; error: string | null }) =>
-      `${r.id} is ${r.status}${r.hold_reason ? ` (waiting: ${r.hold_reason})` : ""}${r.error ? ` (error: ${r.error})` : ""}.`,
+    summary: outboxState,
   }),
   tool({
     name: "cancel_send",
@@ -167,9 +241,10 @@ export const TOOLS: readonly Tool[] = [
     description: "Cancels a send that is still pending (scheduled, held, or waiting its turn): it ends failed with error \"canceled\". A send already on its way cannot be canceled (outbox_item_not_cancelable).",
     scope: "messages:write",
     input: OutboxIdQuery,
+    output: OPERATIONS.cancelOutboxItem.response,
     readOnly: false,
     run: ({ actor }, input) => cancelOutboxItem(actor, input.id),
-    summary: (r: { id: string }) => `${r.id} canceled.`,
+    summary: outboxState,
   }),
   tool({
     name: "wait_for_reply",
@@ -178,9 +253,10 @@ export const TOOLS: readonly Tool[] = [
       "Blocks until the contact writes the next message in a chat, for at most `timeout_seconds` (1 to 120, default 50), and returns that message (`status: \"replied\"`) or `status: \"timeout\"`. Pass `since` (Unix ms, e.g. when you sent your message) to also catch a reply that arrived before this call. Call it again after a timeout to keep waiting.",
     scope: "messages:read",
     input: WaitForReplyInput,
+    output: WaitResultSchema,
     readOnly: true,
     run: ({ actor, signal, recheckKey }, input) => waitForReply(actor, input, { signal, recheckKey }),
-    summary: (r: WaitResult) =>
+    summary: (r) =>
       r.status === "replied" ? `Reply from ${r.message.sender ?? "the contact"}: ${(r.message.text ?? "(attachment)").slice(0, 200)}` : `No reply within ${r.waited_seconds} s.`,
   }),
   tool({
@@ -190,9 +266,10 @@ export const TOOLS: readonly Tool[] = [
       "Per line (or each line of a pool_ ID): status, the new-contact budgets left this hour and day, quiet hours, the sends waiting by reason, and when a send to a new contact could next go.",
     scope: "lines:read",
     input: CapacityQuery,
+    output: OPERATIONS.getCapacity.response,
     readOnly: true,
     run: ({ actor }, input) => getCapacity(actor, input),
-    summary: (r: { lines: { handle: string; status: string }[] }) => r.lines.map((l) => `${l.handle}: ${l.status}`).join("; ") || "No lines.",
+    summary: (r) => r.lines.map((l) => `${l.handle}: ${l.status}`).join("; ") || "No lines.",
   }),
 ];
 

@@ -5,26 +5,18 @@ import { ERROR_CODES, type ErrorCode } from "../../kernel/errors";
 import { PROVIDER_ABOUTS, type ProviderAbout } from "../../platform/about";
 import { IDEMPOTENCY_KEY_PATTERN } from "../../services/access/idempotency";
 import { ErrorSchema } from "../../wire/responses";
+import { jsonSchemaOf, type JsonSchema } from "./json-schema";
 import { WEBHOOK_EVENTS } from "../../webhooks/event-names";
 import { COMMON_ERRORS, OPERATIONS, type Operation } from "./operations";
 
 // The OpenAPI 3.1 document of /v1, built from the operation list and its zod schemas (JSON
 // Schema 2020-12, which OpenAPI 3.1 uses as is). Served at /v1/openapi.json, rendered at /docs.
 
-type JsonSchema = Record<string, unknown>;
 const COMPONENTS = "#/components/schemas/";
 
 /** Converts a zod schema, moving named sub-schemas (`.meta({ id })`) into `components`. */
 function convert(schema: z.ZodType, io: "input" | "output", components: Record<string, JsonSchema>): JsonSchema {
-  const json = z.toJSONSchema(schema, {
-    io,
-    target: "draft-2020-12",
-    // zod closes output objects (additionalProperties: false). Answers may gain fields, and every
-    // JSON answer carries request_id besides its documented fields, so answers stay open.
-    override: ({ jsonSchema }) => {
-      if (io === "output" && jsonSchema.additionalProperties === false) delete jsonSchema.additionalProperties;
-    },
-  }) as JsonSchema;
+  const json = jsonSchemaOf(schema, io);
   const text = JSON.stringify(json).replaceAll('"#/$defs/', `"${COMPONENTS}`);
   const { $schema: _, $defs, ...rest } = JSON.parse(text) as JsonSchema & { $defs?: Record<string, JsonSchema> };
   for (const [name, def] of Object.entries($defs ?? {})) components[name] = def;
@@ -40,6 +32,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: "Content too large",
   415: "Unsupported media type",
   429: "Rate limited",
+  431: "Request headers too large",
   500: "Unexpected error",
   503: "Unavailable",
 };
@@ -198,6 +191,9 @@ function buildDocument() {
       name,
       {
         post: {
+          // The operations' tag: renderers then list the events with the webhook endpoints,
+          // where an untagged `webhooks` section gets a second "Webhooks" group of its own.
+          tags: ["Webhooks"],
           summary: name,
           description:
             "Signed with X-Webhook-Signature (hex HMAC-SHA256 of `<X-Webhook-Timestamp>.<raw body>` keyed with the webhook secret) and the Standard Webhooks headers. Answer 2xx within 15 s; otherwise retried after about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h.",

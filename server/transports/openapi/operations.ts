@@ -47,6 +47,8 @@ export const COMMON_ERRORS: ErrorCode[] = [
   "internal_error",
   // The database is unreachable or overloaded: retry after Retry-After.
   "service_unavailable",
+  // Headers over Node's limit (16 KiB by default), refused before any route runs.
+  "request_headers_too_large",
 ];
 const LINE_ERRORS: ErrorCode[] = ["line_not_found", "line_not_accessible", "sandbox_not_activated", "sandbox_requires_owner", "invalid_parameter_value", "missing_required_parameter"];
 const WRITE_ERRORS: ErrorCode[] = [
@@ -68,7 +70,7 @@ const COUNTED_ERRORS: ErrorCode[] = ["reply_required", "key_send_limit_exceeded"
 /** Operations that name a webhook (or its delivery): another line's is 403, as every object of a line the key may not use. */
 const WEBHOOK_ERRORS: ErrorCode[] = ["webhook_not_found", "line_not_accessible", "invalid_parameter_value"];
 
-const MessagePage = R.page(R.MessageSchema, "Message");
+export const MessagePage = R.page(R.MessageSchema, "Message");
 
 export const OPERATIONS = {
   listLines: {
