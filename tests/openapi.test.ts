@@ -83,6 +83,9 @@ describe("the OpenAPI document", () => {
       const op = doc.paths[o.path][o.method.toLowerCase()];
       const name = `${o.method} ${o.path}`;
       expect(codesAt(op, 401), name).toEqual(expect.arrayContaining(["missing_api_key", "invalid_api_key"]));
+      // Headers over Node's limit are refused before any route runs, whatever the operation.
+      expect(codesAt(op, 431), name).toEqual(["request_headers_too_large"]);
+      expect(op.responses["431"].description, name).toBe("Request headers too large: `request_headers_too_large`");
       if (o.body) expect(codesAt(op, 400), name).toEqual(expect.arrayContaining(["invalid_json", "invalid_parameter_value"]));
       if (o.method === "POST") {
         expect(codesAt(op, 400), name).toEqual(expect.arrayContaining(["invalid_parameter_value", "idempotency_key_reused"]));
