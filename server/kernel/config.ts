@@ -174,6 +174,12 @@ const EnvSchema = z.object({
   PROVIDER_DOWNLOADS_PER_LINE: z.coerce.number().int().min(1).max(64).default(2),
   /** Largest inbound attachment downloaded from a provider, in bytes. */
   PROVIDER_MAX_ATTACHMENT_BYTES: z.coerce.number().int().min(1024).max(1024 * 1024 * 1024).default(100 * 1024 * 1024),
+  /**
+   * Stored files one account may have, in MB (uploads and received media together): past it,
+   * media received from a provider is not stored (the message is, with a note) and the line
+   * shows a warning.
+   */
+  ACCOUNT_STORAGE_QUOTA_MB: z.coerce.number().int().min(1).max(1_000_000_000).default(5000),
   /** pino level of the JSON log (one line per request, plus delivery and webhook outcomes); default info, silent under test. */
   LOG_LEVEL: z
     .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])

@@ -1,65 +1,119 @@
 import { config } from "../kernel/config";
 import { processSingleton } from "../kernel/singleton";
 
-// How many provider media downloads run at once: at most `perProcess` in this process and
-// `perLine` for one line, so a burst of webhooks with large media (or one line's) cannot hold
-// unbounded memory, sockets and disk writes. Waiters are served in arrival order, skipping one
-// whose line is at its limit, so a busy line never holds up another's download.
+// Provider work that runs a bounded number at a time in one process (media downloads, and the
+// line monitor's checks), so a burst of webhooks with large media cannot hold unbounded memory,
+// sockets and disk writes. The slots are shared fairly between accounts: a free slot goes to the
+// waiting account served longest ago, and while another account waits, one account starts no
+// more than half the slots (unless they would stay idle), so
+// one account's lines cannot fill them all. At most `perLine` run for one line, and a waiter
+// whose line is at its limit is skipped, never holding up another line's. An account's wait
+// queue is bounded: past `waitingPerAccount`, run() refuses at once with the `busy` message.
 
-export interface DownloadSlots {
-  run<T>(lineId: string, task: () => Promise<T>): Promise<T>;
-  /** Downloads running now (for tests and metrics). */
+interface Owner {
+  accountId: string;
+  lineId: string;
+}
+
+export interface FairSlots {
+  run<T>(owner: Owner, task: () => Promise<T>): Promise<T>;
+  /** Tasks running now (for tests and metrics). */
   active(): number;
 }
 
-export function downloadSlots(perProcess: number, perLine: number): DownloadSlots {
+interface Waiter {
+  lineId: string;
+  start: () => void;
+}
+
+/** `perProcess` may be read at each start (a setting that can change while the process runs). */
+export function fairSlots(options: { perProcess: number | (() => number); perLine?: number; waitingPerAccount?: number; busy?: string }): FairSlots {
+  const { perLine = Infinity, waitingPerAccount = Infinity, busy = "too many tasks waiting" } = options;
+  const limit = options.perProcess;
+  const perProcess = typeof limit === "number" ? () => limit : limit;
   let running = 0;
   const byLine = new Map<string, number>();
-  const waiting: { lineId: string; start: () => void }[] = [];
+  const byAccount = new Map<string, number>();
+  /** Each account's waiters, in arrival order. */
+  const queues = new Map<string, Waiter[]>();
+  /** When each account last started a task (a counter): the turn goes to the one that waited longest since. */
+  const served = new Map<string, number>();
+  let turns = 0;
 
-  const free = (lineId: string) => running < perProcess && (byLine.get(lineId) ?? 0) < perLine;
-  const take = (lineId: string) => {
-    running++;
-    byLine.set(lineId, (byLine.get(lineId) ?? 0) + 1);
+  const add = (counts: Map<string, number>, key: string, n: number) => {
+    const value = (counts.get(key) ?? 0) + n;
+    if (value > 0) counts.set(key, value);
+    else counts.delete(key);
   };
-  const release = (lineId: string) => {
-    running--;
-    const left = (byLine.get(lineId) ?? 1) - 1;
-    if (left > 0) byLine.set(lineId, left);
-    else byLine.delete(lineId);
-    for (let i = 0; i < waiting.length && running < perProcess; ) {
-      const w = waiting[i]!;
-      if (free(w.lineId)) {
-        waiting.splice(i, 1);
-        take(w.lineId);
-        w.start();
-      } else {
-        i++;
+  const lineFree = (w: Waiter) => (byLine.get(w.lineId) ?? 0) < perLine;
+
+  /** The next waiter to start: by turn, among accounts under their share, else (slots left idle otherwise) any. */
+  const pick = (): { accountId: string; queue: Waiter[]; index: number } | null => {
+    const share = Math.max(1, Math.floor(perProcess() / 2));
+    for (const underShare of [true, false]) {
+      let best: { accountId: string; queue: Waiter[]; index: number } | null = null;
+      for (const [accountId, queue] of queues) {
+        if (underShare && (byAccount.get(accountId) ?? 0) >= share) continue;
+        if (best && (served.get(accountId) ?? 0) >= (served.get(best.accountId) ?? 0)) continue;
+        const index = queue.findIndex(lineFree);
+        if (index >= 0) best = { accountId, queue, index };
       }
+      if (best) return best;
+    }
+    return null;
+  };
+
+  const dispatch = () => {
+    while (running < perProcess()) {
+      const next = pick();
+      if (!next) return;
+      const [waiter] = next.queue.splice(next.index, 1);
+      if (!next.queue.length) queues.delete(next.accountId);
+      served.set(next.accountId, ++turns);
+      running++;
+      add(byLine, waiter!.lineId, 1);
+      add(byAccount, next.accountId, 1);
+      waiter!.start();
     }
   };
 
   return {
-    async run(lineId, task) {
-      if (free(lineId)) take(lineId);
-      else await new Promise<void>((start) => waiting.push({ lineId, start }));
+    async run(owner, task) {
+      const queue = queues.get(owner.accountId) ?? [];
+      if (queue.length >= waitingPerAccount) throw new Error(busy);
+      const started = new Promise<void>((start) => queue.push({ lineId: owner.lineId, start }));
+      queues.set(owner.accountId, queue);
+      dispatch();
+      await started;
       try {
         return await task();
       } finally {
-        release(lineId);
+        running--;
+        add(byLine, owner.lineId, -1);
+        add(byAccount, owner.accountId, -1);
+        if (!byAccount.has(owner.accountId) && !queues.has(owner.accountId)) served.delete(owner.accountId);
+        dispatch();
       }
     },
     active: () => running,
   };
 }
 
-const shared = () =>
+/** Media downloads one account may have waiting for a slot: past it, a download is refused (the message is kept). */
+const DOWNLOADS_WAITING_PER_ACCOUNT = 64;
+
+const downloads = () =>
   processSingleton("provider-download-slots", () => {
     const c = config();
-    return downloadSlots(c.PROVIDER_DOWNLOADS_PER_PROCESS, c.PROVIDER_DOWNLOADS_PER_LINE);
+    return fairSlots({
+      perProcess: c.PROVIDER_DOWNLOADS_PER_PROCESS,
+      perLine: c.PROVIDER_DOWNLOADS_PER_LINE,
+      waitingPerAccount: DOWNLOADS_WAITING_PER_ACCOUNT,
+      busy: `${DOWNLOADS_WAITING_PER_ACCOUNT} media downloads of this account are already waiting for a slot (PROVIDER_DOWNLOADS_PER_PROCESS): this one was not started`,
+    });
   });
 
-/** Runs one provider media download within this process's and the line's limits. */
-export function withDownloadSlot<T>(lineId: string, task: () => Promise<T>): Promise<T> {
-  return shared().run(lineId, task);
+/** Runs one provider media download within this process's, the line's and the account's share of the slots. */
+export function withDownloadSlot<T>(owner: Owner, task: () => Promise<T>): Promise<T> {
+  return downloads().run(owner, task);
 }

@@ -21,6 +21,7 @@ import { ingestQuick, isQuick } from "./inbound-batch";
 import { receiveDeliveryReport } from "../../messages/delivery-status";
 import { noteProviderUp } from "../lines/line-health";
 import { findLine } from "../lines/lines";
+import { checkMediaQuota, StorageQuotaReached, withQuotaNote } from "./media-quota";
 
 // Provider webhooks (POST /api/inbound/<line_id>) and catch-up both end here: each provider
 // event is mapped by the line's provider, deduplicated by the provider's own ID per line (a
@@ -50,8 +51,9 @@ async function download(line: Line, pl: ProviderLine, ref: ProviderAttachmentRef
   const provider = findProvider(line.provider);
   if (!provider?.downloadAttachment) return null;
   const maxBytes = config().PROVIDER_MAX_ATTACHMENT_BYTES;
+  await checkMediaQuota(line);
   // Streamed into storage as it arrives (never held whole), within the download limits.
-  const { content: stored, mimeType } = await withDownloadSlot(line.id, () =>
+  const { content: stored, mimeType } = await withDownloadSlot({ accountId: line.accountId ?? "", lineId: line.id }, () =>
     provider.downloadAttachment!(pl, ref, { maxBytes, sink: (chunks) => storeBlob(chunks) }),
   );
   const type = mimeType && /^[\w.+-]+\/[\w.+-]+$/.test(mimeType) ? mimeType : ref.mimeType;
@@ -171,7 +173,9 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
             // Too large, gone from the Mac, or the Mac stopped answering: the message itself is
             // still taken in (its text, or a note naming the file), never dropped.
             log().warn({ line_id: line.id, guid: event.guid, err: (err as Error).message }, "inbound message: attachment not downloaded");
-            if (!event.text) event = { ...event, text: `[attachment ${first.filename} could not be downloaded]` };
+            // Past the storage quota the owner must act: the note names the file even beside text.
+            if (err instanceof StorageQuotaReached) event = { ...event, text: withQuotaNote(event.text ?? "", first) };
+            else if (!event.text) event = { ...event, text: `[attachment ${first.filename} could not be downloaded]` };
           }
         }
         if (!event.text && !attachment) return "ignored";

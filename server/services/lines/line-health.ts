@@ -113,6 +113,37 @@ export async function noteWebhooksMissing(lineId: string, reason: string): Promi
   await setStatus(line, "degraded", reason);
 }
 
+// A line whose account is past its storage quota (ACCOUNT_STORAGE_QUOTA_MB) takes in messages
+// without their media: it shows that as degraded with the reason (without counting a failure),
+// until media is stored again or the account is under its quota.
+
+const storageFull = processSingleton("storage-full", () => new Map<string, string>());
+
+/** Why the line is degraded whatever its provider answers (webhooks missing, storage full), or null. */
+function standingReason(lineId: string): string | null {
+  return webhookWatch.missing.get(lineId) ?? storageFull.get(lineId) ?? null;
+}
+
+/** Received media was not stored: the account is past its storage quota. */
+export async function noteStorageFull(lineId: string, reason: string): Promise<void> {
+  storageFull.set(lineId, reason);
+  const line = await load(lineId);
+  const shown = standingReason(lineId);
+  if (!line || line.status === "disconnected" || (line.status === "degraded" && line.statusReason === shown)) return;
+  await setStatus(line, "degraded", shown);
+}
+
+/** The account may store media again: the line's storage warning, if it shows one, is lifted. */
+export async function noteStorageAvailable(lineId: string): Promise<void> {
+  const reason = storageFull.get(lineId);
+  if (reason === undefined) return;
+  storageFull.delete(lineId);
+  const line = await load(lineId);
+  if (line?.status !== "degraded" || line.statusReason !== reason) return;
+  const standing = standingReason(lineId);
+  await setStatus(line, standing ? "degraded" : "connected", standing);
+}
+
 /** When this process last wrote a line's lastEventAt (at most once a second each). */
 const lastWritten = processSingleton("provider-up", () => new Map<string, number>());
 
@@ -143,7 +174,7 @@ export async function noteProviderUp(lineId: string, via: "call" | "webhook" = "
   }
   const line = await load(lineId);
   if (!line || (line.status === "connected" && line.failures === 0)) return;
-  const missing = webhookWatch.missing.get(lineId);
+  const missing = standingReason(lineId);
   if (missing && line.status === "degraded" && line.statusReason === missing && line.failures === 0) return;
   await setStatus(line, missing ? "degraded" : "connected", missing ?? null, { failures: 0, lastEventAt: new Date(now) });
 }
@@ -176,8 +207,7 @@ async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> {
   // Answering but short of what the line had (a Private API helper that stopped) is degraded;
   // so is a line whose webhooks do not arrive.
   const lost = isMonitored(line.provider) && line.advancedFeatures && !probe.advancedFeatures && probe.reason;
-  const missing = webhookWatch.missing.get(line.id);
-  const reason = lost ? probe.reason : (missing ?? null);
+  const reason = lost ? probe.reason : standingReason(line.id);
   return setStatus(line, reason ? "degraded" : "connected", reason, fields);
 }
 

@@ -14,6 +14,7 @@ import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, probeLine, 
 import { ingestProviderEvent, type InboundOutcome } from "../inbound/provider-inbound";
 import { log } from "../../observability/log";
 import { withTimeout } from "../../kernel/timeout";
+import { fairSlots } from "../../platform/download-slots";
 
 // Nothing missed while away: webhooks are lost while this service is down or the provider's
 // host sleeps. Catch-up asks the provider for the messages after the newest one taken in (the
@@ -140,45 +141,38 @@ export function catchUpLine(lineId: string): Promise<CatchUpReport> {
   return run;
 }
 
-// Line checks (probe and catch-up) run a bounded number at a time per process, each with a
-// deadline: a provider that hangs holds one slot for PROVIDER_CHECK_TIMEOUT_SECONDS at most and
-// never delays another line's check, nor the monitor's next tick.
+// Line checks (probe and catch-up) run a bounded number at a time per process, shared fairly
+// between accounts (fairSlots), each with a deadline: a provider that hangs holds one slot for
+// PROVIDER_CHECK_TIMEOUT_SECONDS at most and never delays another line's check, nor the
+// monitor's next tick. A line has one check at a time, so an account's wait is bounded by its lines.
 
-const checks = processSingleton("line-checks", () => ({ active: 0, waiting: [] as (() => void)[], lines: new Set<string>() }));
-
-async function slot(): Promise<() => void> {
-  if (checks.active >= config().PROVIDER_CHECK_CONCURRENCY) await new Promise<void>((resolve) => checks.waiting.push(resolve));
-  else checks.active++;
-  // A released slot passes straight to the next waiter (active stays counted).
-  return () => {
-    const next = checks.waiting.shift();
-    if (next) next();
-    else checks.active--;
-  };
-}
+const checks = processSingleton("line-check-slots", () => ({
+  slots: fairSlots({ perProcess: () => config().PROVIDER_CHECK_CONCURRENCY }),
+  lines: new Set<string>(),
+}));
 
 /**
  * Runs `work` for one line in a slot, within the deadline; resolves when it ended or timed out.
  * A line whose earlier check is still under way here is skipped. Work past its deadline goes on
  * (its calls have their own timeouts) but frees the slot, and the line is degraded.
  */
-async function checkLine(lineId: string, what: string, work: () => Promise<unknown>): Promise<void> {
+async function checkLine(line: Line, what: string, work: () => Promise<unknown>): Promise<void> {
+  const lineId = line.id;
   if (checks.lines.has(lineId)) return;
   checks.lines.add(lineId);
-  const release = await slot();
   const seconds = config().PROVIDER_CHECK_TIMEOUT_SECONDS;
-  const running = Promise.resolve()
-    .then(work)
-    .finally(() => checks.lines.delete(lineId));
   const late = `the provider's ${what} took longer than ${seconds} s (PROVIDER_CHECK_TIMEOUT_SECONDS)`;
   try {
-    await withTimeout(running, seconds * 1000, late);
+    await checks.slots.run({ accountId: line.accountId ?? "", lineId }, () => {
+      const running = Promise.resolve()
+        .then(work)
+        .finally(() => checks.lines.delete(lineId));
+      return withTimeout(running, seconds * 1000, late);
+    });
   } catch (err) {
     const message = (err as Error).message;
     log().warn({ lineId, err: message }, "line check failed");
     if (message === late) await noteProviderDown(lineId, late).catch(() => undefined);
-  } finally {
-    release();
   }
 }
 
@@ -206,7 +200,7 @@ export async function probeDueLines(now = new Date(), options: { wait?: boolean 
   if (!claimed.length) return 0;
   const db = await getDb();
   const lines: Line[] = await db.line.findMany({ where: { id: { in: claimed.map((c) => c.id) } } });
-  const all = Promise.all(lines.map((line) => checkLine(line.id, "probe and catch-up", () => probeAndCatchUp(line))));
+  const all = Promise.all(lines.map((line) => checkLine(line, "probe and catch-up", () => probeAndCatchUp(line))));
   if (options.wait !== false) await all;
   else all.catch((err: unknown) => log().error({ err }, "line checks failed"));
   return lines.length;
@@ -228,7 +222,7 @@ export async function catchUpAll(): Promise<void> {
   const lines = await db.line.findMany({ where: { provider: { in: MONITORED_PROVIDERS }, isSandbox: false, isActive: true } });
   await Promise.all(
     lines.map((l) =>
-      checkLine(l.id, "webhook check and catch-up", async () => {
+      checkLine(l, "webhook check and catch-up", async () => {
         await syncWebhooks(l);
         await catchUpLine(l.id);
       }),
