@@ -5,8 +5,9 @@ import { Loading } from "@/components/ui";
 
 // Scalar's reference is a Vue app in a React wrapper that touches `window` when it loads: it
 // runs in the browser only. Its configuration keeps it to this server: no web fonts, no
-// telemetry, no request proxy (the try-it console calls /v1 on this origin directly), no
-// hosted MCP or registry links.
+// telemetry, no request proxy (the try-it console calls /v1 on this origin directly), no AI
+// agent (Scalar turns it on by itself on localhost) and no "Open API Client" link (it opens
+// the document in Scalar's hosted client).
 const ApiReferenceReact = dynamic(() => import("@scalar/api-reference-react").then((m) => m.ApiReferenceReact), {
   ssr: false,
   loading: () => (
@@ -24,10 +25,10 @@ export function ApiReference() {
         title: "Relay API reference",
         withDefaultFonts: false,
         telemetry: false,
-        mcp: { disabled: true },
+        agent: { disabled: true },
+        hideClientButton: true,
         showDeveloperTools: "never",
         documentDownloadType: "json",
-        hideClientButton: false,
         persistAuth: false,
         authentication: { preferredSecurityScheme: "apiKey" },
         defaultHttpClient: { targetKey: "shell", clientKey: "curl" },
