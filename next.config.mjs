@@ -2,13 +2,14 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PHASE_PRODUCTION_BUILD } from "next/constants.js";
 
-// The dashboard and sign-in pages may not be framed (clickjacking) and may not be re-based or
-// post forms elsewhere. Scripts are not restricted here: Next's App Router emits inline
-// scripts, which a script-src without nonces would break.
-const DASHBOARD_CSP = ["frame-ancestors 'none'", "base-uri 'self'", "form-action 'self'", "object-src 'none'"].join("; ");
+// The dashboard, sign-in pages and the API reference at /docs (its console takes an API key)
+// may not be framed (clickjacking) and may not be re-based or post forms elsewhere. Scripts
+// are not restricted here: Next's App Router emits inline scripts, which a script-src without
+// nonces would break.
+const PAGE_CSP = ["frame-ancestors 'none'", "base-uri 'self'", "form-action 'self'", "object-src 'none'"].join("; ");
 
 const pageHeaders = [
-  { key: "Content-Security-Policy", value: DASHBOARD_CSP },
+  { key: "Content-Security-Policy", value: PAGE_CSP },
   { key: "X-Frame-Options", value: "DENY" },
   { key: "X-Content-Type-Options", value: "nosniff" },
   { key: "Referrer-Policy", value: "same-origin" },
@@ -42,7 +43,7 @@ const nextConfig = {
     incomingRequests: { ignore: [/\?/] },
   },
   async headers() {
-    return ["/dashboard", "/dashboard/:path*", "/sign-in", "/sign-up"].map((source) => ({ source, headers: pageHeaders }));
+    return ["/dashboard", "/dashboard/:path*", "/sign-in", "/sign-up", "/docs"].map((source) => ({ source, headers: pageHeaders }));
   },
 };
 

@@ -8,14 +8,15 @@ const configModule = "../next.config.mjs";
 const loadConfig = async (phase = PHASE_PRODUCTION_SERVER) =>
   ((await import(/* @vite-ignore */ configModule)) as { default: (phase: string) => NextConfig }).default(phase);
 
-// The dashboard and sign-in pages answer with headers that forbid framing (clickjacking of the
-// key and webhook pages) and restrict where the page may post or re-base to.
+// The dashboard, sign-in pages and the API reference answer with headers that forbid framing
+// (clickjacking of the key and webhook pages, and of the reference's console, where a key is
+// pasted) and restrict where the page may post or re-base to.
 
 describe("next.config headers", () => {
-  it("the dashboard and auth pages carry frame-ancestors 'none', X-Frame-Options DENY and safe CSP directives", async () => {
+  it("the dashboard, auth pages and /docs carry frame-ancestors 'none', X-Frame-Options DENY and safe CSP directives", async () => {
     const rules = await (await loadConfig()).headers!();
     const bySource = new Map(rules.map((r) => [r.source, Object.fromEntries(r.headers.map((h) => [h.key.toLowerCase(), h.value])) as Record<string, string>]));
-    for (const source of ["/dashboard", "/dashboard/:path*", "/sign-in", "/sign-up"]) {
+    for (const source of ["/dashboard", "/dashboard/:path*", "/sign-in", "/sign-up", "/docs"]) {
       const headers = bySource.get(source);
       expect(headers, source).toBeDefined();
       const csp = headers!["content-security-policy"]!.split(";").map((d) => d.trim());
