@@ -24,8 +24,18 @@ export async function bundleAdmin(root, outfile) {
     format: "esm",
     target: "node20",
     external,
-    // CommonJS dependencies bundled into an ES module still call require().
-    banner: { js: "import { createRequire as __relayCreateRequire } from 'node:module'; const require = __relayCreateRequire(import.meta.url);" },
+    // CommonJS dependencies bundled into an ES module still call require(), and some read
+    // __dirname (@next/env, which the CLI loads .env files with): the bundle's folder.
+    banner: {
+      js: [
+        "import { createRequire as __relayCreateRequire } from 'node:module';",
+        "import { fileURLToPath as __relayFileURLToPath } from 'node:url';",
+        "const require = __relayCreateRequire(import.meta.url);",
+        "const __relayFilename = __relayFileURLToPath(import.meta.url);",
+        "const __relayDirname = __relayFileURLToPath(new URL('.', import.meta.url));",
+      ].join(" "),
+    },
+    define: { __dirname: "__relayDirname", __filename: "__relayFilename" },
     legalComments: "none",
     logLevel: "warning",
   });

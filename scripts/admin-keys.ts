@@ -160,6 +160,7 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
       const db = await getDb();
       const keys = (await db.apiKey.findMany({ where: accountId ? { accountId } : {}, orderBy: { id: "desc" } })).map((k) => ({ account_id: k.accountId, ...serializeApiKey(k) }));
       if (values.json) return print(keys);
+      console.log(["ID", "NAME", "PREFIX", "STATUS", "SCOPES", "GUARDRAILS"].join("\t"));
       for (const k of keys) console.log([k.id, k.name, k.prefix, k.status, k.scopes.join(","), guardrailsText(k.guardrails)].join("\t"));
       return;
     }

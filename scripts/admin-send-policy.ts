@@ -95,6 +95,7 @@ export async function runSendPolicyCommand(argv: string[]): Promise<void> {
       const accountId = values.account ? (await findAccountByEmail(values.account)).id : null;
       const list = await pools.listAccountPools(accountId);
       if (values.json) return print(list);
+      console.log(["ID", "NAME", "LINES"].join("\t"));
       for (const p of list) console.log([p.id, p.name, p.line_ids.join(",")].join("\t"));
       return;
     }

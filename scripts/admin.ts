@@ -9,15 +9,14 @@
 //   npm run -s admin -- key create | guard | list | revoke ...   (admin-keys.ts)
 //   npm run -s admin -- backup --out FILE [--force]
 //   npm run -s admin -- restore --from FILE [--force]
-// On PostgreSQL (DATABASE_URL) it connects directly. On embedded PGlite it reaches a running
-// server's database through the Unix socket the server opened in DATA_DIR/run (only the
-// server's OS user may connect), or opens DATA_DIR itself when no server runs.
+// It reads the server's configuration (admin-env.ts: the environment, the .env files, the
+// production defaults) and works on the running server's database (admin-database.ts).
+import "./admin-env";
 import { readFileSync } from "node:fs";
-import net from "node:net";
-import path from "node:path";
 import { parseArgs } from "node:util";
 import { z, ZodError } from "zod";
 import { PROVIDER_ABOUTS, providerConfigHelp } from "../server/platform/about";
+import { runningServerUrl, useServersDatabase } from "./admin-database";
 import { isKeyCommand, KEY_USAGE, runKeyCommand } from "./admin-keys";
 import { isSendPolicyCommand, runSendPolicyCommand, SEND_POLICY_USAGE, UsageError } from "./admin-send-policy";
 
@@ -42,52 +41,12 @@ ${KEY_USAGE}
 /** Provider webhooks are registered by the running server, at its own PUBLIC_URL (docs/operator-cli.md), never from here. */
 const SERVER_REGISTERS = { registerWebhooks: false };
 
-/** Whether a server answers on the Unix socket `host`/.s.PGSQL.`port` (libpq's naming). */
-function canConnect(host: string, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ path: path.join(host, `.s.PGSQL.${port}`) });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(1000, () => done(false));
-    socket.once("connect", () => done(true));
-    socket.once("error", () => done(false));
-  });
-}
+/** Commands that change data: each says on stderr which database it writes to. */
+const WRITES = new Set(["account create", "line create", "line connect", "line test", "pool create", "pool add-line", "pool remove-line", "pool delete", "key create", "key guard", "key revoke"]);
 
-/** A running server's database socket as a connection URL, when a server runs on DATA_DIR and serves one. */
-async function runningServerUrl(): Promise<string | null> {
-  const dataDir = process.env.DATA_DIR ?? "./data";
-  if (dataDir === ":memory:") return null;
-  let info: { pid: number; pgliteSocket: { host: string; port: number }; publicUrl?: string };
-  try {
-    info = JSON.parse(readFileSync(path.join(dataDir, "server.json"), "utf8"));
-  } catch {
-    return null;
-  }
-  try {
-    process.kill(info.pid, 0);
-  } catch {
-    return null;
-  }
-  const { host, port } = info.pgliteSocket;
-  // Servers before the Unix socket wrote a TCP host; the CLI then opens DATA_DIR itself (and
-  // is told the directory is in use).
-  if (typeof host !== "string" || !path.isAbsolute(host) || !Number.isInteger(port)) return null;
-  if (!(await canConnect(host, port))) return null;
-  // The inbound URLs this CLI prints are the running server's, not built from this shell's PUBLIC_URL.
-  if (typeof info.publicUrl === "string") process.env.PUBLIC_URL = info.publicUrl;
-  return `postgresql://postgres@localhost:${port}/postgres?host=${encodeURIComponent(host)}`;
-}
-
-/** Points DATABASE_URL at a running server's PGlite socket, if there is one. */
-async function useRunningServer(): Promise<void> {
-  if (process.env.DATABASE_URL) return;
-  const url = await runningServerUrl();
-  if (!url) return;
-  process.env.DATABASE_URL = url;
-  process.env.DATABASE_POOL_SIZE = "1";
+function writes(argv: string[]): boolean {
+  const command = argv.slice(0, 2).join(" ");
+  return WRITES.has(command) || (command === "line policy" && argv.includes("--json"));
 }
 
 function required(values: Record<string, unknown>, name: string): string {
@@ -232,7 +191,7 @@ async function main(argv: string[]): Promise<void> {
   }
   const run = isSendPolicyCommand(argv) ? runSendPolicyCommand : isKeyCommand(argv) ? runKeyCommand : null;
   if (run) {
-    await useRunningServer();
+    await useServersDatabase({ write: writes(argv) });
     const { closeDatabase } = await import("../server/db");
     return run(argv).finally(() => closeDatabase());
   }
@@ -261,7 +220,7 @@ async function main(argv: string[]): Promise<void> {
   });
   const command = positionals.join(" ");
   if (command === "backup" || command === "restore") return backupCommand(command, values);
-  await useRunningServer();
+  await useServersDatabase({ write: writes(argv) });
   const { closeDatabase } = await import("../server/db");
   const { createAccount, findAccountByEmail } = await import("../server/services/accounts/accounts");
   const { connectLine, createConnectedLine, listConnections, testLine } = await import("../server/services/lines/line-connections");
@@ -319,6 +278,7 @@ async function main(argv: string[]): Promise<void> {
           console.log(JSON.stringify(lines, null, 2));
           break;
         }
+        console.log(["ID", "HANDLE", "PROVIDER", "STATUS", "FEATURES", "SETTINGS"].join("\t"));
         for (const l of lines) {
           const settings = Object.entries(l.provider_settings).map(([k, v]) => `${k}=${v}`).join(" ");
           console.log([l.id, l.handle, l.provider, l.status + (l.status_reason ? ` (${l.status_reason})` : ""), l.advanced_features ? "advanced" : "basic", settings].join("\t"));

@@ -1,9 +1,13 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { parseConfig, resetConfig } from "@/server/kernel/config";
+import { findProvider } from "@/server/platform/registry";
+import { SERVER_INFO_FILE, type ServerInfo, servedDatabase } from "@/server/boot/server-info";
+import { validateSettings } from "@/server/services/lines/line-connections";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { get } from "./helpers";
 
@@ -20,20 +24,30 @@ const ADMIN = inject("adminBundle");
 let dataDir = "";
 let server: ChildProcess | undefined;
 
+/** The CLI's environment: an operator's shell, which has no PUBLIC_URL (the server's is in its marker, or unknown). */
 function env(): NodeJS.ProcessEnv {
   const e: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: "production" };
+  delete e.PUBLIC_URL;
   if (!onPostgres) e.DATA_DIR = dataDir;
   else e.CREDENTIALS_KEY = "cli-test-credentials-key-0123456789abcdef"; // no DATA_DIR of its own to generate one in
   return e;
 }
 
-function admin(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+type Run = { code: number; stdout: string; stderr: string };
+
+/** The CLI with env() (or `options.env`), in this repository's folder (or `options.cwd`). */
+function adminIn(options: { env?: NodeJS.ProcessEnv; cwd?: string }, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [ADMIN, ...args], { env: env(), timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [ADMIN, ...args], { env: options.env ?? env(), cwd: options.cwd, timeout: 60_000 }, (err, stdout, stderr) => {
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
     });
   });
 }
+
+const admin = (...args: string[]): Promise<Run> => adminIn({}, ...args);
+
+/** The line a write command prints first on stderr: the database it works on (never a password). */
+const USING = onPostgres ? /^using PostgreSQL at [^\n]+\/[^\n]+, data directory [^\n]+\n/ : /^using the embedded database in [^\n]+ \(through the server running on it, pid \d+\)[^\n]*\n/;
 
 /** admin with `input` on its stdin (a pipe, as `cat settings.json | admin ...` gives it). */
 function adminWithStdin(input: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -49,7 +63,7 @@ beforeAll(async () => {
   if (onPostgres) return;
   dataDir = mkdtempSync(path.join(tmpdir(), "relay-cli-"));
   server = spawn(TSX, ["-e", "import('./server/boot/bootstrap.ts').then((m) => m.bootstrap()).then(() => console.log('ready'))"], {
-    env: env(),
+    env: { ...env(), PUBLIC_URL: "https://relay.example.com" },
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise<void>((resolve, reject) => {
@@ -119,7 +133,10 @@ describe("operator CLI", { timeout: 180_000 }, () => {
   it("creates an account, a line and keys; prints only the key; revokes", async () => {
     const email = `ops-${Date.now()}@example.com`;
     const account = await admin("account", "create", "--email", email, "--password", "correct horse battery");
-    expect(account.stderr).toBe("");
+    // One line on stderr: the database written to.
+    expect(account.stderr).toMatch(new RegExp(`${USING.source}$`));
+    if (onPostgres) expect(account.stderr).toContain(`(schema ${process.env.DATABASE_SCHEMA})`);
+    else expect(account.stderr).toContain(` in ${dataDir} (`);
     expect(account.code).toBe(0);
     expect(account.stdout.trim()).toMatch(/^acct_[0-9a-z]{26}$/);
 
@@ -217,7 +234,7 @@ describe("operator CLI", { timeout: 180_000 }, () => {
       expect(created.code, created.stderr).toBe(0);
       const id = created.stdout.trim();
       expect(id).toMatch(/^ln_[0-9a-z]+$/);
-      expect(created.stderr).toMatch(/PUBLIC_URL is http:\/\/localhost:3000/);
+      expect(created.stderr).toMatch(USING);
       expect(created.stderr).not.toMatch(/Could not register|Catch-up failed|did not answer/);
       // The CLI does not know the running server's address: the server registers the webhook itself.
       expect(bb.webhooks).toHaveLength(0);
@@ -231,6 +248,8 @@ describe("operator CLI", { timeout: 180_000 }, () => {
       expect(tested.stdout).toMatch(/advanced features: yes/);
 
       const listed = await admin("line", "list", "--account", email);
+      expect(listed.stdout.split("\n")[0]).toBe("ID\tHANDLE\tPROVIDER\tSTATUS\tFEATURES\tSETTINGS");
+      expect(listed.stderr).toBe(""); // a read: no "using" line
       expect(listed.stdout).toMatch(new RegExp(`^${id}\t\\+15557770002\tbluebubbles\tconnected\tadvanced\turl=${bb.url.replace(/[.:/]/g, "\\$&")} sendTimeoutSeconds=90$`, "m"));
       const json = JSON.parse((await admin("line", "list", "--account", email, "--json")).stdout);
       expect(json[0]).toMatchObject({ id, provider: "bluebubbles", status: "connected", send_rate_per_second: 2 });
@@ -245,6 +264,9 @@ describe("operator CLI", { timeout: 180_000 }, () => {
       expect(down.code).toBe(1);
       expect(down.stdout).toMatch(/probe: failed: could not reach BlueBubbles/);
       for (const r of [created, tested, listed, basic, down]) expect(r.stdout + r.stderr).not.toContain("cli-secret-pw");
+      // PUBLIC_URL is the running server's (https, from its marker) or unknown here: never the CLI's own guess.
+      for (const r of [created, tested, listed, basic, down]) expect(r.stderr).not.toMatch(/PUBLIC_URL is |localhost:3000/);
+      expect(JSON.parse((await admin("line", "list", "--account", email, "--json")).stdout)[0].warnings).toEqual([]);
 
       const bad = await admin("line", "connect", "--line", id, "--provider", "bluebubbles", "--provider-config", '{"url":"nope"}');
       expect(bad.code).toBe(1);
@@ -301,6 +323,127 @@ describe("operator CLI", { timeout: 180_000 }, () => {
       await bb.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+// The CLI works with the server's configuration (issue 37, items 11 and 12): the .env files of
+// its folder as Next loads them for the server, the production defaults unless
+// NODE_ENV=development, and never beside a running server's database.
+describe("the server's configuration", { timeout: 180_000 }, () => {
+  const scratch: string[] = [];
+  const tempDir = (prefix: string) => {
+    const dir = mkdtempSync(path.join(tmpdir(), prefix));
+    scratch.push(dir);
+    return dir;
+  };
+  afterAll(() => {
+    for (const dir of scratch) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** An app folder as the operator has one: the CLI runs there (migrations and packages as in the repository), with `dotenv` as its .env. */
+  function appFolder(dotenv: Record<string, string>): string {
+    const dir = tempDir("relay-cli-app-");
+    for (const name of ["prisma", "node_modules"]) symlinkSync(path.resolve(name), path.join(dir, name));
+    writeFileSync(path.join(dir, ".env"), Object.entries(dotenv).map(([k, v]) => `${k}=${v}`).join("\n"));
+    return dir;
+  }
+
+  /** The CLI's environment without `names`. */
+  function without(...names: string[]): NodeJS.ProcessEnv {
+    const e = env();
+    for (const name of names) delete e[name];
+    return e;
+  }
+  /** Without the database settings, which a test gives the CLI another way. */
+  const bare = () => without("DATABASE_URL", "DATABASE_SCHEMA", "DATA_DIR", "CREDENTIALS_KEY");
+
+  it("reads DATABASE_URL / DATA_DIR from a .env file in its folder, and says so", async () => {
+    const dotenv: Record<string, string> = onPostgres
+      ? { DATABASE_URL: process.env.DATABASE_URL!, DATABASE_SCHEMA: process.env.DATABASE_SCHEMA!, CREDENTIALS_KEY: env().CREDENTIALS_KEY! }
+      : { DATA_DIR: dataDir };
+    const email = `dotenv-${Date.now()}@example.com`;
+    const created = await adminIn({ env: bare(), cwd: appFolder(dotenv) }, "account", "create", "--email", email);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stderr).toMatch(USING);
+    expect(created.stderr).toMatch(/; settings from the environment and \.env\n$/);
+    expect(created.stdout + created.stderr).not.toContain(process.env.DATABASE_URL ?? "no url on PGlite");
+    // Written where the server's data is: the CLI run with the explicit settings finds the account.
+    const key = await admin("key", "create", "--account", email, "--name", "found");
+    expect(key.code, key.stderr).toBe(0);
+  });
+
+  it("refuses to use the embedded database of a DATA_DIR a running server serves from PostgreSQL", async () => {
+    const data = tempDir("relay-cli-marker-");
+    const served = servedDatabase(parseConfig({ DATABASE_URL: "postgresql://relay:marker-secret@db.example:5432/relay" }));
+    const marker: ServerInfo = { pid: process.pid, database: served, publicUrl: "https://relay.example.com", nodeEnv: "production" };
+    writeFileSync(path.join(data, SERVER_INFO_FILE), JSON.stringify(marker));
+    const refused = await adminIn({ env: { ...bare(), DATA_DIR: data } }, "account", "create", "--email", `marker-${Date.now()}@example.com`);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toBe(
+      `error: a server (pid ${process.pid}, NODE_ENV=production) runs on DATA_DIR ${data} with PostgreSQL at db.example:5432/relay, but this command would use the embedded database in ${data}: give the CLI the server's DATABASE_URL (and the rest of its settings): in the environment, or in a .env file in this folder, which the server reads too.\n`,
+    );
+    expect(readdirSync(data)).toEqual([SERVER_INFO_FILE]); // nothing written
+
+    // A marker left by a server that is gone (kill -9) stops nothing.
+    const gone = spawn(process.execPath, ["-e", ""]);
+    const deadPid = gone.pid!;
+    await new Promise((r) => gone.once("exit", r));
+    writeFileSync(path.join(data, SERVER_INFO_FILE), JSON.stringify({ ...marker, pid: deadPid }));
+    const listed = await adminIn({ env: { ...bare(), DATA_DIR: data, PGLITE_THREAD: "false" } }, "line", "list");
+    expect(listed.code, listed.stderr).toBe(0);
+  });
+
+  it.runIf(onPostgres)("refuses the embedded database while a server on PostgreSQL runs with that DATA_DIR (the marker the server leaves)", async () => {
+    const data = tempDir("relay-cli-pgserver-");
+    const serverEnv = { ...env(), DATA_DIR: data, PUBLIC_URL: "https://relay.example.com" };
+    const pgServer = spawn(TSX, ["-e", "import('./server/boot/bootstrap.ts').then((m) => m.bootstrap()).then(() => console.log('ready'))"], {
+      env: serverEnv,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        pgServer.stdout!.on("data", (d: Buffer) => d.toString().includes("ready") && resolve());
+        pgServer.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
+      });
+      const marker = JSON.parse(readFileSync(path.join(data, SERVER_INFO_FILE), "utf8")) as ServerInfo;
+      // (tsx runs the server in a child process of its own: the marker names that one.)
+      expect(marker).toMatchObject({ pid: expect.any(Number), database: { kind: "postgresql", at: expect.stringContaining(`(schema ${process.env.DATABASE_SCHEMA})`) }, publicUrl: "https://relay.example.com" });
+      expect(JSON.stringify(marker)).not.toContain(new URL(process.env.DATABASE_URL!).password || "no password");
+      const refused = await adminIn({ env: { ...bare(), DATA_DIR: data } }, "key", "create", "--account", "x@example.com", "--name", "x");
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/^error: a server \(pid \d+, NODE_ENV=production\) runs on DATA_DIR .* with PostgreSQL at .*give the CLI the server's DATABASE_URL/);
+    } finally {
+      pgServer.kill();
+    }
+  });
+
+  it("applies the production defaults unless NODE_ENV=development: a loopback provider URL is refused with the server's message", async () => {
+    const email = `prod-defaults-${Date.now()}@example.com`;
+    expect((await admin("account", "create", "--email", email)).code).toBe(0);
+    const settings = { url: "http://127.0.0.1:9", password: "pw" };
+    // What the server answers for these settings (PROVIDER_ALLOW_PRIVATE unset, in production).
+    process.env.PROVIDER_ALLOW_PRIVATE = "false";
+    resetConfig();
+    const serverMessage = await validateSettings(findProvider("bluebubbles")!, settings).then(
+      () => "accepted",
+      (err: Error) => err.message,
+    );
+    process.env.PROVIDER_ALLOW_PRIVATE = "true";
+    resetConfig();
+    expect(serverMessage).toContain("PROVIDER_ALLOW_PRIVATE");
+
+    const unset = without("NODE_ENV", "PROVIDER_ALLOW_PRIVATE");
+    const args = ["line", "create", "--account", email, "--handle", "+1 555 777 0009", "--provider", "bluebubbles", "--provider-config", JSON.stringify(settings)];
+    const refused = await adminIn({ env: unset }, ...args);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(USING);
+    expect(refused.stderr.replace(USING, "")).toBe(`error: ${serverMessage}\n`);
+    expect((await admin("line", "list", "--account", email)).stdout.split("\n").filter(Boolean)).toHaveLength(1); // the header only
+
+    const development = await adminIn({ env: { ...unset, NODE_ENV: "development" } }, ...args);
+    expect(development.code, development.stderr).toBe(0);
+    expect(development.stdout.trim()).toMatch(/^ln_/);
   });
 });
 
@@ -365,7 +508,7 @@ describe("admin key guardrails", { timeout: 240_000 }, () => {
     // Revoked by ID, as key list shows it: the other key stays.
     const revoked = await admin("key", "revoke", "--key", agent!.id);
     expect(revoked.code, revoked.stderr).toBe(0);
-    expect(revoked.stderr).toBe(`revoked ${agent!.id} (agent)\n`);
+    expect(revoked.stderr).toMatch(new RegExp(`${USING.source}revoked ${agent!.id} \\(agent\\)\\n$`));
     expect((await listed(email)).map((k) => [k.name, k.status])).toEqual([["owner", "active"], ["agent", "revoked"]]);
   });
 

@@ -1,28 +1,34 @@
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { config } from "../kernel/config";
 import { startChangeListener } from "../cache/changes";
 import { database } from "../db";
+import { secureDataDir } from "../db/data-dir";
 import { SocketPathTooLongError, startQueuedSocket } from "../db/socket-queue";
 import { sandboxLine } from "../services/lines/sandbox-line";
 import { loadSigningSecret } from "../storage/signed-urls";
 import { log } from "../observability/log";
+import { SERVER_INFO_FILE, type ServerInfo, servedDatabase } from "./server-info";
 
 // Server start: open (and migrate) the database, make sure the sandbox line and the signing
-// secret exist, and on embedded PGlite open a Unix socket (DATA_DIR/run, this OS user only)
-// so the operator CLI can reach the same database while the server runs.
+// secret exist, on embedded PGlite open a Unix socket (DATA_DIR/run, this OS user only) so the
+// operator CLI can reach the same database while the server runs, and leave the marker
+// (server-info.ts) that tells the CLI which database this server serves.
 
-const SERVER_INFO_FILE = "server.json";
 /** Holds the PGlite sockets; mode 0700. */
 const SOCKET_DIR = "run";
 
-interface ServerInfo {
-  pid: number;
-  /** A Unix socket: `host` is its directory (as for libpq and node-postgres), `port` names the file. */
-  pgliteSocket: { host: string; port: number };
-  /** The server's PUBLIC_URL: the operator CLI shows inbound URLs with it, not with its own guess. */
-  publicUrl?: string;
+/** The embedded database's socket for the operator CLI, or undefined when its path is too long for a Unix socket. */
+async function openSocket(pglite: Parameters<typeof startQueuedSocket>[0], dataDir: string): Promise<ServerInfo["pgliteSocket"]> {
+  try {
+    const socket = await startQueuedSocket(pglite, path.join(/*turbopackIgnore: true*/ dataDir, SOCKET_DIR));
+    return { host: socket.host, port: socket.port };
+  } catch (err) {
+    if (!(err instanceof SocketPathTooLongError)) throw err;
+    log().warn({ reason: err.message }, "the operator CLI cannot reach this server's database while it runs");
+    return undefined;
+  }
 }
 
 export async function bootstrap(): Promise<void> {
@@ -31,21 +37,28 @@ export async function bootstrap(): Promise<void> {
   await loadSigningSecret();
   await startChangeListener();
   const c = config();
-  if (db.kind === "pglite" && db.pglite && c.dataDir) {
-    let socket: Awaited<ReturnType<typeof startQueuedSocket>>;
-    try {
-      socket = await startQueuedSocket(db.pglite, path.join(/*turbopackIgnore: true*/ c.dataDir, SOCKET_DIR));
-    } catch (err) {
-      if (!(err instanceof SocketPathTooLongError)) throw err;
-      log().warn({ reason: err.message }, "the operator CLI cannot reach this server's database while it runs");
-      return;
-    }
-    const info: ServerInfo = { pid: process.pid, pgliteSocket: { host: socket.host, port: socket.port }, publicUrl: c.PUBLIC_URL };
-    const file = path.join(/*turbopackIgnore: true*/ c.dataDir, SERVER_INFO_FILE);
-    await writeFile(file, JSON.stringify(info), { mode: 0o600 });
-    const cleanup = () => {
-      rmSync(file, { force: true });
-    };
-    process.once("exit", cleanup);
+  if (!c.dataDir) return;
+  let pgliteSocket: ServerInfo["pgliteSocket"];
+  if (db.kind === "pglite" && db.pglite) {
+    pgliteSocket = await openSocket(db.pglite, c.dataDir);
+    if (!pgliteSocket) return;
   }
+  const info: ServerInfo = { pid: process.pid, database: servedDatabase(c), pgliteSocket, publicUrl: c.PUBLIC_URL, nodeEnv: c.NODE_ENV };
+  const file = path.join(/*turbopackIgnore: true*/ c.dataDir, SERVER_INFO_FILE);
+  try {
+    // On PostgreSQL DATA_DIR may not exist yet (files in S3, CREDENTIALS_KEY set).
+    secureDataDir(c.dataDir);
+    await writeFile(file, JSON.stringify(info), { mode: 0o600 });
+  } catch (err) {
+    log().warn({ err, file }, "could not write the marker that tells the operator CLI which database this server serves");
+    return;
+  }
+  process.once("exit", () => {
+    // Instances on one DATA_DIR overwrite each other's marker: only the last writer removes it.
+    try {
+      if ((JSON.parse(readFileSync(file, "utf8")) as ServerInfo).pid === process.pid) rmSync(file, { force: true });
+    } catch {
+      // gone already
+    }
+  });
 }

@@ -3,6 +3,7 @@ import { config } from "../../kernel/config";
 import { ApiError } from "../../kernel/errors";
 import { isPhoneNumber } from "../../kernel/handles";
 import { processSingleton } from "../../kernel/singleton";
+import { publicUrlIsServers } from "../../kernel/public-url";
 import { filesBaseUrl } from "../../storage/signed-urls";
 import { defineProvider, type InboundRequest, type ProviderLine } from "../provider";
 import { twilioAbout } from "./about";
@@ -174,13 +175,15 @@ export const twilioProvider = defineProvider<z.output<typeof Config>, Settings, 
   warnings() {
     const out: string[] = [];
     const publicUrl = new URL(config().PUBLIC_URL);
-    if (publicUrl.protocol !== "https:") {
+    // Only about the server's own address: the operator CLI may just be guessing it.
+    const known = publicUrlIsServers();
+    if (known && publicUrl.protocol !== "https:") {
       out.push(
         `PUBLIC_URL is ${publicUrl.origin}, not https: Twilio should post inbound messages and delivery reports to an https URL with a publicly trusted certificate (it refuses self-signed ones).`,
       );
     }
     const files = new URL(filesBaseUrl());
-    if (files.protocol !== "https:") {
+    if ((known || config().FILES_PUBLIC_URL) && files.protocol !== "https:") {
       out.push(`Attachments are sent as MMS through links under ${files.origin}, which Twilio must be able to fetch: serve it over https from a public address.`);
     }
     return out;

@@ -1,5 +1,6 @@
 import { z, ZodError } from "zod";
 import { config } from "../../kernel/config";
+import { publicUrlIsServers } from "../../kernel/public-url";
 import { getDb } from "../../db";
 import { ApiError } from "../../kernel/errors";
 import type { Line } from "../../generated/prisma/client";
@@ -94,9 +95,9 @@ function lineWarnings(line: Line): string[] {
   return [...urlWarnings(provider.name), ...(provider.warnings?.(settings) ?? [])];
 }
 
-/** Warnings a working connection may still deserve: a provider cannot call back a local URL. */
+/** Warnings a working connection may still deserve: a provider cannot call back a local URL (the server's: the CLI may only guess it). */
 function urlWarnings(providerName: string): string[] {
-  if (!isMonitored(providerName)) return [];
+  if (!isMonitored(providerName) || !publicUrlIsServers()) return [];
   const url = new URL(config().PUBLIC_URL);
   if (["localhost", "127.0.0.1", "::1", "[::1]"].includes(url.hostname)) {
     return [

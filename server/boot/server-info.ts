@@ -1,0 +1,72 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import type { Config } from "../kernel/config";
+
+// DATA_DIR/server.json: the running server's marker, which the operator CLI (scripts/admin.ts)
+// reads so that it works on the server's data and not beside it: which database the server
+// serves (the CLI refuses to use another kind with the same DATA_DIR), the Unix socket of an
+// embedded one, and the server's PUBLIC_URL. Written at start by bootstrap.ts, removed on exit.
+
+export const SERVER_INFO_FILE = "server.json";
+
+export type ServedDatabase = { kind: "pglite" } | { kind: "postgresql"; at: string };
+
+export interface ServerInfo {
+  pid: number;
+  /** Absent in files of servers before it, which wrote this file on embedded PGlite only. */
+  database?: ServedDatabase;
+  /** A Unix socket: `host` is its directory (as for libpq and node-postgres), `port` names the file. */
+  pgliteSocket?: { host: string; port: number };
+  /** The server's PUBLIC_URL: the operator CLI shows inbound URLs with it, not with its own guess. */
+  publicUrl?: string;
+  /** The server's NODE_ENV, for the operator CLI's message when it refuses. */
+  nodeEnv?: string;
+}
+
+/** A PostgreSQL URL as `host:port/database` (a Unix socket's directory for the host), never its password. */
+export function postgresLocation(url: string, schema = "public"): string {
+  // node-postgres also takes forms URL does not parse (postgresql://user@/db?host=/run/postgresql).
+  if (!URL.canParse(url)) {
+    const [where = "", query = ""] = url.replace(/^[a-z]+:\/\/([^/]*@)?/, "").split("?");
+    const socket = new URLSearchParams(query).get("host");
+    return `${where}${socket ? ` on ${socket}` : ""}`;
+  }
+  const u = new URL(url);
+  const host = u.hostname || u.searchParams.get("host") || "localhost";
+  const database = decodeURIComponent(u.pathname.replace(/^\//, "")) || "(default database)";
+  return `${host}${u.port ? `:${u.port}` : ""}/${database}${schema !== "public" ? ` (schema ${schema})` : ""}`;
+}
+
+/** A PostgreSQL URL with its password masked, for a command line shown on the console. */
+export function maskedPostgresUrl(url: string): string {
+  return url.replace(/^([a-z]+:\/\/[^:@/]*:)[^/]*@/, "$1****@").replace(/([?&]password=)[^&]*/i, "$1****");
+}
+
+/** The database this configuration serves, as the marker names it. */
+export function servedDatabase(c: Config): ServedDatabase {
+  return c.DATABASE_URL ? { kind: "postgresql", at: postgresLocation(c.DATABASE_URL, c.DATABASE_SCHEMA) } : { kind: "pglite" };
+}
+
+/** Whether process `pid` exists (a marker whose server died stays behind after kill -9). */
+function alive(pid: unknown): boolean {
+  if (typeof pid !== "number" || !Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, under another user.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** The marker of a server running on `dataDir`, or null (none, unreadable, or its process is gone). */
+export function runningServerInfo(dataDir: string): ServerInfo | null {
+  let info: ServerInfo;
+  try {
+    info = JSON.parse(readFileSync(path.join(/*turbopackIgnore: true*/ dataDir, SERVER_INFO_FILE), "utf8")) as ServerInfo;
+  } catch {
+    return null;
+  }
+  if (!info || typeof info !== "object" || !alive(info.pid)) return null;
+  return { ...info, database: info.database ?? { kind: "pglite" } };
+}
