@@ -73,7 +73,7 @@ function storedRefusal(body: object): ApiError {
 }
 
 const page = (what: string) => (r: { data: unknown[]; has_more: boolean; next_cursor: string | null }) =>
-  `${r.data.length} ${what}${r.has_more ? `; more with cursor ${r.next_cursor}` : ""}.`;
+  `${r.data.length} ${what}${r.data.length === 1 ? "" : "s"}${r.has_more ? `; more with cursor ${r.next_cursor}` : ""}.`;
 
 const at = (ms: number) => new Date(ms).toISOString();
 const NOT_SENT = "it has not been sent";
@@ -151,7 +151,7 @@ export const TOOLS: readonly Tool[] = [
     output: OPERATIONS.listLines.response,
     readOnly: true,
     run: ({ actor }, input) => listLines(actor, input),
-    summary: page("lines"),
+    summary: page("line"),
   }),
   tool({
     name: "list_chats",
@@ -163,7 +163,7 @@ export const TOOLS: readonly Tool[] = [
     output: OPERATIONS.listChats.response,
     readOnly: true,
     run: ({ actor }, input) => listChats(actor, input),
-    summary: page("chats"),
+    summary: page("chat"),
   }),
   tool({
     name: "read_messages",
@@ -175,7 +175,7 @@ export const TOOLS: readonly Tool[] = [
     output: MessagePage,
     readOnly: true,
     run: ({ actor }, input) => listMessages(actor, input),
-    summary: page("messages"),
+    summary: page("message"),
   }),
   tool({
     name: "send_message",
