@@ -3,12 +3,12 @@ import { processSingleton } from "../kernel/singleton";
 
 // Provider work that runs a bounded number at a time in one process (media downloads, and the
 // line monitor's checks), so a burst of webhooks with large media cannot hold unbounded memory,
-// sockets and disk writes. The slots are shared fairly between accounts: a free slot goes to the
-// waiting account served longest ago, and while another account waits, one account starts no
-// more than half the slots (unless they would stay idle), so
-// one account's lines cannot fill them all. At most `perLine` run for one line, and a waiter
-// whose line is at its limit is skipped, never holding up another line's. An account's wait
-// queue is bounded: past `waitingPerAccount`, run() refuses at once with the `busy` message.
+// sockets and disk writes. The slots are shared fairly between accounts, so one account's lines
+// cannot fill them all: a free slot goes to the waiting account served longest ago, and while
+// another account waits, one account starts no more than half the slots (unless they would
+// stay idle). At most `perLine` run for one line, and a waiter whose line is at its limit is
+// skipped, never holding up another line's. An account's wait queue is bounded: past
+// `waitingPerAccount`, run() refuses at once with the `busy` message.
 
 interface Owner {
   accountId: string;
