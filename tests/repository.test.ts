@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { OutboxItemSchema } from "@/server/wire/responses";
 
 // What a new user of a clean clone reads first: the licence, and READMEs that point only at
 // things the repository has (no shared design documents, no package that is not on npm).
@@ -8,6 +9,8 @@ import { describe, expect, it } from "vitest";
 const root = path.resolve(import.meta.dirname, "..");
 const read = (file: string) => readFileSync(path.join(root, file), "utf8");
 const READMES = ["README.md", "packages/client/README.md"];
+/** Every page of documentation a user of a clean clone may read. */
+const DOCS = [...READMES, "bench/README.md", ...readdirSync(path.join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
 
 describe("the repository", () => {
   it("is MIT licensed as a whole, and says so in LICENSE, package.json and README", () => {
@@ -33,5 +36,23 @@ describe("the repository", () => {
     // How to get the client from this repository instead.
     expect(read("README.md")).toMatch(/npm pack[\s\S]*npm install \/path\/to\/relay-client-0\.1\.0\.tgz/);
     expect(read("packages/client/README.md")).toContain("npm install /path/to/relay/packages/client/relay-client-0.1.0.tgz");
+  });
+
+  it("no page of the documentation cites a document the repository does not have, or shows a message search without its line", () => {
+    // generated.ts carries the OpenAPI document's descriptions (tests/client-generated.test.ts
+    // keeps it equal to the document /docs renders).
+    for (const page of [...DOCS, "packages/client/src/generated.ts"]) {
+      const text = read(page);
+      expect(text, page).not.toMatch(/\bSPEC\b|SPEC\.md|COMPAT\.md|DESIGN\.md/);
+      // GET /v1/messages needs `from` (the line) beside `query`.
+      expect(text, page).not.toMatch(/\/v1\/messages\?query=/);
+    }
+  });
+
+  it("docs/send-policy.md's table of holds names every hold_reason the API answers", () => {
+    const row = read("docs/send-policy.md").split("\n").find((l) => l.startsWith("| `hold_reason` |"))!;
+    const reasons = OutboxItemSchema.shape.hold_reason.unwrap().options;
+    expect(reasons).toContain("approval");
+    for (const reason of reasons) expect(row, reason).toContain(`\`${reason}\``);
   });
 });

@@ -11,7 +11,7 @@ const budget = z.number().int("must be a whole number").min(0, "must not be nega
 /** What an operator may set (PUT semantics per field: a field given replaces it; null clears a budget or quiet hours). */
 export const SendPolicyInput = z
   .object({
-    contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (SPEC's rule). Default true"),
+    contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (the contact-first rule). Default true"),
     new_contacts_per_hour: budget.describe("Sends that open a conversation with a new contact, per sliding hour; null: no limit"),
     new_contacts_per_day: budget.describe("The same per sliding 24 hours; null: no limit"),
     quiet_hours: QuietHoursSchema.nullable().describe("A daily window (local time in an IANA zone) during which new messages wait"),

@@ -15,7 +15,7 @@ const msOrNull = ms.nullable();
 
 const SendPolicySchema = z
   .object({
-    contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (SPEC's rule)"),
+    contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (the contact-first rule)"),
     new_contacts_per_hour: z.number().int().nullable().describe("Conversations with new contacts per sliding hour; null: no limit"),
     new_contacts_per_day: z.number().int().nullable().describe("The same per sliding 24 hours; null: no limit"),
     quiet_hours: z

@@ -36,7 +36,7 @@ export type Line = {
 };
 
 export type SendPolicy = {
-  /** Sends only to contacts that messaged the line first (SPEC's rule) */
+  /** Sends only to contacts that messaged the line first (the contact-first rule) */
   contact_first: boolean;
   /** Conversations with new contacts per sliding hour; null: no limit */
   new_contacts_per_hour: number | null;
