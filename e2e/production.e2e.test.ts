@@ -1,11 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import http from "node:http";
 import net, { type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, stopWithSigterm, waitUntilUp } from "./harness";
+import { freePort, freshPostgresDatabase, stopWithSigterm, waitUntilUp } from "./harness";
 
 // Running it in production, as an operator sees it from outside the process: the request log
 // on stdout, /healthz, /readyz and /metrics, graceful shutdown on SIGTERM, and settings it
@@ -54,6 +54,17 @@ function environment(dataDir: string, port: number, extra: Record<string, string
   return { ...env, ...extra };
 }
 
+/** Waits (up to 10 s) until the server printed a line matching `pattern` on stdout; returns its index. */
+async function printed(app: Instance, pattern: RegExp): Promise<number> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const at = app.stdout.findIndex((l) => pattern.test(l));
+    if (at >= 0) return at;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the server never printed ${pattern}; stdout:\n${app.stdout.join("\n")}`);
+}
+
 /** JSON log records the server printed. */
 const records = (app: Instance) =>
   app.stdout.flatMap((line) => {
@@ -86,6 +97,17 @@ describe("a production instance (npm start, embedded PGlite)", () => {
   afterAll(async () => {
     await stopWithSigterm(app?.child, "npm start").catch(() => undefined);
     rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("prints Ready after its banner, which gives the operator CLI's commands with the variables they need and suggests a provider line", async () => {
+    const ready = await printed(app, /^> Ready on http:\/\/127\.0\.0\.1:\d+$/);
+    const banner = app.stdout.findIndex((l) => l.startsWith("Relay is ready on "));
+    expect(banner).toBeGreaterThanOrEqual(0);
+    expect(ready).toBeGreaterThan(banner);
+    const text = app.stdout.slice(banner, ready).join("\n");
+    expect(text).toContain(`  DATA_DIR=${dataDir} npm run -s admin -- account create --email you@example.com`);
+    expect(text).toContain("--provider bluebubbles --provider-config-file bluebubbles.json");
+    expect(text).not.toMatch(/simulat|--advanced|NODE_ENV/);
   });
 
   it("is ready: database migrated, storage writable, delivery running; lines summarised (details only with METRICS_TOKEN)", async () => {
@@ -252,8 +274,56 @@ describe("settings it cannot run with are refused at startup, in one line naming
       expect(refusals).toHaveLength(1);
       expect(refusals[0]).toMatch(expected);
       expect(app.stderr.join("\n")).not.toMatch(/^\s+at /m); // no stack trace
+      expect(app.stdout.join("\n")).not.toMatch(/Ready on|Relay is ready/); // never "Ready" before a refusal
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("a production instance on PostgreSQL and the operator CLI (issue 37, item 11)", () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "relay-prod-pg-"));
+  let app: Instance | undefined;
+  let database: Awaited<ReturnType<typeof freshPostgresDatabase>> | undefined;
+  /** The CLI as a new user ran it, in this folder. */
+  /** The database as the server and the CLI name it: host:port/name. */
+  const at = () => `${new URL(database!.url).host}${new URL(database!.url).pathname}`;
+  const admin = (env: NodeJS.ProcessEnv, ...args: string[]) => spawnSync(TSX, ["scripts/admin.ts", ...args], { env, encoding: "utf8", timeout: 60_000 });
+
+  beforeAll(async () => {
+    database = await freshPostgresDatabase();
+    const port = await freePort();
+    app = spawnServer(environment(dataDir, port, { DATABASE_URL: database.url, CREDENTIALS_KEY: "e2e-credentials-key-0123456789abcdefghij" }), port);
+    await waitUntilUp(`${app.base}/healthz`, app.child, "npm start on PostgreSQL did not come up");
+  });
+
+  afterAll(async () => {
+    await stopWithSigterm(app?.child, "npm start").catch(() => undefined);
+    await database?.drop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("prints the CLI's commands with DATABASE_URL and the credentials key masked", async () => {
+    const ready = await printed(app!, /^> Ready on /);
+    const text = app!.stdout.slice(0, ready).join("\n");
+    expect(text).toContain(`database: PostgreSQL at ${at()};`);
+    expect(text).toContain(`  DATABASE_URL='${database!.url}' DATA_DIR=${dataDir} CREDENTIALS_KEY=**** npm run -s admin -- account create`);
+    expect(text).not.toContain("e2e-credentials-key");
+  });
+
+  it("refuses to write to the embedded database of the server's DATA_DIR without DATABASE_URL; with it, says where it wrote", () => {
+    // As a new user's shell had it: no DATABASE_URL, no NODE_ENV.
+    const withoutUrl = Object.fromEntries(Object.entries(app!.env).filter(([name]) => name !== "DATABASE_URL" && name !== "NODE_ENV")) as NodeJS.ProcessEnv;
+    const refused = admin(withoutUrl, "account", "create", "--email", "pg-user@example.com");
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toMatch(/^error: a server \(pid \d+, NODE_ENV=production\) runs on DATA_DIR /);
+    expect(refused.stderr).toContain(` with PostgreSQL at ${at()}, but this command would use the embedded database in ${dataDir}: give the CLI the server's DATABASE_URL`);
+    expect(readdirSync(dataDir)).not.toContain("pglite");
+
+    const created = admin(app!.env, "account", "create", "--email", "pg-user@example.com");
+    expect(created.status, created.stderr).toBe(0);
+    expect(created.stderr.split("\n")[0]).toBe(`using PostgreSQL at ${at()}, data directory ${dataDir}`);
+    expect(created.stdout.trim()).toMatch(/^acct_/);
   });
 });

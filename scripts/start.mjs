@@ -16,6 +16,7 @@ import http from "node:http";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import nextEnv from "@next/env";
 
 const args = process.argv.slice(2);
 function option(...names) {
@@ -38,6 +39,10 @@ if (standalone) {
   const { config } = JSON.parse(readFileSync(path.join(dir, ".next", "required-server-files.json"), "utf8"));
   process.env.__NEXT_PRIVATE_STANDALONE_CONFIG ??= JSON.stringify(config);
 }
+// The .env files, as Next loads them for the server (production: .env.production.local,
+// .env.local, .env.production, .env; none overrides the environment), here before PORT and
+// HOSTNAME are read. The operator CLI loads the same files (scripts/admin-env.ts).
+nextEnv.loadEnvConfig(dir, false, { info: () => {}, error: (...a) => console.error(...a) });
 const port = Number(option("-p", "--port") ?? process.env.PORT ?? 3000);
 const hostname = option("-H", "--hostname") ?? (standalone ? process.env.HOSTNAME : undefined);
 const keepAliveTimeout = option("--keepAliveTimeout") ?? (standalone ? process.env.KEEP_ALIVE_TIMEOUT : undefined);
@@ -47,6 +52,11 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 }
 // As `next start` does, before Next is loaded.
 process.env.NODE_ENV = "production";
+// server/boot/startup.ts calls this once the app has started (instrumentation.ts): "Ready" is
+// printed then, never before a refusal to start (which exits 1).
+const started = new Promise((resolve) => {
+  globalThis[Symbol.for("relay.on-started")] = resolve;
+});
 const { default: next } = await import("next");
 
 const app = next({ dev: false, dir, hostname: hostname ?? "localhost", port });
@@ -85,9 +95,10 @@ server.on("error", (err) => {
   console.error(`[start] ${err.message}`);
   process.exit(1);
 });
+// Requests that come before the app has started wait for it in Next's handler.
 server.listen(port, hostname, () => {
   const { port: bound } = server.address();
-  console.log(`> Ready on http://${hostname ?? "localhost"}:${bound}`);
+  void started.then(() => console.log(`> Ready on http://${hostname ?? "localhost"}:${bound}`));
 });
 
 // Methods no route serves (TRACE, PROPFIND, …) and requests Node's parser refuses (431, control

@@ -58,6 +58,26 @@ describe("a server started with NODE_ENV=staging", () => {
     expect(banner).toContain("Create an account, a line and a key with the operator CLI");
     expect(banner).not.toMatch(/sk_(live|test)_/);
     expect(await (await db()).account.count()).toBe(0);
+    // A line through a provider, not a simulated one; each command with the settings the CLI must share.
+    expect(banner).toContain("line create --account you@example.com --handle +15551234567 --provider bluebubbles --provider-config-file bluebubbles.json");
+    expect(banner).not.toMatch(/simulat|--advanced/);
+    const command = banner.split("\n").find((l) => l.includes("npm run -s admin -- account create"))!;
+    const shared = process.env.DATABASE_URL ? [`DATABASE_URL='${process.env.DATABASE_URL}'`, `DATABASE_SCHEMA=${process.env.DATABASE_SCHEMA}`] : ["DATA_DIR=:memory:"];
+    for (const variable of [...shared, "PROVIDER_ALLOW_PRIVATE=true"]) expect(command).toContain(` ${variable} `);
+    expect(command).not.toContain("NODE_ENV"); // the CLI's default is production
+  });
+
+  it("prints the operator CLI's variables with their secrets masked", async () => {
+    const { readyBanner } = await import("@/server/boot/banner");
+    const env = { NODE_ENV: "production", DATABASE_URL: "postgresql://relay:s3cret-pw@db.example:5432/relay", DATA_DIR: "/srv/relay", CREDENTIALS_KEY: "k".repeat(40) };
+    const banner = readyBanner(parseConfig(env), env, null);
+    expect(banner).toContain("database: PostgreSQL at db.example:5432/relay;");
+    expect(banner).toContain("  DATABASE_URL='postgresql://relay:****@db.example:5432/relay' DATA_DIR=/srv/relay CREDENTIALS_KEY=**** npm run -s admin -- key create --account you@example.com --name prod");
+    expect(banner).toContain("**** stands for this server's secret");
+    expect(banner).not.toMatch(/s3cret-pw|kkkk/);
+    const dev = readyBanner(parseConfig({ NODE_ENV: "development" }), { NODE_ENV: "development" }, null);
+    expect(dev).toContain("  NODE_ENV=development npm run -s admin -- line create --account you@example.com --handle +15550001000 --advanced");
+    expect(dev).not.toContain("****");
   });
 
   it("refuses http:// and loopback webhook URLs", async () => {

@@ -13,9 +13,11 @@ import { credentialsKeySource } from "../db/credentials";
 import { sealUnboundSecrets } from "../platform/connection";
 import { type RouteModule, registerFastRoutes } from "../transports/http/fast-routes";
 import { log } from "../observability/log";
+import { processSingleton } from "../kernel/singleton";
+import { readyBanner } from "./banner";
 
 // Runs once per server process (instrumentation.ts): database ready, then a banner saying how
-// to get a first key.
+// to get a first key (banner.ts).
 
 /**
  * A setting the service cannot run with stops it before it takes a request: one line per
@@ -31,7 +33,24 @@ export interface StartOptions {
   fastRoutes?: Readonly<Record<string, RouteModule>>;
 }
 
-export async function startServer(options: StartOptions = {}): Promise<void> {
+/** Once per process: a second register() (a dev reload of instrumentation) gets the first start, not a second banner and engine. */
+const started = processSingleton("startup", () => ({ run: null as Promise<void> | null }));
+
+/**
+ * scripts/start.mjs puts a function here and prints "Ready on …" when it is called: once the
+ * server will serve, never before a refusal to start.
+ */
+const ON_STARTED = Symbol.for("relay.on-started");
+
+export function startServer(options: StartOptions = {}): Promise<void> {
+  started.run ??= start(options).then(() => {
+    const onStarted = (globalThis as Record<symbol, unknown>)[ON_STARTED];
+    if (typeof onStarted === "function") onStarted();
+  });
+  return started.run;
+}
+
+async function start(options: StartOptions): Promise<void> {
   let c: ReturnType<typeof config>;
   try {
     c = config();
@@ -58,33 +77,9 @@ export async function startServer(options: StartOptions = {}): Promise<void> {
   }
   await startEngine();
   const db = await getDb();
-  const where = c.DATABASE_URL ? "PostgreSQL" : `embedded PGlite in ${c.dataDir ?? "memory"}`;
-  const engine = c.deliveryEngine === "inngest" ? `Inngest (functions served at ${c.PUBLIC_URL}/api/inngest)` : "embedded runner";
-  const lines = [`Relay is ready on ${c.PUBLIC_URL} (database: ${where}; delivery: ${engine}).`];
   const accounts = await db.account.count();
   const seed = !c.isProduction && accounts === 0 && c.EMBEDDED_SEED !== false ? await seedDevAccount() : null;
-  if (seed) {
-    lines.push(
-      "",
-      "First start: created a development account with a simulated line. Your API key (shown once):",
-      `  ${seed.key}`,
-      `  account ${seed.email}, password ${seed.password}, line ${seed.lineHandle}`,
-      "",
-      "Try it:",
-      `  curl -H "Authorization: Bearer ${seed.key}" ${c.PUBLIC_URL}/v1/lines`,
-      `  curl -X POST -H "Authorization: Bearer ${seed.key}" -H "Content-Type: application/json" \\`,
-      `    -d '{"line":"${seed.lineHandle}","from":"+15551230001","text":"Hello!"}' ${c.PUBLIC_URL}/api/simulator/messages`,
-    );
-  } else {
-    lines.push(
-      "",
-      "Create an account, a line and a key with the operator CLI:",
-      "  npm run -s admin -- account create --email you@example.com --password 'a long password'",
-      "  npm run -s admin -- line create --account you@example.com --handle +15550001000 --advanced",
-      "  npm run -s admin -- key create --account you@example.com --name dev",
-    );
-  }
-  console.log(`\n${lines.join("\n")}\n`);
+  console.log(`\n${readyBanner(c, process.env, seed)}\n`);
   const keySource = credentialsKeySource();
   if (c.isProduction && keySource !== "env") {
     log().warn(

@@ -122,12 +122,16 @@ const state = processSingleton("logger", () => ({
   stream: null as DestinationStream | null,
   /** The process's one stdout batch (its flush timer and exit hook are set up once). */
   stdout: null as DestinationStream | null,
+  /** The level of a request answered below 400: debug under `next dev`, which prints its own line for each. */
+  routineRequestLevel: 30,
 }));
 
 /** The process's logger (created on first use from LOG_LEVEL). */
 export function log(): Logger {
   if (!state.logger) {
-    state.stream = state.destination ?? (config().NODE_ENV === "development" ? readableStdout() : (state.stdout ??= stdoutBuffered()));
+    const development = config().NODE_ENV === "development";
+    state.stream = state.destination ?? (development ? readableStdout() : (state.stdout ??= stdoutBuffered()));
+    state.routineRequestLevel = development ? 20 : 30;
     state.logger = createLogger(state.stream);
   }
   return state.logger;
@@ -150,12 +154,12 @@ const str = JSON.stringify;
 
 /**
  * One request's line: the same JSON that `log().info(record, "request")` writes (error level for
- * a 5xx), serialized by hand because it is written for every request. Every field is an ID, a
+ * a 5xx; debug for one below 400 under `next dev`), serialized by hand because it is written for every request. Every field is an ID, a
  * route, a number or the path; there is nothing in it to redact.
  */
 export function logRequest(r: RequestRecord): void {
   const logger = log();
-  const level = r.status >= 500 ? 50 : 30;
+  const level = r.status >= 500 ? 50 : r.status >= 400 ? 30 : state.routineRequestLevel;
   if (logger.levelVal > level) return;
   let line = `{"level":${level},"time":"${isoNow()}","pid":${process.pid},"request_id":${str(r.request_id)},"method":${str(r.method)},"route":${str(r.route)}`;
   if (r.path !== undefined) line += `,"path":${str(r.path)}`;
