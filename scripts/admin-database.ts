@@ -7,7 +7,7 @@
 // serves, and takes its PUBLIC_URL.
 import net from "node:net";
 import path from "node:path";
-import { postgresLocation, runningServerInfo, type ServerInfo } from "../server/boot/server-info";
+import { postgresLocation, runningServerInfo, SERVER_INFO_FILE, type ServerInfo } from "../server/boot/server-info";
 import { config, resetConfig } from "../server/kernel/config";
 import { markPublicUrlGuessed } from "../server/kernel/public-url";
 import { ENV_FILES } from "./admin-env";
@@ -72,7 +72,7 @@ export async function useServersDatabase(options: { write: boolean }): Promise<v
         ? "give the CLI the server's DATABASE_URL (and the rest of its settings): in the environment, or in a .env file in this folder, which the server reads too"
         : "run the CLI without DATABASE_URL, as the server runs";
     throw new Error(
-      `a server (pid ${server.pid}${server.nodeEnv ? `, NODE_ENV=${server.nodeEnv}` : ""}) runs on DATA_DIR ${shown(c.dataDir!)} with ${theirs}, but this command would use ${describe(kind, c.dataDir, at)}: ${fix}.`,
+      `a server (pid ${server.pid}${server.nodeEnv ? `, NODE_ENV=${server.nodeEnv}` : ""}) runs on DATA_DIR ${shown(c.dataDir!)} with ${theirs}, but this command would use ${describe(kind, c.dataDir, at)}: ${fix}. (No such server? Then ${path.join(shown(c.dataDir!), SERVER_INFO_FILE)} is left from one that was killed: delete it.)`,
     );
   }
   // The inbound URLs this CLI prints are the running server's, not built from this shell's PUBLIC_URL.

@@ -381,7 +381,7 @@ describe("the server's configuration", { timeout: 180_000 }, () => {
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe("");
     expect(refused.stderr).toBe(
-      `error: a server (pid ${process.pid}, NODE_ENV=production) runs on DATA_DIR ${data} with PostgreSQL at db.example:5432/relay, but this command would use the embedded database in ${data}: give the CLI the server's DATABASE_URL (and the rest of its settings): in the environment, or in a .env file in this folder, which the server reads too.\n`,
+      `error: a server (pid ${process.pid}, NODE_ENV=production) runs on DATA_DIR ${data} with PostgreSQL at db.example:5432/relay, but this command would use the embedded database in ${data}: give the CLI the server's DATABASE_URL (and the rest of its settings): in the environment, or in a .env file in this folder, which the server reads too. (No such server? Then ${data}/server.json is left from one that was killed: delete it.)\n`,
     );
     expect(readdirSync(data)).toEqual([SERVER_INFO_FILE]); // nothing written
 
