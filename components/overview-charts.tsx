@@ -1,5 +1,5 @@
 "use client";
-import type { ReactNode } from "react";
+import { type ReactNode, useState } from "react";
 import { Bar, BarChart, CartesianGrid, Cell, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import styles from "./overview.module.css";
 
@@ -221,27 +221,64 @@ function HealthTooltip({ active, payload, days }: TooltipProps & { days: string[
   );
 }
 
-const shorten = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+// Line names on the health chart's axis: the axis is as wide as the longest name, up to
+// NAME_MAX px and NAME_SHARE of the chart (the days need the rest, a phone's too), and a longer
+// name is cut to fit with an ellipsis, its full text in a <title>. Measured in the page's font:
+// a count of characters cut "Development line" mid-glyph at the chart's edge, and recharts
+// wraps a tick wider than the axis onto two lines.
+const NAME_FONT_PX = AXIS_TICK.fontSize;
+const NAME_MAX = 140;
+const NAME_SHARE = 0.3;
+const TICK_SPACE = 10;
+let measureContext: CanvasRenderingContext2D | null | undefined;
+
+function textWidth(text: string): number {
+  if (measureContext === undefined) measureContext = typeof document === "undefined" ? null : document.createElement("canvas").getContext("2d");
+  if (!measureContext) return text.length * NAME_FONT_PX * 0.6;
+  measureContext.font = `${NAME_FONT_PX}px ${getComputedStyle(document.body).fontFamily}`;
+  return measureContext.measureText(text).width;
+}
+
+function fitText(text: string, width: number): string {
+  if (textWidth(text) <= width) return text;
+  let n = text.length - 1;
+  while (n > 1 && textWidth(`${text.slice(0, n)}…`) > width) n--;
+  return `${text.slice(0, n).trimEnd()}…`;
+}
+
+function NameTick({ x, y, payload, width }: { x?: number; y?: number; payload?: { value?: unknown }; width: number }) {
+  const name = String(payload?.value ?? "");
+  return (
+    <text x={x} y={y} dy="0.35em" textAnchor="end" fill={AXIS_TICK.fill} fontSize={NAME_FONT_PX}>
+      <title>{name}</title>
+      {fitText(name, width)}
+    </text>
+  );
+}
 
 /** Each line as a row of days, each day in the colour of the line's worst status that day. */
 export function HealthTimeline({ rows, days }: { rows: HealthRow[]; days: string[] }) {
   const data = rows.map((r) => ({ ...r, ...Object.fromEntries(days.map((_, i) => [`d${i}`, 1])) }));
   const ticks = days.map((_, i) => i + 0.5).filter((_, i) => i % 3 === 1 || i === days.length - 1);
+  const [chartWidth, setChartWidth] = useState(0);
+  const longest = Math.ceil(Math.max(0, ...rows.map((r) => textWidth(r.short)))) + TICK_SPACE;
+  const axisWidth = Math.round(Math.min(longest, NAME_MAX, chartWidth ? chartWidth * NAME_SHARE : NAME_MAX));
   return (
     <div className={styles.plot} aria-hidden="true">
-      <ResponsiveContainer width="100%" height={44 + rows.length * 34}>
-        <BarChart data={data} layout="vertical" margin={{ top: 4, right: 12, bottom: 0, left: 0 }} barCategoryGap={6} accessibilityLayer={false}>
+      <ResponsiveContainer width="100%" height={44 + rows.length * 34} onResize={(width) => setChartWidth(width)}>
+        <BarChart data={data} layout="vertical" margin={{ top: 4, right: 20, bottom: 0, left: 0 }} barCategoryGap={6} accessibilityLayer={false}>
           <XAxis
             type="number"
             domain={[0, days.length]}
             ticks={ticks}
-            interval={0}
+            // A narrow phone drops a date rather than overlap two; the newest day always shows.
+            interval="preserveEnd"
             tickFormatter={(v: number) => dayLabel(days[Math.floor(v)]!)}
             tick={AXIS_TICK}
             stroke={GRID}
             minTickGap={4}
           />
-          <YAxis type="category" dataKey="short" tick={AXIS_TICK} stroke={GRID} width={88} tickFormatter={(v: string) => shorten(v, 12)} />
+          <YAxis type="category" dataKey="short" tick={<NameTick width={axisWidth - TICK_SPACE} />} stroke={GRID} width={axisWidth} />
           <Tooltip content={<HealthTooltip days={days} />} cursor={false} shared={false} />
           {days.map((_, i) => (
             <Bar key={i} dataKey={`d${i}`} stackId="line" isAnimationActive={false} stroke="var(--panel)" strokeWidth={1}>

@@ -163,10 +163,33 @@ test.describe("dashboard in Chromium", () => {
   });
 
   test("serves the API reference page, generated from the OpenAPI document", async () => {
-    await page.goto("/docs");
+    const offSite: string[] = [];
+    const onRequest = (req: { url(): string }) => {
+      if (!req.url().startsWith(app.base) && /^https?:/.test(req.url())) offSite.push(req.url());
+    };
+    page.on("request", onRequest);
+    const res = await page.goto("/docs");
+    // Its console takes an API key: it may not be framed, as the dashboard may not.
+    expect(res!.headers()["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(res!.headers()["x-frame-options"]).toBe("DENY");
     // Rendered by Scalar from /v1/openapi.json (e2e/inbox.spec.ts checks its Markdown and tables).
     await expect(page.getByRole("heading", { name: "Relay API", exact: true })).toBeVisible();
     await expect(page.getByText("Provider errors and delivery status").first()).toBeVisible();
+    // One "Webhooks" group: the webhook endpoints and the events they deliver.
+    const sidebar = page.getByRole("complementary", { name: "Sidebar for Relay API" });
+    const webhooks = sidebar.getByRole("button", { name: /^Webhooks\b/ });
+    await expect(webhooks).toHaveCount(1);
+    await webhooks.click();
+    await expect(sidebar.getByText("List webhooks", { exact: true })).toBeVisible();
+    await expect(sidebar.getByText("message.received", { exact: true })).toBeVisible();
+    // Nothing that needs the internet: no AI agent, no hosted client, no link or request off this server.
+    await page.getByRole("button", { name: /Test Request/ }).first().click();
+    await expect(page.getByRole("button", { name: /^Send/ }).first()).toBeVisible();
+    await expect(page.getByText(/Ask AI|Open API Client|Powered by Scalar/).filter({ visible: true })).toHaveCount(0);
+    const links = await page.$$eval("a[href]", (as) => as.filter((a) => a.checkVisibility()).map((a) => (a as HTMLAnchorElement).href));
+    expect(links.filter((href) => /^https?:/.test(href) && !href.startsWith(app.base))).toEqual([]);
+    page.off("request", onRequest);
+    expect(offSite).toEqual([]);
     await shot("api-reference");
     await page.goto("/dashboard");
   });

@@ -11,13 +11,16 @@ import { apiCall, signIn } from "./sign-in";
 // (messages both ways, a send that fails, a webhook that answers 200 and one that answers 500,
 // a BlueBubbles line whose Mac does not answer) the charts draw it, "Needs attention" names the
 // degraded line and the failing webhook, and the page fits 1280 px and a 390 px phone, in light
-// and dark. Screenshots: e2e/artifacts/overview-{1280,390}[-dark].png and overview-empty.png.
+// and dark, as does the Lines page with those lines. Screenshots:
+// e2e/artifacts/overview-{1280,390}[-dark].png, overview-empty.png, overview-lines-{1280,390}.png.
 
 const ARTIFACTS = path.resolve("e2e/artifacts");
 const email = `overview-${Date.now()}@example.com`;
 const password = "a long enough password";
 const LINE = "+15550100077";
 const UNREACHABLE = "+15005550001"; // the simulated platform fails every send to it
+// Longer than the health chart's name axis at any width: it is shortened there, never clipped.
+const MAC_LABEL = "Mac mini in the back office";
 
 let app: TestServer;
 let page: Page;
@@ -36,6 +39,58 @@ const text = (from: string, t: string) => v1("POST", "/api/simulator/messages", 
 async function noHorizontalScroll() {
   const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
   expect(scroll).toBeLessThanOrEqual(inner);
+}
+
+/**
+ * The line health chart's labels: each line's name is one line of text between the chart's
+ * left edge and the first day (shortened with "…" when long, the whole name in its title), and
+ * the dates under the days neither overlap nor leave the chart.
+ */
+async function healthLabelsFit() {
+  const { names, dates } = await page.getByTestId("chart-health").evaluate((figure) => {
+    const svg = figure.querySelector("svg.recharts-surface")!.getBoundingClientRect();
+    const firstDay = Math.min(...[...figure.querySelectorAll(".recharts-bar-rectangle path")].map((p) => p.getBoundingClientRect().left));
+    const box = (el: Element) => el.getBoundingClientRect();
+    return {
+      names: [...figure.querySelectorAll(".recharts-yAxis-tick-labels text")].map((t) => ({
+        title: t.querySelector("title")?.textContent ?? "",
+        shown: t.lastChild?.textContent ?? "",
+        left: box(t).left - svg.left,
+        gap: firstDay - box(t).right,
+        lines: t.querySelectorAll("tspan").length,
+      })),
+      dates: [...figure.querySelectorAll(".recharts-xAxis-tick-labels text")].map((t) => ({ left: box(t).left - svg.left, right: box(t).right - svg.left, width: svg.width })),
+    };
+  });
+  expect(names.map((n) => n.title).sort()).toEqual([MAC_LABEL, "Support"]);
+  for (const n of names) {
+    expect(n.left, n.shown).toBeGreaterThanOrEqual(0);
+    expect(n.gap, n.shown).toBeGreaterThanOrEqual(0);
+    expect(n.lines, n.shown).toBeLessThanOrEqual(1);
+    expect(n.shown === n.title || (n.shown.endsWith("…") && n.title.startsWith(n.shown.slice(0, -1))), n.shown).toBe(true);
+  }
+  expect(dates.length).toBeGreaterThan(1);
+  for (const [i, d] of dates.entries()) {
+    expect(d.left).toBeGreaterThanOrEqual(0);
+    expect(d.right).toBeLessThanOrEqual(d.width);
+    if (i > 0) expect(d.left).toBeGreaterThanOrEqual(dates[i - 1]!.right);
+  }
+}
+
+/** The Lines table shows every column: no row's buttons are cut off by the table's scroll box or the window. */
+async function linesTableFits() {
+  await page.goto("/dashboard/lines");
+  const deactivate = page.getByRole("button", { name: "Deactivate" });
+  await expect(deactivate).toHaveCount(2);
+  const wrap = await page.locator(".table-wrap", { has: deactivate.first() }).evaluate((el) => ({ scroll: el.scrollWidth, client: el.clientWidth, right: el.getBoundingClientRect().right }));
+  expect(wrap.scroll).toBeLessThanOrEqual(wrap.client);
+  const inner = await page.evaluate(() => window.innerWidth);
+  for (const button of await deactivate.all()) {
+    const box = (await button.boundingBox())!;
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(Math.min(wrap.right, inner));
+  }
+  await noHorizontalScroll();
 }
 
 const shot = (name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -79,7 +134,7 @@ test.describe("the overview in Chromium", () => {
     // A BlueBubbles line whose Mac is not there (nothing listens on the port): its probe fails.
     const closed = await freePort();
     app.admin(
-      "line", "create", "--account", email, "--handle", "mac-e2e@example.com", "--label", "Mac mini",
+      "line", "create", "--account", email, "--handle", "mac-e2e@example.com", "--label", MAC_LABEL,
       "--provider", "bluebubbles", "--provider-config", JSON.stringify({ url: `http://127.0.0.1:${closed}`, password: "not-listening" }),
     );
     const port = (receiver.address() as AddressInfo).port;
@@ -114,7 +169,7 @@ test.describe("the overview in Chromium", () => {
     await expect(hooks).toContainText("Success rate");
     const health = page.getByTestId("chart-health");
     await expect(health.locator(".recharts-bar-rectangle path").first()).toBeVisible();
-    await expect(health).toContainText("Mac mini (mac-e2e@example.com) (1 day)");
+    await expect(health).toContainText(`${MAC_LABEL} (mac-e2e@example.com) (1 day)`);
     // The numbers are there for screen readers too.
     await expect(health.locator("table caption")).toHaveText("Line health per day (worst status of the day)");
 
@@ -135,6 +190,7 @@ test.describe("the overview in Chromium", () => {
         await expect(page.getByTestId("chart-health").locator(".recharts-bar-rectangle path").first()).toBeVisible();
         await expect(page.getByTestId("chart-messages").locator(".recharts-bar-rectangle path").first()).toBeVisible();
         await noHorizontalScroll();
+        await healthLabelsFit();
         // The bars take their colour from the page's variables, which follow the colour scheme.
         const fill = await page.getByTestId("chart-messages").locator(".recharts-bar-rectangle path").first().evaluate((el) => getComputedStyle(el).fill);
         expect(fill).toBe(scheme === "dark" ? "rgb(139, 133, 255)" : "rgb(79, 70, 229)");
@@ -142,5 +198,13 @@ test.describe("the overview in Chromium", () => {
       }
     }
     await page.emulateMedia({ colorScheme: "light" });
+  });
+
+  test("the Lines page shows each line's buttons whole at 1280 px and on a 390 px phone", async () => {
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: width === 390 ? 844 : 860 });
+      await linesTableFits();
+      await shot(`overview-lines-${width}`);
+    }
   });
 });

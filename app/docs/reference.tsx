@@ -32,7 +32,9 @@ export function ApiReference() {
         persistAuth: false,
         authentication: { preferredSecurityScheme: "apiKey" },
         defaultHttpClient: { targetKey: "shell", clientKey: "curl" },
-        customCss: ".scalar-app { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; }",
+        // The sidebar's "Powered by Scalar" is a link off this server: hidden like the rest.
+        customCss:
+          ".scalar-app { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; } .scalar-app a[href^='https://www.scalar.com'] { display: none; }",
       }}
     />
   );

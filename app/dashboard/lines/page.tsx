@@ -8,7 +8,7 @@ import { ListTable } from "@/components/table";
 import { ErrorText, ShortWarning, StatusBadge, Time } from "@/components/ui";
 import { useDashboardSettings } from "@/components/dashboard-settings";
 import { useTRPC } from "@/lib/trpc";
-
+import styles from "@/components/lines.module.css";
 
 function LabelEditor({ id, label, onSave }: { id: string; label: string | null; onSave: (id: string, label: string) => void }) {
   const [value, setValue] = useState(label ?? "");
@@ -21,7 +21,7 @@ function LabelEditor({ id, label, onSave }: { id: string; label: string | null; 
         onSave(id, value);
       }}
     >
-      <input aria-label="Label" value={value} onChange={(e) => setValue(e.target.value)} maxLength={100} placeholder="No label" style={{ width: 160 }} />
+      <input aria-label="Label" value={value} onChange={(e) => setValue(e.target.value)} maxLength={100} placeholder="No label" className={styles.label} />
       {dirty ? <button type="submit">Save</button> : null}
     </form>
   );
@@ -62,27 +62,23 @@ export default function LinesPage() {
           loading={lines.isPending}
           rows={lines.data?.data ?? []}
           empty={simulator ? "No lines yet: create one above." : "No lines yet."}
-          headers={["Handle", "Label", "Service", "Provider", "Health", "Status", "Created", ""]}
+          headers={["Handle", "Label", "Provider", "Health", "Status", "Created", ""]}
           row={(l) => (
             <tr key={l.id}>
-              <td>
+              <td className={styles.wrap}>
                 {l.is_sandbox ? (
-                  <>
-                    <span className="mono">{l.handle}</span>
-                    <div className="small muted">shared sandbox line</div>
-                  </>
+                  <span className="mono">{l.handle}</span>
                 ) : (
                   <Link className="mono" href={`/dashboard/lines/${l.id}`}>
                     {l.handle}
                   </Link>
                 )}
+                <div className="small muted">
+                  {[l.service, l.advanced_features ? "advanced" : null, l.is_sandbox ? "shared sandbox line" : null].filter(Boolean).join(" · ")}
+                </div>
               </td>
               <td>{l.is_sandbox ? l.label : <LabelEditor id={l.id} label={l.label} onSave={(id, label) => update.mutate({ id, label })} />}</td>
-              <td>
-                {l.service}
-                {l.advanced_features ? <div className="small muted">advanced</div> : null}
-              </td>
-              <td>
+              <td className={styles.wrap}>
                 {providerLabel(l.provider, true)}
                 {typeof connectionOf(l.id)?.provider_settings.url === "string" ? (
                   <div className="small muted mono">{String(connectionOf(l.id)!.provider_settings.url)}</div>
@@ -102,7 +98,7 @@ export default function LinesPage() {
                 <Time ms={l.created_at} />
               </td>
               <td>
-                <div className="row">
+                <div className={styles.actions}>
                   <Link className="button" href={`/dashboard/chats?line=${encodeURIComponent(l.handle)}`}>
                     Chats
                   </Link>
