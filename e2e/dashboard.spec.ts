@@ -176,7 +176,7 @@ test.describe("dashboard in Chromium", () => {
     await expect(page.getByRole("heading", { name: "Relay API", exact: true })).toBeVisible();
     await expect(page.getByText("Provider errors and delivery status").first()).toBeVisible();
     // One "Webhooks" group: the webhook endpoints and the events they deliver.
-    const sidebar = page.getByRole("complementary", { name: "Sidebar for Relay API" });
+    const sidebar = page.getByLabel("Sidebar for Relay API");
     const webhooks = sidebar.getByRole("button", { name: /^Webhooks\b/ });
     await expect(webhooks).toHaveCount(1);
     await webhooks.click();
