@@ -225,6 +225,7 @@ export type OutboxItem = {
   pool_id: string | null;
   /** Extension. The message went as SMS because the recipient cannot receive iMessage */
   fallback: boolean;
+  /** Why it failed (also the error of its message.failed webhook): "canceled" (the owner canceled it), "rejected" (the owner declined it), "no_fallback_line: …" (the recipient cannot receive iMessage and no SMS line of its pool may send it; the sentence says why), or the provider's or engine's reason */
   error: string | null;
   attempts: number;
   max_attempts: number;
