@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
+import satisfies from "semver/functions/satisfies";
 import { describe, expect, it } from "vitest";
 import { OutboxItemSchema } from "@/server/wire/responses";
 
@@ -54,5 +55,16 @@ describe("the repository", () => {
     const reasons = OutboxItemSchema.shape.hold_reason.unwrap().options;
     expect(reasons).toContain("approval");
     for (const reason of reasons) expect(row, reason).toContain(`\`${reason}\``);
+  });
+
+  it("installs on Node 20.19 (the oldest that package.json allows) without an engine warning: no locked package asks for a newer Node", () => {
+    const lock = JSON.parse(read("package-lock.json")) as { packages: Record<string, { engines?: { node?: string } | string[] }> };
+    const minimum = JSON.parse(read("package.json")).engines.node as string;
+    expect(minimum).toBe(">=20.19");
+    const refusing = Object.entries(lock.packages)
+      .map(([where, pkg]) => ({ where, node: Array.isArray(pkg.engines) ? undefined : pkg.engines?.node }))
+      .filter((p) => p.node && !satisfies("20.19.0", p.node, { includePrerelease: true }))
+      .map((p) => `${p.where} asks for node ${p.node}`);
+    expect(refusing).toEqual([]);
   });
 });
