@@ -22,6 +22,7 @@ ENV NEXT_TELEMETRY_DISABLED=1 \
 COPY package.json package-lock.json prisma.config.ts ./
 COPY prisma ./prisma
 COPY scripts/postinstall.mjs scripts/prisma-generate.mjs ./scripts/
+COPY deploy/prisma-streams-local-node20 ./deploy/prisma-streams-local-node20
 # Dependencies' install scripts are skipped: @prisma/engines' would download native engines the
 # app never runs (it uses Prisma's WebAssembly engines and driver adapters), and the others only
 # check or tune binaries that work without them. The project's own postinstall (prisma generate,
