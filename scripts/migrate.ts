@@ -3,6 +3,8 @@
 //
 // Works offline: the diff runs in Prisma's WebAssembly schema engine against a scratch
 // in-memory PGlite that has the existing migrations applied; no native engine is needed.
+// The server's configuration (the environment, then its .env files), as for the operator CLI.
+import "./admin-env";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
