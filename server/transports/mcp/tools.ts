@@ -227,7 +227,7 @@ export const TOOLS: readonly Tool[] = [
     name: "get_outbox_item",
     title: "Get a send's status",
     description:
-      "The state of a send by its obx_ ID: `pending` (with `hold_reason` and `not_before` when it waits: scheduled, quiet_hours, new_contact_budget, line_rate, line_unavailable, approval), `claimed` (on its way), `sent`, or `failed` with `error` (\"rejected\": the owner declined it; \"canceled\").",
+      "The state of a send by its obx_ ID: `pending` (with `hold_reason` and `not_before` when it waits: scheduled, quiet_hours, new_contact_budget, line_rate, line_unavailable, approval), `claimed` (on its way), `sent`, or `failed` with `error` (\"rejected\": the owner declined it; \"canceled\"; \"no_fallback_line\": the recipient has no iMessage and no SMS line of the pool may send it for this key).",
     scope: "outbox:read",
     input: OutboxIdQuery,
     output: R.OutboxItemSchema,
@@ -238,7 +238,7 @@ export const TOOLS: readonly Tool[] = [
   tool({
     name: "cancel_send",
     title: "Cancel a pending send",
-    description: "Cancels a send that is still pending (scheduled, held, or waiting its turn): it ends failed with error \"canceled\". A send already on its way cannot be canceled (outbox_item_not_cancelable).",
+    description: "Cancels a send that is still pending (scheduled, held, or waiting its turn): it ends failed with error \"canceled\". A send already on its way, or approved by the owner to go now, cannot be canceled (outbox_item_not_cancelable).",
     scope: "messages:write",
     input: OutboxIdQuery,
     output: OPERATIONS.cancelOutboxItem.response,
