@@ -85,7 +85,7 @@ export function readNodeBody(req: IncomingMessage, max: number, code: TooLargeCo
     const onData = (chunk: Buffer) => {
       size += chunk.byteLength;
       if (size > max) {
-        req.pause(); // the rest is never read: the answer closes the connection
+        req.pause(); // the rest is drained after the answer (node-web.ts endWithUnreadBody)
         return done(tooLarge(code, max));
       }
       chunks.push(chunk);

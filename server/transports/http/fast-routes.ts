@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { processSingleton } from "../../kernel/singleton";
 import { ClientGone, jsonBodyLimit, readNodeBody } from "./body";
 import { type Answer, answerInbound } from "./inbound";
-import { clientGoneSignal, requestUrl, sendWebResponse, webHeaders, webRequest } from "./node-web";
+import { clientGoneSignal, endWithUnreadBody, requestUrl, sendWebResponse, webHeaders, webRequest } from "./node-web";
 import { envelopeHeaders, errorAnswer, requestIdOf } from "./responses";
 
 // Routes the production server (scripts/start.mjs) answers on Node's own request and response,
@@ -30,14 +30,11 @@ export interface FastRoutes {
 
 const INBOUND = /^\/api\/inbound\/([^/?#]+)(?:\?|$)/;
 
-function sendAnswer(res: ServerResponse, answer: Answer, requestId: string, close: boolean): void {
+function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: Answer, requestId: string): void {
   const body = "text" in answer ? answer.text : JSON.stringify({ ...answer.body, request_id: requestId });
   const envelope = envelopeHeaders(requestId, answer.headers);
   if ("text" in answer) envelope["Content-Type"] = answer.contentType;
-  const headers: Record<string, string | number> = { ...envelope, "Content-Length": Buffer.byteLength(body) };
-  // A body refused before it was read whole: the rest is not read, so the connection ends with the answer.
-  if (close) headers.Connection = "close";
-  res.writeHead(answer.status, headers).end(body);
+  endWithUnreadBody(req, res, answer.status, { ...envelope, "Content-Length": Buffer.byteLength(body) }, body);
 }
 
 function decodeSegment(segment: string): string {
@@ -52,16 +49,14 @@ function inbound(segment: string, target: string): FastHandler {
   return async (req, res) => {
     const requestId = requestIdOf(req.headers);
     let answer: Answer;
-    let close = false;
     try {
       const body = await readNodeBody(req, jsonBodyLimit(), "request_too_large");
       answer = await answerInbound(decodeSegment(segment), { url: new URL(target), headers: webHeaders(req), body }, requestId);
     } catch (err) {
       if (err instanceof ClientGone) return;
       answer = errorAnswer(err, requestId);
-      close = true;
     }
-    sendAnswer(res, answer, requestId, close);
+    sendAnswer(req, res, answer, requestId);
   };
 }
 

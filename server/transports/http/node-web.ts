@@ -95,8 +95,7 @@ function drain(req: IncomingMessage): void {
 
 /**
  * Sends a route's Response, read whole (the routes served this way answer JSON envelopes), with
- * its Content-Length. A request body the route left unread (refused before it was read, e.g.
- * 413) is drained after the answer; one declared larger than DRAIN closes the connection with it.
+ * its Content-Length.
  */
 export async function sendWebResponse(req: IncomingMessage, res: ServerResponse, response: Response): Promise<void> {
   const body = response.body ? Buffer.from(await response.arrayBuffer()) : null;
@@ -107,9 +106,18 @@ export async function sendWebResponse(req: IncomingMessage, res: ServerResponse,
   const cookies = response.headers.getSetCookie();
   if (cookies.length) headers["set-cookie"] = cookies;
   if (body) headers["content-length"] = body.byteLength;
+  endWithUnreadBody(req, res, response.status, headers, body ?? undefined);
+}
+
+/**
+ * Sends an answer. A request body the route left unread (refused before it was read, e.g. 413)
+ * is drained after it; one declared larger than DRAIN closes the connection with it.
+ */
+export function endWithUnreadBody(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | string[] | number>, body?: Buffer | string): void {
   const unread = !req.complete;
-  if (unread && Number(req.headers["content-length"] ?? 0) > DRAIN.bytes) headers.connection = "close";
+  const closing = unread && Number(req.headers["content-length"] ?? 0) > DRAIN.bytes;
+  if (closing) headers.connection = "close";
   if (res.destroyed) return;
-  res.writeHead(response.status, headers).end(body ?? undefined);
-  if (unread && headers.connection !== "close") drain(req);
+  res.writeHead(status, headers).end(body);
+  if (unread && !closing) drain(req);
 }
