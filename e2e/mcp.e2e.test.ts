@@ -30,7 +30,7 @@ beforeAll(async () => {
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify({ line: LINE, from: CONTACT, text: "hello agent" }),
   });
-  expect(contactFirst.status).toBe(200);
+  expect(contactFirst.status).toBe(201);
 });
 
 afterAll(() => app?.dispose());

@@ -146,6 +146,10 @@ describe("provider webhooks on the production server's own listener", () => {
     expect(streamed.status).toBe(413);
     expect((streamed.json.error as { code: string }).code).toBe("request_too_large");
     expect(streamed.headers.connection).toBe("keep-alive");
+    // A client that asked to close (no agent: Connection: close) gets the answer once it has sent all.
+    const closing = await raw({ path, agent: false, headers: { "content-type": "application/json", "content-length": String(24 * max) } }, (req) => req.end("x".repeat(24 * max)));
+    expect(closing.status).toBe(413);
+    expect(closing.headers.connection).toBe("close");
     // Too much to drain (over 64 MiB declared): the connection closes with the answer.
     const huge = await raw({ path, headers: { "content-type": "application/json", "content-length": String(65 * 1024 * 1024) } }, (req) => req.end());
     expect(huge.status).toBe(413);
@@ -308,6 +312,9 @@ describe("/v1 route files on the production server's own listener", () => {
     expect(declared.status).toBe(413);
     expect((declared.json.error as { code: string }).code).toBe("request_too_large");
     expect(declared.headers.connection).toBe("keep-alive");
+    const closing = await raw({ path: "/v1/messages", agent: false, headers: { ...headers, "content-length": String(24 * max) } }, (req) => req.end("x".repeat(24 * max)));
+    expect(closing.status).toBe(413);
+    expect(closing.headers.connection).toBe("close");
     // Too much to drain (over 64 MiB declared): the connection closes with the answer.
     const huge = await raw({ path: "/v1/messages", headers: { ...headers, "content-length": String(65 * 1024 * 1024) } }, (req) => req.end());
     expect(huge.status).toBe(413);

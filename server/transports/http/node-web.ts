@@ -72,24 +72,32 @@ export function clientGoneSignal(res: ServerResponse): AbortSignal {
   return controller.signal;
 }
 
-/** At most this much of a body a route left unread is read and dropped after the answer, for at most this long. */
+/** At most this much of a body a route left unread is read and dropped, for at most this long. */
 const DRAIN = { bytes: 64 * 1024 * 1024, ms: 10_000 };
 
 /**
- * Reads and drops the rest of a body the route left unread, once its answer is out: a
- * connection closed with bytes unread is reset, and a client still sending its body then gets
- * an error instead of the answer (a 413, say). Past DRAIN the connection is closed.
+ * Reads and drops the rest of a body the route left unread: a connection closed with bytes
+ * unread is reset, and a client still sending its body then gets an error instead of the answer
+ * (a 413, say). `done(true)` once it is all read; `done(false)` past DRAIN, whose default
+ * closes the connection.
  */
-function drain(req: IncomingMessage): void {
+function drain(req: IncomingMessage, done: (whole: boolean) => void = (whole) => void (whole || req.socket.destroy())): void {
   req.removeAllListeners("data"); // the body stream's: the route is done with it
   let bytes = 0;
-  const close = () => req.socket.destroy();
-  const timer = setTimeout(close, DRAIN.ms).unref();
+  let settled = false;
+  const settle = (whole: boolean) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    done(whole);
+  };
+  const timer = setTimeout(() => settle(false), DRAIN.ms).unref();
   req.on("data", (chunk: Buffer) => {
     bytes += chunk.byteLength;
-    if (bytes > DRAIN.bytes) close();
+    if (bytes > DRAIN.bytes) settle(false);
   });
-  req.once("close", () => clearTimeout(timer));
+  req.once("end", () => settle(true));
+  req.once("close", () => settle(req.complete));
   req.resume();
 }
 
@@ -111,13 +119,23 @@ export async function sendWebResponse(req: IncomingMessage, res: ServerResponse,
 
 /**
  * Sends an answer. A request body the route left unread (refused before it was read, e.g. 413)
- * is drained after it; one declared larger than DRAIN closes the connection with it.
+ * is drained after it; one declared larger than DRAIN closes the connection with it. A client
+ * that asked to close the connection (Connection: close, HTTP/1.0) gets its answer once the
+ * body is read: Node ends such a connection with the answer, and bytes still arriving would
+ * then reset it.
  */
 export function endWithUnreadBody(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | string[] | number>, body?: Buffer | string): void {
   const unread = !req.complete;
   const closing = unread && Number(req.headers["content-length"] ?? 0) > DRAIN.bytes;
   if (closing) headers.connection = "close";
   if (res.destroyed) return;
-  res.writeHead(status, headers).end(body);
-  if (unread && !closing) drain(req);
+  if (!unread || closing) return void res.writeHead(status, headers).end(body);
+  if (res.shouldKeepAlive) {
+    res.writeHead(status, headers).end(body);
+    return drain(req);
+  }
+  drain(req, (whole) => {
+    if (res.destroyed) return;
+    res.writeHead(status, headers).end(body, () => whole || req.socket.destroy());
+  });
 }
