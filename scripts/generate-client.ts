@@ -4,7 +4,8 @@
 // Committed; tests/client-generated.test.ts fails when it is out of date.
 import { writeFileSync } from "node:fs";
 import { z } from "zod";
-import { OPERATIONS, type Operation } from "../server/transports/openapi/operations";
+import type { Operation } from "../server/transports/openapi/operation-shape";
+import { OPERATIONS } from "../server/transports/openapi/operations";
 import { WEBHOOK_EVENTS } from "../server/webhooks/event-names";
 
 type JsonSchema = {

@@ -7,7 +7,8 @@ import { IDEMPOTENCY_KEY_PATTERN } from "../../services/access/idempotency";
 import { ErrorSchema } from "../../wire/responses";
 import { jsonSchemaOf, type JsonSchema } from "./json-schema";
 import { WEBHOOK_EVENTS } from "../../webhooks/event-names";
-import { COMMON_ERRORS, OPERATIONS, type Operation } from "./operations";
+import { COMMON_ERRORS, type Operation } from "./operation-shape";
+import { OPERATIONS } from "./operations";
 
 // The OpenAPI 3.1 document of /v1, built from the operation list and its zod schemas (JSON
 // Schema 2020-12, which OpenAPI 3.1 uses as is). Served at /v1/openapi.json, rendered at /docs.

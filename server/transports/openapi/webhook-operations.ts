@@ -1,0 +1,115 @@
+import { z } from "zod";
+import * as R from "../../wire/responses";
+import { ListDeliveriesQuery, ResendBody, WebhookIdBody } from "../../services/webhooks/webhook-deliveries";
+import { ListenQuery } from "../../services/webhooks/listen";
+import { CreateWebhookBody, DeleteWebhookBody, ListWebhooksQuery } from "../../services/webhooks/webhooks";
+import { LINE_ERRORS, type Operation, WEBHOOK_ERRORS } from "./operation-shape";
+
+// The /v1 operations of webhooks, their deliveries and the event stream (part of OPERATIONS,
+// operations.ts).
+
+export const WEBHOOK_OPERATIONS = {
+  listWebhooks: {
+    method: "GET",
+    path: "/v1/webhooks",
+    tag: "Webhooks",
+    summary: "List webhooks",
+    description: "Never with their secrets.",
+    scope: "webhooks:read",
+    query: ListWebhooksQuery,
+    response: R.page(R.WebhookSchema, "Webhook"),
+    errors: LINE_ERRORS,
+  },
+  createWebhook: {
+    method: "POST",
+    path: "/v1/webhooks",
+    tag: "Webhooks",
+    summary: "Create a webhook",
+    description: "Subscribes a line's events. The signing secret (whsec_...) is in this response only.",
+    scope: "webhooks:write",
+    body: CreateWebhookBody,
+    response: R.WebhookSchema,
+    errors: [...LINE_ERRORS, "invalid_json"],
+    example: { from: "+15550001000", url: "https://example.com/webhooks/relay", events: ["message.received", "message.sent"] },
+  },
+  deleteWebhook: {
+    method: "DELETE",
+    path: "/v1/webhooks",
+    tag: "Webhooks",
+    summary: "Delete a webhook",
+    scope: "webhooks:write",
+    body: DeleteWebhookBody,
+    response: R.DeletedSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+    example: { id: "wh_01h..." },
+  },
+  listDeliveries: {
+    method: "GET",
+    path: "/v1/webhooks/deliveries",
+    tag: "Webhooks",
+    summary: "Webhook deliveries (extension)",
+    description: "A webhook's deliveries, newest first (`webhook_id`, optional `status`), or one delivery with its data and every attempt (`id`).",
+    scope: "webhooks:read",
+    query: ListDeliveriesQuery,
+    response: z.union([R.page(R.WebhookDeliverySchema, "WebhookDelivery"), R.WebhookDeliverySchema]),
+    errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter"],
+  },
+  resendDeliveries: {
+    method: "POST",
+    path: "/v1/webhooks/deliveries/resend",
+    tag: "Webhooks",
+    summary: "Resend deliveries (extension)",
+    description:
+      "`{ id }` sends one delivery again, or `{ webhook_id, since }` every failing one created since `since` (Unix ms): retries run out, or waiting for the next retry. Same delivery IDs.",
+    scope: "webhooks:write",
+    body: ResendBody,
+    response: R.ResendSchema,
+    errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter", "invalid_json"],
+    example: { webhook_id: "wh_01h...", since: 1767225600000 },
+  },
+  rotateWebhookSecret: {
+    method: "POST",
+    path: "/v1/webhooks/rotate-secret",
+    tag: "Webhooks",
+    summary: "Rotate a webhook's secret (extension)",
+    description: "A new secret, shown once; deliveries are signed with the old one too for 24 hours.",
+    scope: "webhooks:write",
+    body: WebhookIdBody,
+    response: R.WebhookSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+  },
+  enableWebhook: {
+    method: "POST",
+    path: "/v1/webhooks/enable",
+    tag: "Webhooks",
+    summary: "Enable a webhook (extension)",
+    description: "After 410 Gone or 5 days of failure; pending deliveries resume.",
+    scope: "webhooks:write",
+    body: WebhookIdBody,
+    response: R.WebhookSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+  },
+  disableWebhook: {
+    method: "POST",
+    path: "/v1/webhooks/disable",
+    tag: "Webhooks",
+    summary: "Disable a webhook (extension)",
+    description: "Pauses it; events meanwhile are not recorded for it.",
+    scope: "webhooks:write",
+    body: WebhookIdBody,
+    response: R.WebhookSchema,
+    errors: [...WEBHOOK_ERRORS, "invalid_json"],
+  },
+  listen: {
+    method: "GET",
+    path: "/v1/listen",
+    tag: "Webhooks",
+    summary: "Stream events (extension)",
+    description:
+      "The key's webhook events as server-sent events, for a developer's machine that cannot receive webhooks (the CLI's `listen --forward-to`). The first event is `session` ({ session, lines, events }); then one SSE event per delivery: `id` the dlv_ ID, `event` its name, `data` exactly the body a webhook receives. A session hears events only while a client is connected (and, across a server restart, until its client is back); reconnect with `session=` within 10 minutes to resume it (only with the key that opened the session; another key's answers as unknown). Once the key is revoked or expires, an `error` event whose data is the error envelope (code invalid_api_key) ends the stream: do not reconnect. Open streams are capped per key and per account (429 `too_many_streams` with Retry-After). A server that is stopping ends its streams and answers new ones 503 `server_shutting_down` (reconnect with backoff).",
+    scope: "webhooks:read",
+    query: ListenQuery,
+    stream: true,
+    errors: [...LINE_ERRORS, "server_shutting_down", "too_many_streams"],
+  },
+} as const satisfies Record<string, Operation>;
