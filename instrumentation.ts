@@ -1,4 +1,3 @@
-// Next.js calls register() once per server process, before serving requests.
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME === "nodejs") {
     const { startServer } = await import("./server/boot/startup");
@@ -6,9 +5,7 @@ export async function register(): Promise<void> {
     try {
       await startServer({ fastRoutes: { ...V1_FAST_ROUTES, ...OTHER_FAST_ROUTES } });
     } catch (err) {
-      // A process that could not start (database unreachable, a failed migration) would answer
-      // every request with 500, /healthz included: exit instead, so the orchestrator restarts it
-      // and a load balancer never sees it up.
+      // Exit rather than answer every request (/healthz too) with 500: the orchestrator restarts us.
       console.error("Relay could not start:", err);
       process.exit(1);
     }

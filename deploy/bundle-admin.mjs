@@ -1,13 +1,9 @@
-// The operator CLI (scripts/admin.ts) as one ES module: what the standalone tree ships
-// (prepare-standalone.mjs) and what the tests run (tests/global-setup.ts), so both run the
-// same artifact. Packages the server keeps external (they load WebAssembly or native files
-// from their own folders) stay external here too: they resolve from the node_modules above
-// `outfile`.
+// The standalone tree and the tests run this same bundle. The server's external packages (they
+// load WebAssembly or native files from their own folders) resolve from node_modules above `outfile`.
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-/** Bundles scripts/admin.ts of the repository at `root` into `outfile`; returns the packages left external. */
 export async function bundleAdmin(root, outfile) {
   const { default: configFor } = await import(pathToFileURL(path.join(root, "next.config.mjs")).href);
   const nextConfig = typeof configFor === "function" ? await configFor("phase-production-build", {}) : configFor;
@@ -24,8 +20,7 @@ export async function bundleAdmin(root, outfile) {
     format: "esm",
     target: "node20",
     external,
-    // CommonJS dependencies bundled into an ES module still call require(), and some read
-    // __dirname (@next/env, which the CLI loads .env files with): the bundle's folder.
+    // Bundled CommonJS still calls require() and reads __dirname (@next/env): give it the bundle's.
     banner: {
       js: [
         "import { createRequire as __relayCreateRequire } from 'node:module';",

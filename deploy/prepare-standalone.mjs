@@ -1,23 +1,6 @@
-// Completes the standalone server that `next build` writes to .next/standalone (output:
-// "standalone" in next.config.mjs) into a tree that runs on its own, with no other node_modules:
-//   - removes what Next's tracer copies that is no part of the server: the storage, credentials
-//     and socket code derive file paths from DATA_DIR, unknown at build time, so the tracer copies
-//     every repository file whose path could match, i.e. a development run's ./data (database,
-//     credentials.key, uploaded files) and a few source files under a "files" folder;
-//   - .next/static (the browser's assets) and public/, which Next leaves to the deployer;
-//   - scripts/start.mjs, the production server `npm start` runs (Next's handler behind the fast
-//     routes of server/transports/http/fast-routes.ts), which the tree's package.json and the image run
-//     instead of Next's server.js;
-//   - the operator CLI, bundled into scripts/admin.mjs, and a package.json whose `npm run -s admin`
-//     runs it (so `docker compose exec relay npm run -s admin -- key create ...` works);
-//   - checks that what the server reads at run time is there (migrations, PGlite's WebAssembly,
-//     the Prisma runtime), so a tracer miss fails the build instead of the first start.
-//
-//   node deploy/prepare-standalone.mjs              completes .next/standalone in place
-//   node deploy/prepare-standalone.mjs --out DIR    copies it to DIR (replaced) and completes that
-//
-// The Dockerfile runs the first form; e2e/standalone.e2e.test.ts the second, outside the
-// repository, so a module missing from the tree cannot be found in the repository's node_modules.
+// Completes .next/standalone into a tree that runs with no other node_modules (docs/production.md,
+// "Standalone server"). `--out DIR` copies it to DIR first: e2e runs it outside the repository, so
+// a module missing from the tree cannot be found in the repository's node_modules.
 import { cp, mkdir, readdir, readFile, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,10 +28,9 @@ if (out !== built) {
 const marker = path.join(out, ".next", "prepared-standalone");
 const fresh = out !== built || !(await exists(marker));
 
-// 1. Not the server's: the default DATA_DIR's contents, and TypeScript sources (the server runs
-// the compiled chunks in .next/server).
+// Next's tracer copies every file whose path could match DATA_DIR (unknown at build time), such as
+// a development run's ./data; the server runs the compiled chunks, not TypeScript sources.
 if (fresh) await rm(path.join(out, "data"), { recursive: true, force: true });
-/** Files and folders of the tree outside node_modules and .next, deepest first. */
 async function ownEntries() {
   const entries = [];
   const walk = async (dir) => {
@@ -69,11 +51,9 @@ for (const entry of fresh ? await ownEntries() : []) {
 const leaked = fresh ? (await ownEntries()).filter((e) => ["credentials.key", "PG_VERSION", "server.json", "pglite.lock"].includes(e.name)) : [];
 if (leaked.length) fail(`data of a development run was copied into the tree; remove it and build again:\n  ${leaked.map((e) => e.full).join("\n  ")}`);
 
-// The production server (npm start's, with its fast routes) in place of Next's server.js.
 await mkdir(path.join(out, "scripts"), { recursive: true });
 await cp(path.join(root, "scripts", "start.mjs"), path.join(out, "scripts", "start.mjs"));
 
-// 2. Assets Next serves from disk but does not copy.
 await rm(path.join(out, ".next", "static"), { recursive: true, force: true });
 await cp(path.join(root, ".next", "static"), path.join(out, ".next", "static"), { recursive: true });
 if (await exists(path.join(root, "public"))) {
@@ -81,7 +61,6 @@ if (await exists(path.join(root, "public"))) {
   await cp(path.join(root, "public"), path.join(out, "public"), { recursive: true });
 }
 
-// 3. The operator CLI, one file.
 const external = await bundleAdmin(root, path.join(out, "scripts", "admin.mjs"));
 
 const pkg = JSON.parse(await readFile(path.join(root, "package.json"), "utf8"));
@@ -101,7 +80,7 @@ await writeFile(
   )}\n`,
 );
 
-// 4. What the server and the CLI load at run time.
+// A tracer miss fails here rather than at the first start.
 const missing = [];
 const need = async (rel, why) => {
   if (!(await exists(path.join(out, rel)))) missing.push(`${rel} (${why})`);

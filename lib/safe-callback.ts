@@ -1,10 +1,8 @@
-// Where to go after signing in: only a path on this site. Browsers resolve `//host`, `/\host`
-// and tab-prefixed variants to another origin, and `/.//host` normalises to the path `//host`,
-// which a later redirect reads as another origin again: all fall back.
+// Only a path on this site: browsers read `//host`, `/\host` and tab-prefixed variants as another
+// origin, and `/.//host` normalises to `//host`, which a later redirect reads as one again.
 
 const DEFAULT_CALLBACK = "/dashboard";
 
-/** The same-origin path (with query and fragment) that `value` names, or `fallback`. */
 export function safeCallbackPath(value: string | null | undefined, origin: string, fallback = DEFAULT_CALLBACK): string {
   if (!value) return fallback;
   let url: URL;
