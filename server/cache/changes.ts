@@ -3,10 +3,8 @@ import { database, type Query } from "../db";
 import { listen } from "../db/listen";
 import { processSingleton } from "../kernel/singleton";
 
-// Change versions per account. Every service that writes bumps the account's version after
-// its transaction commits (notifyChange). On PostgreSQL the bump is also broadcast with
-// NOTIFY and applied by every instance's LISTEN connection, so caches keyed on versions stay
-// correct across instances. While the listener is down on PostgreSQL, caching is off.
+// On PostgreSQL a version bump is broadcast with NOTIFY so caches stay correct across instances;
+// while this instance's listener is down, caching is off.
 
 const CHANNEL = "relay_changes";
 const state = processSingleton("changes", () => ({
@@ -24,17 +22,12 @@ function bumpLocal(accountId: string): void {
   state.versions.set(accountId, (state.versions.get(accountId) ?? 0) + 1);
 }
 
-/** Whether version-based caching is safe in this process right now. */
 export async function cachingEnabled(): Promise<boolean> {
   const db = await database();
   return db.kind === "pglite" || state.listenerHealthy;
 }
 
-/**
- * notifyChange for writes inside a transaction: NOTIFY is transactional, so other instances
- * hear of the change exactly when it commits, with no extra round trip. Call
- * `changedLocally` after the commit.
- */
+/** NOTIFY is transactional: other instances hear of the change when it commits. Call `changedLocally` after the commit. */
 export async function notifyChangeAtCommit(query: Query, accountIds: Iterable<string>): Promise<void> {
   if ((await database()).kind !== "postgres") return;
   const accounts = [...new Set(accountIds)];
@@ -54,7 +47,6 @@ export async function notifyChange(accountId: string): Promise<void> {
   }
 }
 
-/** Starts this instance's LISTEN connection (PostgreSQL only); reconnects on failure. */
 export async function startChangeListener(): Promise<void> {
   const c = config();
   if (!c.DATABASE_URL || state.listenerStarted) return;

@@ -6,15 +6,9 @@ import { untilShutdown } from "../kernel/shutdown";
 import { processSingleton } from "../kernel/singleton";
 import { log } from "../observability/log";
 
-// Live events: what someone following a line sees as it happens (GraphQL subscriptions now, a
-// `listen` CLI command later), independent of any transport. Publishers report a change once
-// it has committed; events carry IDs only, and each subscriber loads what it shows through its
-// own tenancy checks.
-//
-// In this process events go straight to the subscribers. On PostgreSQL they also travel to the
-// other app instances: the publisher NOTIFYs inside the transaction (or statement) that makes
-// the change, so it costs no extra round trip and is heard exactly when the change commits;
-// each instance's LISTEN connection, opened with its first subscriber, hands them on.
+// Events carry IDs only: each subscriber loads what it shows through its own tenancy checks. On
+// PostgreSQL the publisher NOTIFYs inside the transaction that makes the change (heard exactly at
+// commit, no extra round trip), and each instance's LISTEN connection hands them on.
 
 const OUTBOX_LIVE_STATUSES = ["pending", "sent", "failed"] as const;
 
@@ -30,10 +24,7 @@ export type LiveEvent =
       apiKeyId: string | null;
       status: (typeof OUTBOX_LIVE_STATUSES)[number];
     }
-  /**
-   * Something else changed in a chat that a reader shows: a contact's reaction, typing or read
-   * receipt, or a sent message's delivery status. `typing` is the contact's state for typing.
-   */
+  /** A contact's reaction, typing or read receipt, or a sent message's delivery status. */
   | { type: "chat.activity"; accountId: string; lineId: string; chatId: string; kind: ChatActivityKind; typing?: boolean };
 
 export const CHAT_ACTIVITY_KINDS = ["reaction", "typing", "receipt", "delivery"] as const;
@@ -43,20 +34,17 @@ type Listener = (event: LiveEvent) => void;
 
 /** NOTIFY refuses payloads of 8,000 bytes or more. */
 const MAX_PAYLOAD_BYTES = 7_000;
-/** A subscriber this many events behind is ended rather than buffered without bound. */
 const MAX_BACKLOG = 1_000;
 
 const state = processSingleton("live-events", () => ({
   instance: randomUUID(),
   listeners: new Set<Listener>(),
-  /** The LISTEN connection's first attempt (PostgreSQL), once a subscriber started it. */
   listening: null as Promise<void> | null,
 }));
 
 /** One channel per schema, so deployments sharing a database never hear each other. */
 const channel = () => `relay_live:${config().DATABASE_SCHEMA}`;
 
-/** Delivers committed events to this process's subscribers. */
 export function publishLocal(events: readonly LiveEvent[]): void {
   for (const event of events) {
     for (const listener of state.listeners) {
@@ -69,10 +57,7 @@ export function publishLocal(events: readonly LiveEvent[]): void {
   }
 }
 
-/**
- * The NOTIFY payloads that carry `events` to other instances, or null when there are none
- * (embedded PGlite serves one process). For a statement that notifies as well as writes.
- */
+/** Null without PostgreSQL: embedded PGlite serves one process. */
 export function livePayloads(events: readonly LiveEvent[]): { channel: string; payloads: string[] } | null {
   if (!config().DATABASE_URL || events.length === 0) return null;
   const payloads: string[] = [];
@@ -93,7 +78,6 @@ export function livePayloads(events: readonly LiveEvent[]): { channel: string; p
   return { channel: channel(), payloads };
 }
 
-/** Inside the transaction making the change: other instances hear of it at commit (PostgreSQL). */
 export async function notifyLiveAtCommit(query: Query, events: readonly LiveEvent[]): Promise<void> {
   const notify = livePayloads(events);
   if (notify) await query(`SELECT pg_notify($1, p)::text FROM unnest($2::text[]) AS p`, [notify.channel, notify.payloads]);
@@ -117,7 +101,6 @@ function startListener(): void {
   });
 }
 
-/** Resolves once this instance listens for other instances' events (at once without PostgreSQL). */
 export async function liveListenerReady(): Promise<void> {
   await state.listening;
 }
@@ -126,18 +109,13 @@ export function liveSubscriberCount(): number {
   return state.listeners.size;
 }
 
-/** Calls `listener` with every event published from now on; returns the unsubscribe function. */
 export function subscribeLive(listener: Listener): () => void {
   startListener();
   state.listeners.add(listener);
   return () => void state.listeners.delete(listener);
 }
 
-/**
- * The accepted events from now on, as an async iterator for transports. It ends when the
- * consumer returns, `consumerSignal` aborts or the process stops; a consumer that falls MAX_BACKLOG events behind gets
- * an error instead of unbounded buffering.
- */
+/** Ends when the consumer returns, `consumerSignal` aborts or the process stops; MAX_BACKLOG events behind, with an error. */
 export function liveEvents(accept: (event: LiveEvent) => boolean, consumerSignal?: AbortSignal): AsyncIterableIterator<LiveEvent> {
   const { signal, release } = untilShutdown(consumerSignal);
   let queue: LiveEvent[] = [];
