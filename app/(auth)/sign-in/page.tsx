@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { type FormEvent, Suspense, useState } from "react";
 import { safeCallbackPath } from "@/lib/safe-callback";
+import { CredentialFields } from "../credential-fields";
 
 function SignInForm() {
   const router = useRouter();
@@ -26,14 +27,7 @@ function SignInForm() {
   return (
     <form className="panel stack" onSubmit={submit}>
       <h1>Sign in to Relay</h1>
-      <label>
-        Email
-        <input name="email" type="email" autoComplete="email" required />
-      </label>
-      <label>
-        Password
-        <input name="password" type="password" autoComplete="current-password" required />
-      </label>
+      <CredentialFields />
       {error ? (
         <p className="error" role="alert">
           {error}

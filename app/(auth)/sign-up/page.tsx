@@ -6,6 +6,7 @@ import { useRouter } from "next/navigation";
 import { type FormEvent, useState } from "react";
 import { ErrorText } from "@/components/ui";
 import { useTRPC } from "@/lib/trpc";
+import { CredentialFields } from "../credential-fields";
 
 export default function SignUpPage() {
   const trpc = useTRPC();
@@ -32,15 +33,7 @@ export default function SignUpPage() {
           Name (optional)
           <input name="name" autoComplete="name" maxLength={100} />
         </label>
-        <label>
-          Email
-          <input name="email" type="email" autoComplete="email" required />
-        </label>
-        <label>
-          Password
-          <input name="password" type="password" autoComplete="new-password" minLength={8} required />
-          <span className="small muted">At least 8 characters.</span>
-        </label>
+        <CredentialFields newPassword />
         <ErrorText error={signUp.error} />
         {signInError ? <p className="error">{signInError}</p> : null}
         <button className="primary" type="submit" disabled={signUp.isPending}>
