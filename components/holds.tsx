@@ -1,9 +1,9 @@
 "use client";
 import { useMutation } from "@tanstack/react-query";
-import { type FormEvent, useId, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { ConfirmDialog, Dialog, DialogFormActions } from "./dialog";
 import { ErrorText } from "./ui";
-import { parseLocalInput, toLocalInput, When } from "./when";
+import { parseLocalInput, SendAtField, toLocalInput, When } from "./when";
 import { useTRPC } from "@/lib/trpc";
 import styles from "./sending.module.css";
 
@@ -164,8 +164,6 @@ export function ApprovalActions({
 
 function RescheduleForm({ id, notBefore, onCancel, onDone }: { id: string; notBefore: number | null; onCancel: () => void; onDone: () => void }) {
   const trpc = useTRPC();
-  const inputId = useId();
-  const hintId = useId();
   const [value, setValue] = useState(() => toLocalInput(notBefore && notBefore > Date.now() ? notBefore : Date.now() + 3_600_000));
   const [problem, setProblem] = useState<string | null>(null);
   const reschedule = useMutation(trpc.outbox.reschedule.mutationOptions({ onSuccess: onDone }));
@@ -179,26 +177,7 @@ function RescheduleForm({ id, notBefore, onCancel, onDone }: { id: string; notBe
   }
   return (
     <form className="stack" onSubmit={submit} noValidate>
-      <label htmlFor={inputId}>Send at</label>
-      <input
-        id={inputId}
-        type="datetime-local"
-        value={value}
-        min={toLocalInput(Date.now())}
-        onChange={(e) => setValue(e.target.value)}
-        aria-describedby={hintId}
-        aria-invalid={problem ? true : undefined}
-        required
-      />
-      <div id={hintId} className="small muted">
-        {problem ? (
-          <span className="error" role="alert">
-            {problem}
-          </span>
-        ) : (
-          <>In your time zone ({zone}). It is held until then.</>
-        )}
-      </div>
+      <SendAtField value={value} onChange={setValue} problem={problem} hint={`In your time zone (${zone}). It is held until then.`} required />
       <ErrorText error={reschedule.error} />
       <DialogFormActions submit="Reschedule" busy={reschedule.isPending} onCancel={onCancel} />
     </form>

@@ -1,5 +1,5 @@
 "use client";
-import { useEffect, useState } from "react";
+import { type ReactNode, useEffect, useId, useState } from "react";
 
 // Times ahead of now (a scheduled send, the end of quiet hours, a budget's next slot), as
 // people read them: "in 2 hours" with the moment itself in the browser's zone, its zone named.
@@ -88,4 +88,33 @@ export function parseLocalInput(value: string, now = Date.now()): { ms: number }
   if (ms <= now + 30_000) return { error: "Choose a time in the future." };
   if (ms > now + MAX_AHEAD_MS) return { error: "Choose a time at most 365 days ahead." };
   return { ms };
+}
+
+/** A "Send at" field in the browser's zone, with its hint, or in its place why the time was refused. */
+export function SendAtField({ value, onChange, problem, hint, required }: { value: string; onChange: (value: string) => void; problem: string | null; hint: ReactNode; required?: boolean }) {
+  const id = useId();
+  return (
+    <>
+      <label htmlFor={id}>Send at</label>
+      <input
+        id={id}
+        type="datetime-local"
+        value={value}
+        min={toLocalInput(Date.now())}
+        onChange={(e) => onChange(e.target.value)}
+        aria-invalid={problem ? true : undefined}
+        aria-describedby={`${id}-note`}
+        required={required}
+      />
+      <div id={`${id}-note`} className="small">
+        {problem ? (
+          <span className="error" role="alert">
+            {problem}
+          </span>
+        ) : (
+          <span className="muted">{hint}</span>
+        )}
+      </div>
+    </>
+  );
 }
