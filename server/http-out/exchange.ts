@@ -1,14 +1,6 @@
-// The one outbound HTTP exchange, shared by the provider clients (server/platform/<name>/client.ts)
-// and the webhook sender (server/webhooks/http-post.ts): one request under one deadline, a byte
-// cap on the answer, and every failure sorted by what it proves. "network" before the request
-// left (refused, DNS, a forbidden address) proves nothing was sent; a timeout or a connection
-// lost later does not, so a send that failed so is "unknown" to its caller. Redirects are never
-// followed: the caller decides where it may go next.
-//
-// Two readings of an answer: by default the whole body must arrive under the deadline and the
-// cap (a provider's JSON, a media file); with `statusDecides` (a webhook delivery) the status
-// line is the outcome, and the body is an excerpt: whatever arrived by the deadline, up to the
-// cap, or before the connection was lost.
+// One request under one deadline, a byte cap on the answer, and each failure sorted by what it
+// proves (docs/architecture.md, "Outbound HTTP"): one before the request left proves nothing was
+// sent; a timeout or a connection lost later does not. Redirects are never followed.
 
 import { Readable } from "node:stream";
 import { parseRetryAfter } from "./retry-after";
@@ -16,31 +8,25 @@ import { parseRetryAfter } from "./retry-after";
 export type TransportFailureKind =
   /** Our deadline passed: for a send, the outcome is unknown. */
   | "timeout"
-  /** The connection failed: see `sentRequest`. */
   | "network"
-  /** The body is larger than the caller's cap (reading stopped there). */
   | "too_large";
 
 export class TransportError extends Error {
   override name = "TransportError";
   constructor(
     readonly kind: TransportFailureKind,
-    /** What happened and what it proves ("…; request not sent", "… (outcome unknown)"). */
     message: string,
     /** false only when the request certainly never reached the server. */
     readonly sentRequest: boolean,
-    /** The network error code (ECONNREFUSED, UND_ERR_SOCKET, …), when there is one. */
     readonly code: string | null = null,
     /** The answer's HTTP status when the failure came while reading its body, else null. */
     readonly status: number | null = null,
-    /** The failure in a few words for a delivery log ("connection refused", "timed out after 300 ms"). */
     readonly reason: string = message,
   ) {
     super(message);
   }
 }
 
-/** What an answer's headers are read with (a fetch Headers, or node's header object behind it). */
 export type AnswerHeaders = Pick<Headers, "get">;
 
 export interface Exchange {
@@ -48,56 +34,42 @@ export interface Exchange {
   headers: AnswerHeaders;
   /** The whole body (with `statusDecides`, what arrived of it); empty when a sink took it. */
   body: Uint8Array;
-  /** What the sink returned, when one took the body. */
   sunk?: unknown;
 }
 
 /**
- * Takes a 2xx body as it arrives (a file streamed to storage, never held whole): `chunks`
- * stops with a TransportError ("too_large", "timeout", "network") at the cap, the deadline or a
- * lost connection. Whatever else the sink throws (refusing the answer by its headers, a storage
- * failure) reaches the caller as thrown. A sink that returns without reading to the end has
- * the rest of the body dropped.
+ * Takes a 2xx body as it arrives (streamed, never held whole): `chunks` throws TransportError at
+ * the cap, the deadline or a lost connection. A sink that stops early has the rest dropped.
  */
 export type BodySink<R> = (chunks: AsyncIterable<Uint8Array>, answer: { status: number; headers: AnswerHeaders }) => Promise<R>;
 
-/** The sink that keeps the whole body in memory (small files, tests). */
 export const collectBytes: BodySink<Uint8Array> = async (chunks) => {
   const parts: Uint8Array[] = [];
   for await (const c of chunks) parts.push(c);
   return Buffer.concat(parts);
 };
 
-/** A fetch, as tests and a client's `fetch` option give one (see fetchTransport). */
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>;
 
-/** One request as a transport sends it. */
 interface Outgoing {
   method: string;
   headers?: Record<string, string>;
   body?: string | FormData;
 }
 
-/** An answer as it arrives: the status and headers, then the body as a stream (null: none). */
 export interface Answer {
   status: number;
   headers: AnswerHeaders;
   body: Readable | null;
 }
 
-/** A request under way: its answer, and how to drop it (at the deadline, or the rest of a body). */
 interface Sending {
   answer: Promise<Answer>;
   abort(): void;
 }
 
-/**
- * What the exchange sends through: the guarded node:http transport (./guarded.ts), or a fetch
- * adapted by fetchTransport. Redirects are never followed. The answer rejects when none arrived.
- */
 export type Transport = (url: string, request: Outgoing) => Sending;
 
-/** A fetch as a transport (tests, a client given its own fetch): redirects answered, not followed. */
 export function fetchTransport(doFetch: FetchLike): Transport {
   return (url, { method, headers, body }) => {
     const controller = new AbortController();
@@ -113,17 +85,12 @@ export function fetchTransport(doFetch: FetchLike): Transport {
 export interface ExchangeInit {
   method: "GET" | "POST" | "DELETE";
   headers?: Record<string, string>;
-  /** A string, or multipart form data (fetch sets its content type). */
   body?: string | FormData;
   timeoutMs: number;
   /** Bodies larger than this fail with kind "too_large"; a function gives the cap by the answer's status. */
   maxBytes: number | ((status: number) => number);
-  /** Given, a 2xx body goes to it as it arrives (see BodySink) instead of into `body`. */
   sink?: BodySink<unknown>;
-  /**
-   * The status line is the outcome: once it is in, the deadline, the cap or a lost connection
-   * only end the body, which keeps what arrived (at most maxBytes). Before it, they fail as usual.
-   */
+  /** Once the status line is in, the deadline, the cap or a lost connection only end the body. */
   statusDecides?: boolean;
 }
 
@@ -144,7 +111,7 @@ const NOT_SENT_CODES = new Set([
   "ERR_INVALID_URL",
 ]);
 
-/** The innermost error of an error, its `errors` (AggregateError: happy eyeballs tried several addresses) or its causes. */
+/** Happy eyeballs may have tried several addresses (an AggregateError). */
 function rootError(err: unknown): unknown {
   let e: unknown = err;
   for (let depth = 0; depth < 6 && e && typeof e === "object"; depth++) {
@@ -158,7 +125,6 @@ function rootError(err: unknown): unknown {
   return e;
 }
 
-/** A network failure in a few words: "connection refused", "host not found (ENOTFOUND)", or the error's own message. */
 function networkReason(code: string | null, root: unknown): string {
   switch (code) {
     case "ECONNREFUSED":
@@ -180,15 +146,11 @@ export function truncate(s: string, max: number): string {
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
-/** Retry-After as ms (delta-seconds or an HTTP date); null when absent or unreadable. */
 export function retryAfterMs(headers: AnswerHeaders, now = Date.now()): number | null {
   return parseRetryAfter(headers.get("retry-after"), now);
 }
 
-/**
- * Sends one request and reads its answer under `timeoutMs` and the byte cap. Throws
- * TransportError; an HTTP error status is an answer, returned like any other.
- */
+/** Throws TransportError; an HTTP error status is an answer like any other. */
 export async function exchange(url: string, init: ExchangeInit, transport: Transport): Promise<Exchange> {
   let timedOut = false;
   let sending: Sending | null = null;
@@ -234,7 +196,6 @@ export async function exchange(url: string, init: ExchangeInit, transport: Trans
     const body = res.body;
     if (!body) return { status: res.status, headers: res.headers, body: new Uint8Array(0) };
     if (init.sink && res.status >= 200 && res.status < 300) {
-      // A 2xx to the sink as it arrives, capped; a body it did not read to the end is dropped.
       let finished = false;
       const reader = body[Symbol.asyncIterator]() as AsyncIterator<Uint8Array>;
       const capped = async function* (): AsyncGenerator<Uint8Array> {
@@ -268,12 +229,7 @@ export async function exchange(url: string, init: ExchangeInit, transport: Trans
   }
 }
 
-/**
- * A body held whole, by its stream's events (no iterator or promise per chunk: webhook answers
- * are read thousands of times a second). Past the cap it fails, or with `statusDecides` keeps
- * the first `cap` bytes; a lost connection or the deadline fails, or with `statusDecides` ends
- * the body with what arrived. A body not read to its end is dropped.
- */
+/** By the stream's events, no iterator or promise per chunk: webhook answers are read thousands of times a second. */
 function readCapped(body: Readable, cap: number, statusDecides: boolean, drop: () => void, tooLarge: () => TransportError, failed: (err: unknown) => TransportError): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

@@ -1,9 +1,6 @@
-// The transport over node:http(s) behind an address guard, for the URLs account owners choose
-// (provider servers, webhook receivers): the URL is checked first (a literal address gets no
-// lookup), and the connection's own lookup refuses forbidden addresses, so a socket goes only
-// to an address that was judged, even when a name resolves elsewhere later (DNS rebinding).
-// Redirects are never followed; keep-alive pools are per guard (a pooled socket was judged when
-// it opened). The answer is node's own stream and header object, read without copies.
+// The URL is checked first, then the connection's own lookup refuses forbidden addresses, so a
+// socket goes only to an address that was judged. Keep-alive pools are per guard: a pooled socket
+// was judged when it opened.
 
 import http from "node:http";
 import https from "node:https";
@@ -13,20 +10,15 @@ import type { Answer, AnswerHeaders, Transport } from "./exchange";
 import { unbracketed } from "./url-guard";
 
 export interface Guard {
-  /** Parses and judges a URL; throws (ForbiddenAddressError, code EFORBIDDENADDRESS, for a destination not allowed). */
   check(url: string): URL;
-  /** The connection's lookup (guardedLookup), judged per request. */
   lookup(): net.LookupFunction;
-  /** What a refused destination is called in errors, with what the operator can do about it. */
   forbidden: string;
-  /** Sockets per host in the keep-alive pool (default: unbounded). */
   maxSockets?: number;
 }
 
 const refused = (guard: Guard) => Object.assign(new Error(guard.forbidden), { code: "EFORBIDDENADDRESS" });
 const isRefusal = (err: unknown) => (err as { code?: unknown } | null)?.code === "EFORBIDDENADDRESS";
 
-/** node's header object as AnswerHeaders (names are lowercased; repeated ones joined as fetch does). */
 function headersOf(res: http.IncomingMessage): AnswerHeaders {
   return {
     get(name) {
@@ -36,7 +28,6 @@ function headersOf(res: http.IncomingMessage): AnswerHeaders {
   };
 }
 
-/** A Transport that sends only where `guard` allows; the body is a string or FormData. */
 export function guardedTransport(guard: Guard): Transport {
   const poolOptions = { keepAlive: true, ...(guard.maxSockets ? { maxSockets: guard.maxSockets } : {}) };
   const agents = { "http:": new http.Agent(poolOptions), "https:": new https.Agent(poolOptions) };
@@ -81,8 +72,8 @@ export function guardedTransport(guard: Guard): Transport {
         sent.end(body ?? undefined);
       }
     });
-    // Destroyed without an error: a socket that emits one may no longer have a listener (node
-    // reports the request's own failure, "socket hang up", while no answer has arrived).
+    // Destroyed without an error: node reports the request's own failure ("socket hang up"), and a
+    // socket that emits one may no longer have a listener.
     return { answer, abort: () => req?.destroy() };
   };
 }

@@ -1,6 +1,4 @@
-// Retry-After, as every outbound call of ours reads it (provider clients, the webhook sender).
-
-/** Retry-After as ms: delta-seconds or an HTTP date (past dates are 0); null when absent or unreadable. */
+/** Delta-seconds or an HTTP date (past dates are 0); null when absent or unreadable. */
 export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | null {
   const trimmed = value?.trim();
   if (!trimmed) return null;

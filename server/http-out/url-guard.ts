@@ -2,15 +2,9 @@ import dns from "node:dns";
 import net from "node:net";
 import os from "node:os";
 
-// Webhook URLs are chosen by users and fetched by the server, so they must not reach the
-// server's own network (SSRF): loopback, private ranges, link-local (which holds the cloud
-// metadata endpoint 169.254.169.254), and the like. Two layers:
-// - checkWebhookUrl, when a URL is saved and again before each delivery: literal addresses
-//   and names that are local by definition;
-// - guardedLookup, the `lookup` of the connection itself: every address a name resolves to, at
-//   connect time, so a name that later resolves elsewhere (DNS rebinding) is caught on the
-//   address actually connected to.
-// allowInsecure (local development) turns both off: http is allowed and so are local targets.
+// Users choose these URLs and the server fetches them (SSRF). checkWebhookUrl judges literal
+// addresses and local names; guardedLookup judges every address a name resolves to at connect
+// time, so DNS rebinding is caught on the address actually connected to.
 
 export const MAX_URL_LENGTH = 2048;
 
@@ -43,7 +37,6 @@ function forbiddenV4(n: number): boolean {
   return FORBIDDEN_V4.some(([base, bits]) => Math.floor(n / 2 ** (32 - bits)) === Math.floor(base / 2 ** (32 - bits)));
 }
 
-/** The eight 16-bit groups of a valid IPv6 address (a trailing dotted IPv4 part included). */
 function ipv6Groups(ip: string): number[] {
   let text = ip;
   // The dotted IPv4 tail, if any, is what follows the last colon (an anchored test: linear).
@@ -64,10 +57,8 @@ function ipv6Groups(ip: string): number[] {
 function forbiddenV6(g: number[]): boolean {
   const [g0 = 0, g1 = 0, g2 = 0, g3 = 0, g4 = 0, g5 = 0, g6 = 0, g7 = 0] = g;
   const embeddedV4 = g6 * 0x10000 + g7;
-  // ::/96 (unspecified, loopback, deprecated IPv4-compatible) and ::ffff:0:0/96 (IPv4-mapped):
-  // the connection goes to the embedded IPv4 address, judged as such (:: -> 0.0.0.0 and
-  // ::1 -> 0.0.0.1 both fall in 0/8). 64:ff9b::/96 (NAT64) reaches the embedded IPv4 through
-  // the translator, so it is judged the same way.
+  // ::/96 and ::ffff:0:0/96 (IPv4-mapped) connect to the embedded IPv4 address (:: and ::1 fall in
+  // 0/8); 64:ff9b::/96 (NAT64) reaches it through the translator: all judged as that IPv4.
   if (g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && (g5 === 0 || g5 === 0xffff)) return forbiddenV4(embeddedV4);
   if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) return forbiddenV4(embeddedV4);
   return (
@@ -77,12 +68,10 @@ function forbiddenV6(g: number[]): boolean {
   );
 }
 
-/** A URL host name as a socket or lookup takes it: an IPv6 literal without its brackets. */
 export function unbracketed(hostname: string): string {
   return hostname.replace(/^\[(.*)\]$/, "$1");
 }
 
-/** Whether a literal IP address is one a webhook may not be delivered to; false for non-IPs. */
 export function isForbiddenAddress(ip: string): boolean {
   const host = unbracketed(ip);
   const zone = host.indexOf("%"); // an IPv6 zone id; not a regexp, which backtracks on many '%'
@@ -92,26 +81,16 @@ export function isForbiddenAddress(ip: string): boolean {
   return false;
 }
 
-/**
- * What a refused destination is called wherever it is shown (API error, attempt log,
- * dashboard). It never names the address: for a host name that would tell whoever chose the
- * URL what it resolves to inside the server's network.
- */
+/** Never names the address: that would tell whoever chose a host name what it resolves to inside our network. */
 export const FORBIDDEN_DESTINATION = "destination not allowed (private, loopback, link-local or metadata addresses are not allowed)";
 
-// Names that are local by definition (RFC 6761 localhost, the .internal TLD reserved for
-// private use, which also holds metadata.google.internal); others are judged by what they
-// resolve to.
+// RFC 6761 localhost, and the private-use .internal TLD (metadata.google.internal).
 function isLocalName(hostname: string): boolean {
   const lower = hostname.toLowerCase();
   const name = lower.endsWith(".") ? lower.slice(0, -1) : lower;
   return name === "localhost" || name.endsWith(".localhost") || name.endsWith(".internal");
 }
 
-/**
- * Parses and checks a webhook URL; throws an Error whose message says what is wrong (for an
- * invalid_parameter_value error on "url").
- */
 export function checkWebhookUrl(url: string, { allowInsecure }: { allowInsecure: boolean }): URL {
   if (url.length > MAX_URL_LENGTH) throw new Error(`url must be at most ${MAX_URL_LENGTH} characters`);
   let parsed: URL;
@@ -157,12 +136,7 @@ export function isOwnAddress(ip: string): boolean {
   return ownAddresses.has(ip.toLowerCase());
 }
 
-/**
- * A `lookup` for net.connect / http(s).request: dns.lookup, failing with ForbiddenAddressError
- * (code EFORBIDDENADDRESS) when any address the name resolves to is forbidden or one of this
- * machine's own. All addresses are resolved and checked even when one is asked for, because
- * happy eyeballs may try several. With allowInsecure it is plain dns.lookup.
- */
+/** dns.lookup that fails when any resolved address is forbidden or our own: all are checked, as happy eyeballs may try several. */
 export function guardedLookup(allowInsecure: boolean): net.LookupFunction {
   return (hostname, options, callback) => {
     dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
@@ -177,14 +151,7 @@ export function guardedLookup(allowInsecure: boolean): net.LookupFunction {
   };
 }
 
-/**
- * Parses and checks the URL of a provider (a BlueBubbles Mac, an SMS Gateway phone, Twilio's
- * API or media): http or https, no credentials, at most MAX_URL_LENGTH characters; unless
- * allowPrivate, not a literal forbidden or own address, a local name, or one of `ownHosts`
- * (the service's own public host names). Throws ForbiddenAddressError for a destination that
- * is not allowed, a plain Error for a malformed URL. Names are judged again by what they
- * resolve to, at connect time (guardedLookup).
- */
+/** Throws ForbiddenAddressError for a destination not allowed (`ownHosts`: this service's public host names), an Error for a malformed URL. */
 export function checkProviderUrl(url: string, { allowPrivate, ownHosts = [] }: { allowPrivate: boolean; ownHosts?: readonly string[] }): URL {
   if (url.length > MAX_URL_LENGTH) throw new Error(`must be at most ${MAX_URL_LENGTH} characters`);
   let parsed: URL;
