@@ -6,7 +6,6 @@ import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
 import { storableText } from "../db/storable";
 
-/** Text PostgreSQL can store (a receiver's reply or an error message may hold NUL characters): see db/storable.ts. */
 ;
 import { fileUrlSigner } from "../storage/signed-urls";
 import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
@@ -14,11 +13,7 @@ import { signWebhook } from "./signing";
 import { log } from "../observability/log";
 import { metrics } from "../observability/metrics";
 
-// Delivering webhook rows, Svix-style: claim due deliveries with a lease, POST each signed
-// body, log every attempt, and retry on the published schedule until one attempt answers 2xx.
-// 410 Gone disables the webhook; so do 5 days of continuous failure.
-
-/** Waits after failed attempt n (1-based), before ±20% jitter: the schedule docs/api.md publishes. */
+/** Before ±20% jitter: the schedule docs/api.md publishes. */
 const RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 const DISABLE_AFTER_MS = 5 * 24 * 3_600_000;
 /** Claimed with a lease (longer than the 15 s response deadline plus recording): a worker that dies mid-attempt delays a retry by at most that. */
@@ -32,7 +27,7 @@ function retryDelayMs(attempt: number, retryAfterMs: number | null = null): numb
   return retryAfterMs !== null ? Math.max(jittered, retryAfterMs) : jittered;
 }
 
-/** Each attempt's metrics and log line (IDs, status code and outcome; never the body or secret). */
+/** Never the body or the secret. */
 function noteAttempts(outcomes: Outcome[]): void {
   const m = metrics();
   for (const { delivery, result } of outcomes) {
@@ -45,10 +40,7 @@ function noteAttempts(outcomes: Outcome[]): void {
   }
 }
 
-/**
- * Atomically claims up to `limit` due deliveries of active HTTP webhooks (not `listen` streams), oldest due first, keeping
- * each webhook under MAX_IN_FLIGHT_PER_WEBHOOK deliveries in flight (claimed and not recorded).
- */
+/** Keeps each webhook under MAX_IN_FLIGHT_PER_WEBHOOK deliveries in flight (claimed and not recorded). */
 export function claimDeliveries(limit: number, now = new Date()): Promise<WebhookDelivery[]> {
   return queue.claim({
     with: `busy AS (
@@ -71,22 +63,16 @@ export function claimDeliveries(limit: number, now = new Date()): Promise<Webhoo
   });
 }
 
-/**
- * Deliveries whose worker died mid-attempt go back to pending (the receiver may see the ID
- * twice). `all`: every claim, for a process that owns the database alone (embedded PGlite) at
- * start, when whatever is claimed was claimed by a process that died.
- */
+/** The receiver may see a delivery ID twice. `all`: every claim, for a process that owns the database alone (embedded PGlite) at start. */
 export const releaseExpiredDeliveries = (now = new Date(), { all = false } = {}): Promise<number> =>
   queue.release(all ? { all: true } : { expiredBefore: now });
 
-/** Returns these deliveries (claimed by a process that is stopping) to pending at once. */
 export const releaseDeliveries = (ids: string[]): Promise<number> => queue.release({ ids });
 
-/** When the next pending delivery of an active HTTP webhook is due, if any. */
 export const nextDeliveryDueAt = (): Promise<Date | null> =>
   queue.nextDue({ join: `JOIN "Webhook" w ON w.id = t."webhookId"`, where: `w."isActive" AND w.kind = 'http'` });
 
-/** The body a receiver gets; attachment URLs are signed afresh, since a retry may come hours later. */
+/** Attachment URLs are signed afresh, since a retry may come hours later. */
 export function renderBody(delivery: WebhookDelivery, url: (fileId: string) => string, timestamp: number): string {
   const data = structuredClone(delivery.payload) as Record<string, unknown>;
   if (Array.isArray(data.attachments)) {
@@ -100,18 +86,12 @@ function secretsOf(webhook: Webhook, now: number): string[] {
   return previousValid ? [webhook.previousSecret!] : [];
 }
 
-/** One finished attempt, as recorded. */
 interface Outcome {
   delivery: WebhookDelivery;
   startedAt: Date;
   result: PostResult;
 }
 
-/**
- * Records attempts in one transaction: the attempt rows, each delivery's new status (succeeded,
- * pending with its next retry, or failed when the schedule has run out) and each webhook's
- * failing streak, disabling it on 410 Gone or after 5 days of continuous failure.
- */
 async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
   const now = new Date();
   noteAttempts(outcomes);
@@ -142,8 +122,6 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
     }),
     ["", "", "::int", "", "::timestamptz", "::timestamptz"],
   );
-  // Per webhook: did its latest attempt succeed, when did its failures in this batch start, and
-  // did it answer 410.
   const streaks = new Map<string, { ok: boolean; last: number; failStart: Date | null; gone: boolean }>();
   for (const { delivery, startedAt, result } of outcomes) {
     const s = streaks.get(delivery.webhookId) ?? { ok: true, last: -1, failStart: null, gone: false };
@@ -173,7 +151,7 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
        FROM (VALUES ${deliveries.text}) AS v(id, status, code, error, next, completed) WHERE d.id = v.id`,
       deliveries.params,
     );
-    // Rows change only when the streak starts or ends or the webhook is disabled, so a healthy
+    // Rows change only when a streak starts or ends or the webhook is disabled, so a healthy
     // webhook's row is not rewritten on every batch.
     await query(
       `UPDATE "Webhook" w SET
@@ -191,19 +169,13 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
   });
 }
 
-/** Attempts finishing within 2 ms of each other are recorded together, in one transaction. */
 const recordOutcome = batcher<Outcome, void>(async (outcomes) => {
   await recordOutcomes(outcomes);
   return outcomes.map(() => undefined);
 }, { max: 500, lingerMs: 2 });
 
-/**
- * An attempt whose recording failed (something in it the database refused, or the database
- * itself) still counts, so the delivery follows the retry schedule and the failing streak
- * (auto-disable) instead of being retried at once forever: recorded again without the
- * receiver's reply, as a failure unless the receiver answered 2xx. Should even that fail, the
- * delivery is put back on the schedule directly; failing that too, its lease runs out.
- */
+// An attempt whose recording failed still counts, so the delivery follows the retry schedule and auto-disable instead of
+// being retried at once forever: recorded again without the reply; failing that, put back on the schedule; then the lease runs out.
 async function recordUnrecordable(delivery: WebhookDelivery, startedAt: Date, sent: PostResult | null): Promise<void> {
   const result: PostResult = {
     ok: sent?.ok ?? false,
@@ -227,10 +199,7 @@ async function recordUnrecordable(delivery: WebhookDelivery, startedAt: Date, se
   }
 }
 
-/**
- * POSTs each claimed delivery to its webhook and records the attempt; `onSettled` is called as
- * each delivery finishes (the embedded sender frees its slot then).
- */
+/** `onSettled` is called as each delivery finishes (the embedded sender frees its slot then). */
 export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?: (delivery: WebhookDelivery) => void): Promise<void> {
   if (!deliveries.length) return;
   let webhooks: Map<string, Webhook>;
@@ -259,8 +228,7 @@ export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?:
           result = await postWebhook(webhook.url, rawBody, headers, { timeoutMs: RESPONSE_TIMEOUT_MS, allowInsecure });
           await recordOutcome({ delivery, startedAt, result });
         } catch (err) {
-          // The webhook (and with it this delivery) was deleted while the attempt was under
-          // way: there is nothing left to record.
+          // The webhook was deleted during the attempt: nothing left to record.
           if ((err as { code?: string }).code === "23503") return;
           log().error({ err, delivery_id: delivery.id }, "a webhook attempt could not be recorded");
           await recordUnrecordable(delivery, startedAt, result);

@@ -1,7 +1,4 @@
-// The events webhooks deliver (SPEC.md "Events", plus the opt-in extensions message.failed,
-// line.status_changed, and message.delivered / message.undelivered on lines whose provider
-// reports delivery, and outbox.approval_requested: a send by a key with require_approval waits).
-// Kept free of server imports: the dashboard's forms list them too.
+// Free of server imports: the dashboard's forms list them too.
 export const WEBHOOK_EVENTS = [
   "message.received",
   "message.sent",

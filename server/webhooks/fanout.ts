@@ -2,11 +2,8 @@ import { chunkRows, type Query, valuesList } from "../db";
 import { newId } from "../kernel/ids";
 import type { WebhookEvent } from "./event-names";
 
-// Events become delivery rows (dlv_…), one per subscribed active webhook of the line, written
-// by the caller inside the transaction of the change that caused them: a committed change
-// always has its deliveries, and a rolled-back one never does. Rows are events × subscribers
-// (an account may have thousands of webhooks and listen sessions), so they are inserted in
-// chunks that keep each statement under the protocol's parameter limit.
+// Written inside the transaction of the change that caused them. Rows are events × subscribers
+// (thousands in an account), so they go in chunks under the protocol's parameter limit.
 
 export interface WebhookEventData {
   /** The account whose webhooks hear it: lines like the sandbox are shared between accounts. */
@@ -16,7 +13,6 @@ export interface WebhookEventData {
   data: Record<string, unknown>;
 }
 
-/** Inserts the deliveries of these events; returns how many rows were written. */
 export async function fanOut(query: Query, events: WebhookEventData[]): Promise<number> {
   if (!events.length) return 0;
   const lineIds = [...new Set(events.map((e) => e.lineId))];

@@ -3,30 +3,19 @@ import { exchange, retryAfterMs, TransportError } from "../http-out/exchange";
 import { guardedTransport } from "../http-out/guarded";
 import { checkWebhookUrl, FORBIDDEN_DESTINATION, guardedLookup } from "../http-out/url-guard";
 
-// The webhook sender's POST, on the outbound HTTP core (../http-out) that the provider clients
-// use too: the same deadline, byte cap, Retry-After and failure reading. A delivery's outcome is
-// its status line, so the answer is read with `statusDecides`: the body is only an excerpt.
-
 /**
- * How many deliveries of one webhook may be in flight at once (also the keep-alive pool's
- * sockets per receiving host): a slow or stalled receiver holds at most this many of the
- * sender's slots, so it cannot delay other webhooks' deliveries.
+ * Also the keep-alive pool's sockets per receiving host: a stalled receiver holds at most this
+ * many of the sender's slots, so other webhooks' deliveries go on.
  */
 export const MAX_IN_FLIGHT_PER_WEBHOOK = 64;
 
 export interface PostResult {
-  /** A 2xx response. */
   ok: boolean;
-  /** null when no response arrived. */
   statusCode: number | null;
   durationMs: number;
-  /** The first maxResponseBytes of the response body (UTF-8); null when no response arrived. */
   responseExcerpt: string | null;
-  /** Why no response arrived (network, TLS, time-out, refused URL); null when one did. */
   error: string | null;
-  /** From Retry-After (seconds or HTTP date), on 429 and 503 only. */
   retryAfterMs: number | null;
-  /** 410 Gone: the receiver asks for the webhook to be disabled. */
   gone: boolean;
 }
 
@@ -38,9 +27,6 @@ export interface PostOptions {
 
 const USER_AGENT = "Relay-Webhooks/1.0";
 
-// Two guarded transports, one per setting of allowInsecure (local development lets http and local targets
-// through); each keeps one keep-alive pool per protocol, shared by all deliveries, with sockets
-// per receiving host matching the sender's in-flight limit per webhook.
 const senders = new Map(
   [false, true].map((allowInsecure) => [
     allowInsecure,
@@ -53,12 +39,7 @@ const senders = new Map(
   ]),
 );
 
-/**
- * POSTs one delivery. Never throws: failures before an answer come back in `error`. Redirects
- * are not followed (a 3xx is a failed delivery), so a receiver cannot bounce us to another host.
- * The deadline covers connect, request and response headers; once the status is in, the
- * outcome is known and the body read just stops with what it has.
- */
+/** Never throws. A 3xx is a failed delivery, so a receiver cannot bounce us to another host. */
 export async function postWebhook(
   url: string,
   rawBody: string,
@@ -76,8 +57,7 @@ export async function postWebhook(
     gone: false,
     ...fields,
   });
-  // The URL is judged again at delivery time by the guarded transport (settings may have changed
-  // since it was saved), and every address at connect time; a refusal's reason is the check's own words.
+  // Judged again at delivery time (settings may have changed since it was saved) and at connect.
   try {
     const answer = await exchange(
       url,

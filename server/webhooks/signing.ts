@@ -11,7 +11,6 @@ import {
 import { newId } from "../kernel/ids";
 
 export {
-  
   WebhookVerificationError,
   type SignInput,
   type VerifyOptions,
@@ -19,29 +18,13 @@ export {
   type WebhookVerificationReason,
 } from "../../packages/client/src/webhook-checks";
 
-// Webhook signatures, two schemes on every delivery:
-//
-// 1. Ours (SPEC "Delivery format", what existing clients verify): X-Webhook-Signature is the
-//    lowercase hex HMAC-SHA256 of `${timestampMs}.${rawBody}`, keyed with the secret STRING as
-//    shown to the user (the whole `whsec_...` text, UTF-8), X-Webhook-Timestamp in Unix ms.
-// 2. Standard Webhooks (standardwebhooks.com), so generic verifiers (svix, standardwebhooks
-//    libraries) work unchanged: webhook-signature is `v1,<base64 HMAC-SHA256 of
-//    "${id}.${timestampSeconds}.${rawBody}">`, keyed with the base64-DECODED part of
-//    `whsec_<base64>`, webhook-timestamp in Unix seconds, webhook-id the delivery id.
-//
-// One secret therefore serves both schemes; only the key derivation differs, as each scheme
-// defines it. A secret without the whsec_ prefix (none are minted so) is used as UTF-8 bytes
-// for both.
-//
-// Rotation: while an old secret is still valid (24 h), a delivery is signed with both.
-// webhook-signature lists one `v1,` entry per secret, space-separated, as Standard Webhooks
-// prescribes. X-Webhook-Signature keeps exactly ONE hex string, made with the current secret,
-// because existing clients compare the header's whole value to one hex digest; the old
-// secret's signature goes in X-Webhook-Signature-Previous, which a rotating receiver checks.
+// Two schemes on every delivery (docs/api.md, "Webhooks"): ours keys HMAC-SHA256 with the whole
+// `whsec_…` string, Standard Webhooks with its base64-decoded part (without the prefix, both use
+// the UTF-8 bytes). During rotation X-Webhook-Signature keeps ONE hex digest, the current secret's,
+// since existing clients compare the whole header to one digest; the old one goes in -Previous.
 
 const SECRET_PREFIX = "whsec_";
 
-/** A new signing secret: `whsec_` + base64 of 32 random bytes (the Standard Webhooks form). */
 export function newWebhookSecret(): string {
   return SECRET_PREFIX + randomBytes(32).toString("base64");
 }
@@ -60,7 +43,6 @@ function standardSignature(secret: string, id: string, timestampS: string, rawBo
   return createHmac("sha256", standardKey(secret)).update(`${id}.${timestampS}.${rawBody}`).digest("base64");
 }
 
-/** The headers of one delivery of rawBody. */
 export function signWebhook({ secret, rawBody, timestamp, deliveryId, secrets = [] }: SignInput): Record<string, string> {
   const previous = [...new Set(secrets)].filter((s) => s !== secret);
   const ms = String(timestamp);
@@ -82,12 +64,7 @@ export function signWebhook({ secret, rawBody, timestamp, deliveryId, secrets = 
   return headers;
 }
 
-/**
- * Verifies a delivery and returns its payload, or throws WebhookVerificationError. Checks
- * X-Webhook-Signature (or X-Webhook-Signature-Previous) when X-Webhook-* headers are present,
- * otherwise the Standard Webhooks headers. Several secrets may be given (rotation). Everything
- * but the HMAC is the client library's code, so both verify exactly alike.
- */
+/** Everything but the HMAC is the client library's code, so both verify exactly alike. */
 export function verifyWebhook(rawBody: string, headers: HeaderSource, secret: string | readonly string[], options: VerifyOptions = {}): WebhookPayload {
   const secrets = typeof secret === "string" ? [secret] : secret;
   if (secrets.length === 0) throw new TypeError("verifyWebhook needs at least one secret");
