@@ -1,28 +1,17 @@
-// A small reader and header patcher for CAF files (Apple "Core Audio Format Specification").
-//
-// Layout: file header 'caff', version 1 (u16), flags 0 (u16); then chunks, each a 4-byte type,
-// an int64 size and that many bytes. All numbers are big-endian. The 'desc' chunk comes first:
-// mSampleRate f64, mFormatID u32, mFormatFlags u32, mBytesPerPacket u32, mFramesPerPacket u32,
-// mChannelsPerFrame u32, mBitsPerChannel u32. Formats with variable packet sizes or frame counts
-// have a 'pakt' chunk: mNumberPackets i64, mNumberValidFrames i64, mPrimingFrames i32,
-// mRemainderFrames i32, then per packet its byte size (if mBytesPerPacket is 0) followed by its
-// frame count (if mFramesPerPacket is 0), each a BER-style variable-length integer (7 bits per
-// byte, most significant group first, the high bit set on every byte but the last). Only the
-// 'data' chunk, and only as the last chunk, may have the size -1 ("to the end of the file").
+// CAF (Apple "Core Audio Format Specification"), big-endian: a 'caff' header, then chunks of a
+// 4-byte type, an int64 size and that many bytes (only a last 'data' chunk may say -1, "to the
+// end"). 'desc' comes first; variable packets have a 'pakt' table of per-packet byte sizes and/or
+// frame counts, each a BER varint (7 bits per byte, most significant first, high bit on all but the last).
 
 export interface CafInfo {
-  /** mSampleRate of 'desc', in Hz. */
   sampleRate: number;
-  /** mFormatID of 'desc' as text, e.g. "opus", "lpcm". */
   formatId: string;
   channels: number;
   /** 0 when packets carry different frame counts (they are listed in 'pakt'). */
   framesPerPacket: number;
-  /** Frames of audio to play: from 'pakt', or packets × framesPerPacket for constant-size packets. */
   validFrames: number;
   priming: number;
   remainder: number;
-  /** validFrames / sampleRate. */
   durationSeconds: number;
 }
 
@@ -35,11 +24,8 @@ const FRAME_POSITION_CHUNKS = new Set(["mark", "regn", "ovvw", "peak", "lyrc"]);
 
 interface Chunk {
   type: string;
-  /** Offset of the chunk header. */
   start: number;
-  /** Offset of the chunk's contents. */
   body: number;
-  /** Offset just past the chunk. */
   end: number;
 }
 
@@ -56,7 +42,6 @@ interface PacketTable {
   validFrames: number;
   priming: number;
   remainder: number;
-  /** Per packet: [bytes (or null), frames (or null)], as listed in the table. */
   entries: [number | null, number | null][];
 }
 
@@ -117,7 +102,6 @@ function readDesc(bytes: Uint8Array, view: DataView, chunk: Chunk | undefined): 
   return desc;
 }
 
-/** A BER-style variable-length integer at `at`: its value and the offset after it. */
 function readVarint(bytes: Uint8Array, at: number, end: number): [number, number] {
   let value = 0;
   for (let i = at; i < end; i++) {
@@ -190,12 +174,10 @@ function parse(input: Uint8Array): Parsed {
   return { bytes, view, chunks, desc, data, pakt };
 }
 
-/** Frames in all packets: per-packet counts when listed, else packets × framesPerPacket. */
 function totalFrames(desc: Desc, pakt: PacketTable): number {
   return desc.framesPerPacket === 0 ? pakt.entries.reduce((sum, [, frames]) => sum + frames!, 0) : pakt.packets * desc.framesPerPacket;
 }
 
-/** What a CAF file declares: format, rate, channels, and its length from 'pakt' (or the data size). */
 export function readCafInfo(bytes: Uint8Array): CafInfo {
   const { desc, data, pakt } = parse(bytes);
   let validFrames: number;
@@ -215,7 +197,7 @@ export function readCafInfo(bytes: Uint8Array): CafInfo {
   };
 }
 
-/** `frames` at the new rate; refused when it is not a whole number (a packet cannot hold part of a frame). */
+/** A packet cannot hold part of a frame. */
 function scaleExact(frames: number, ratio: number, what: string, rate: number): number {
   const scaled = frames * ratio;
   const rounded = Math.round(scaled);
@@ -223,14 +205,8 @@ function scaleExact(frames: number, ratio: number, what: string, rate: number): 
   return rounded;
 }
 
-/**
- * The same CAF file declaring `rate` as its sample rate: mSampleRate and mFramesPerPacket in
- * 'desc', and the frame counts of 'pakt' (header and per-packet counts), scaled by rate / the
- * declared rate; the audio data is not touched. Only for Opus, whose declared rate is nominal
- * (the decoder always runs at 48 kHz); for other formats it would change the speed of playback.
- * Throws an Error for malformed files and for files it cannot rescale faithfully. Returns a new
- * array, never a view of `input` (hence new Uint8Array(input): a Buffer's slice() shares memory).
- */
+// Only for Opus, whose declared rate is nominal (the decoder always runs at 48 kHz): for other formats it would change
+// the playback speed. The audio data is untouched; the result is a copy, never a view (a Buffer's slice() shares memory).
 export function declareSampleRate(input: Uint8Array, rate: number): Uint8Array {
   if (!Number.isFinite(rate) || rate <= 0) throw new Error(`Cannot declare the sample rate ${rate}: it must be a positive number.`);
   const parsed = parse(input);

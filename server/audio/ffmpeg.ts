@@ -7,29 +7,20 @@ import { ApiError, invalidParam } from "../kernel/errors";
 import { processSingleton } from "../kernel/singleton";
 import { declareSampleRate } from "./caf";
 
-// Audio messages go out as the platform's native voice memo: CAF container, Opus, mono, 24 kHz.
-// Uploads are probed with ffprobe (the format is decided by content, never by name or
-// Content-Type), then converted with ffmpeg, in a private temporary directory, under a time
-// limit. ffmpeg comes from FFMPEG_PATH; ffprobe is expected next to it. ffmpeg writes Opus'
-// internal 48 kHz into the CAF header whatever it encoded from, so the header is then rewritten
-// to declare 24 kHz, as Apple's voice memos do (server/audio/caf.ts). At most one conversion per
-// CPU runs at a time; the others wait their turn, and the wait counts against their time limit.
-// A conversion reads its input (streamed from storage into its temporary directory) only once
-// it holds a slot, so waiting requests hold no audio in memory; and at most QUEUE_PER_SLOT
-// requests per slot may wait: past that, 503 audio_conversion_busy with Retry-After at once.
+// ffmpeg writes Opus' internal 48 kHz into the CAF header whatever it encoded from, so the header is
+// rewritten to declare 24 kHz, as Apple's voice memos do. A conversion reads its input only once it
+// holds a slot, so waiting requests hold no audio in memory (docs/api.md, "Audio messages").
 
 const ACCEPTED_AUDIO_FORMATS = ["m4a", "mp3", "wav", "caf", "aiff"] as const;
-/** ffprobe demuxer names of the accepted formats (m4a is read by the mov/mp4 demuxer). */
+/** m4a is read by the mov/mp4 demuxer. */
 const ACCEPTED_DEMUXERS = new Set(["mov", "mp4", "m4a", "mp3", "wav", "caf", "aiff"]);
 /** Below this ffmpeg itself warns "misdetection possible" (AVPROBE_SCORE_RETRY). */
 const MIN_PROBE_SCORE = 26;
 const CONVERSION_TIMEOUT_MS = 60_000;
-/** The sample rate voice memos are encoded from and declare. */
 const VOICE_MEMO_RATE = 24_000;
 const MAX_AUDIO_SECONDS = 30 * 60;
-/** Waiting conversions allowed per slot before new ones are refused. */
 const QUEUE_PER_SLOT = 4;
-/** Suggested wait after a refusal for a full queue: a typical conversion takes a few seconds. */
+/** A typical conversion takes a few seconds. */
 const BUSY_RETRY_AFTER_SECONDS = 10;
 /** Opus at 32 kbit/s makes about 4 MB per 15 minutes: a generous cap on what one conversion writes. */
 const MAX_OUTPUT_BYTES = 32 * 1024 * 1024;
@@ -43,7 +34,7 @@ interface ToolRun {
   timedOut: boolean;
 }
 
-/** The binary could not be started (missing, not executable). The message names it without its directory. */
+/** Its message names the binary without its directory. */
 class ToolNotRunnable extends Error {
   constructor(bin: string, cause: NodeJS.ErrnoException) {
     const name = path.basename(bin);
@@ -51,7 +42,6 @@ class ToolNotRunnable extends Error {
   }
 }
 
-/** Runs a tool without a shell or stdin; killed at the deadline. Rejects only if it cannot start. */
 function runTool(bin: string, args: string[], deadline: number): Promise<ToolRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], windowsHide: true });
@@ -78,7 +68,6 @@ function runTool(bin: string, args: string[], deadline: number): Promise<ToolRun
   });
 }
 
-/** ffprobe beside the configured ffmpeg: /opt/x/bin/ffmpeg -> /opt/x/bin/ffprobe, ffmpeg -> ffprobe. */
 export function ffprobePath(ffmpeg: string): string {
   const base = path.basename(ffmpeg);
   const probe = base.includes("ffmpeg") ? base.replace(/ffmpeg(?!.*ffmpeg)/, "ffprobe") : "ffprobe";
@@ -91,10 +80,9 @@ const unavailable = (reason: string) =>
     `Audio messages are unavailable on this server: ${reason}. The operator must install ffmpeg with libopus (and ffprobe) or set FFMPEG_PATH.`,
   );
 
-/** Binaries that passed the check once; a failed check is retried on the next request. */
+/** A failed check is retried on the next request. */
 const usable = processSingleton("ffmpeg-usable", () => new Set<string>());
 
-/** Whether FFMPEG_PATH runs, can encode Opus, and has ffprobe beside it; `reason` names no directory. */
 export async function checkFfmpeg(): Promise<{ ok: true; path: string } | { ok: false; path: string; reason: string }> {
   const bin = config().FFMPEG_PATH;
   if (usable.has(bin)) return { ok: true, path: bin };
@@ -115,13 +103,10 @@ export async function checkFfmpeg(): Promise<{ ok: true; path: string } | { ok: 
 }
 
 interface ConversionSlots {
-  /** How many conversions may run at once. */
   limit: number;
-  /** How many may wait for a slot. */
   queueLimit: number;
   timeoutMs: number;
   active: number;
-  /** Conversions waiting for a slot, first come first served: each is handed one by calling it. */
   waiting: (() => void)[];
 }
 
@@ -130,18 +115,13 @@ const defaultLimits = () => {
   return { limit, queueLimit: limit * QUEUE_PER_SLOT, timeoutMs: CONVERSION_TIMEOUT_MS };
 };
 
-/** One queue per process, whichever bundle converts (server/kernel/singleton.ts). */
+/** One queue per process, whichever bundle converts. */
 const slots = processSingleton("audio-conversion-slots", (): ConversionSlots => ({ ...defaultLimits(), active: 0, waiting: [] }));
 
-/** Hands free slots to waiting conversions, in order. */
 function grantSlots(): void {
   while (slots.active < slots.limit && slots.waiting.length > 0) slots.waiting.shift()!();
 }
 
-/**
- * Takes a conversion slot, waiting for one until `deadline`; false if the deadline came first.
- * Throws audio_conversion_busy when the queue is full.
- */
 function acquireSlot(deadline: number, param: string): Promise<boolean> {
   if (slots.active < slots.limit && slots.waiting.length === 0) {
     slots.active++;
@@ -174,12 +154,7 @@ function releaseSlot(): void {
   grantSlots();
 }
 
-/**
- * Test hook only (tests/audio.test.ts), not configuration: sets how many conversions may run at
- * once, how many may wait, and the time limit of conversions that start from now on; null
- * restores the defaults (os.availableParallelism(), at least 1; QUEUE_PER_SLOT per slot;
- * CONVERSION_TIMEOUT_MS).
- */
+/** Test hook (tests/audio.test.ts), not configuration; null restores the defaults. */
 export function setConversionLimitsForTests(limits: { concurrency?: number; queue?: number; timeoutMs?: number } | null): void {
   const defaults = defaultLimits();
   slots.limit = Math.max(1, limits?.concurrency ?? defaults.limit);
@@ -188,7 +163,6 @@ export function setConversionLimitsForTests(limits: { concurrency?: number; queu
   grantSlots();
 }
 
-/** A conversion's time limit: when it ends, and how much of it went to waiting for a slot. */
 interface Budget {
   deadline: number;
   timeoutMs: number;
@@ -202,7 +176,6 @@ function tookTooLong(param: string, doing: "Reading" | "Converting", budget: Bud
   return invalidParam(param, `${doing} ${param} took longer than ${limit}, ${waited} of which it waited for other conversions to finish; send a shorter recording or try again later.`);
 }
 
-/** The last line ffmpeg wrote, without the temporary path it names. */
 function reasonFrom(stderr: string, dir: string): string {
   const line = stderr.split("\n").map((l) => l.trim()).filter(Boolean).pop() ?? "unknown error";
   return line.replaceAll(`${dir}${path.sep}`, "").replace(/^input: /, "").slice(0, 200);
@@ -213,7 +186,6 @@ interface Probe {
   streams?: { codec_type?: string; duration?: string }[];
 }
 
-/** The demuxer to read the upload with, after checking it is accepted audio of an allowed length. */
 async function probeInput(bin: string, dir: string, file: string, budget: Budget, param: string): Promise<string> {
   const run = await runTool(ffprobePath(bin), ["-hide_banner", "-loglevel", "error", "-show_format", "-show_streams", "-of", "json", file], budget.deadline);
   if (run.timedOut) throw tookTooLong(param, "Reading", budget);
@@ -242,15 +214,8 @@ async function probeInput(bin: string, dir: string, file: string, budget: Budget
   return demuxers[0]!;
 }
 
-/** The recording: bytes at hand, or an opener called once a slot is held (a stored file, streamed). */
 export type AudioInput = Uint8Array | (() => Promise<AsyncIterable<Uint8Array>>);
 
-/**
- * The upload converted to a voice memo (CAF, Opus 32 kbit/s, mono, 24 kHz). Throws
- * invalid_parameter_value (naming `param`) for anything that is not accepted, decodable audio,
- * audio_conversion_unavailable when ffmpeg cannot be run or no conversion slot came free
- * within the time limit, and audio_conversion_busy when too many conversions already wait.
- */
 export async function convertToVoiceMemo(input: AudioInput, param = "audio_message"): Promise<Buffer> {
   const start = Date.now();
   const timeoutMs = slots.timeoutMs;
