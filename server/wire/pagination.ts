@@ -47,10 +47,7 @@ function decodeCursor(cursor: string, arity: number): CursorValue[] {
   throw invalidParam("cursor", "Invalid cursor: pass the next_cursor value of a previous page unchanged.");
 }
 
-/**
- * Where-clause and orderBy for "sortField desc (nulls last), id desc" keyset pages, with the
- * sort field a DateTime (cursor carries Unix ms) or absent (ID order only).
- */
+/** "sortField desc (nulls last), id desc" pages; a DateTime sort field's cursor carries Unix ms, a null one orders by ID only. */
 export function keysetDesc(sortField: string | null, cursor: string | undefined, options: { nullable?: boolean } = {}) {
   const orderBy: Record<string, unknown>[] = sortField
     ? [{ [sortField]: options.nullable ? { sort: "desc", nulls: "last" } : "desc" }, { id: "desc" }]
@@ -72,17 +69,13 @@ export function keysetDesc(sortField: string | null, cursor: string | undefined,
   };
 }
 
-/**
- * The keyset of a cursor made for a "time desc, id desc" page of non-null times (toPage with
- * `[ms, id]`), for statements written in SQL rather than through keysetDesc.
- */
+/** For statements written in SQL rather than through keysetDesc: a cursor of `[ms, id]` for non-null times. */
 export function decodeTimeKeyset(cursor: string): { at: number; id: string } {
   const [at, id] = decodeCursor(cursor, 2);
   if (typeof at !== "number" || typeof id !== "string") throw invalidParam("cursor", "Invalid cursor.");
   return { at, id };
 }
 
-/** Keyset on ID ascending (oldest first). */
 export function keysetAsc(cursor: string | undefined) {
   const orderBy = [{ id: "asc" as const }];
   if (!cursor) return { where: {}, orderBy };
@@ -91,10 +84,7 @@ export function keysetAsc(cursor: string | undefined) {
   return { where: { id: { gt: id } }, orderBy };
 }
 
-/**
- * Builds the envelope from limit+1 fetched rows. `cursorOf` gives the keyset of a row, matching
- * the keyset helper used for the query.
- */
+/** From limit+1 fetched rows; `cursorOf` must match the keyset helper used for the query. */
 export function toPage<R, T>(rows: R[], limit: number, serialize: (r: R) => T, cursorOf: (r: R) => CursorValue[]): Page<T> {
   const hasMore = rows.length > limit;
   const items = hasMore ? rows.slice(0, limit) : rows;
