@@ -77,6 +77,21 @@ function Field({ id, label, hint, error, children }: { id: string; label: string
   );
 }
 
+function CheckField({ id, label, checked, onChange, hint, children }: { id: string; label: string; checked: boolean; onChange: (checked: boolean) => void; hint: string; children?: ReactNode }) {
+  return (
+    <div className={styles.field}>
+      <label className="check">
+        <input type="checkbox" checked={checked} onChange={(e) => onChange(e.target.checked)} aria-describedby={`${id}-hint`} />
+        {label}
+      </label>
+      <div id={`${id}-hint`} className="small muted">
+        {hint}
+      </div>
+      {children}
+    </div>
+  );
+}
+
 export function SendPolicyForm({
   lineId,
   policy,
@@ -115,7 +130,16 @@ export function SendPolicyForm({
   const errorOf = (name: FieldName): string | null => local[name] ?? (serverParam === name && save.error ? sentence(save.error.message) : null);
   // A refusal about no field of this form (or the whole quiet-hours object) shows above the button.
   const unplaced = save.error && !(PLACED as readonly (string | null)[]).includes(serverParam) ? save.error : null;
-  const described = (name: FieldName, hasHint = true) => (errorOf(name) ? `${id(name)}-error` : hasHint ? `${id(name)}-hint` : undefined);
+  const field = (name: FieldName) => ({ id: id(name), error: errorOf(name) });
+  const wired = (name: FieldName, hasHint = true) => ({
+    id: id(name),
+    "aria-invalid": errorOf(name) ? true : undefined,
+    "aria-describedby": errorOf(name) ? `${id(name)}-error` : hasHint ? `${id(name)}-hint` : undefined,
+  });
+  const budgets = [
+    ["new_contacts_per_hour", "New contacts per hour", perHour, setPerHour],
+    ["new_contacts_per_day", "New contacts per day", perDay, setPerDay],
+  ] as const;
 
   function number(value: string, name: FieldName, problems: Partial<Record<FieldName, string>>): number | null | undefined {
     if (blank(value)) return null;
@@ -152,94 +176,49 @@ export function SendPolicyForm({
       <fieldset className={styles.plain} disabled={!editable}>
         <legend className="visually-hidden">Send policy</legend>
         <div className="stack">
-          <div className={styles.field}>
-            <label className="check">
-              <input type="checkbox" checked={contactFirst} onChange={(e) => setContactFirst(e.target.checked)} aria-describedby={id("contact_first-hint")} />
-              Contact first
-            </label>
-            <div id={id("contact_first-hint")} className="small muted">
-              {contactFirst
-                ? "Sends only to people who texted this line first."
-                : "The line may start conversations, within the new-contact budgets below."}
-            </div>
-          </div>
+          <CheckField
+            id={id("contact_first")}
+            label="Contact first"
+            checked={contactFirst}
+            onChange={setContactFirst}
+            hint={contactFirst ? "Sends only to people who texted this line first." : "The line may start conversations, within the new-contact budgets below."}
+          />
 
           <div className={styles.fieldGrid}>
-            <Field id={id("new_contacts_per_hour")} label="New contacts per hour" hint="Blank: no limit." error={errorOf("new_contacts_per_hour")}>
-              <input
-                id={id("new_contacts_per_hour")}
-                inputMode="numeric"
-                value={perHour}
-                onChange={(e) => setPerHour(e.target.value)}
-                placeholder="No limit"
-                aria-invalid={errorOf("new_contacts_per_hour") ? true : undefined}
-                aria-describedby={described("new_contacts_per_hour")}
-              />
-            </Field>
-            <Field id={id("new_contacts_per_day")} label="New contacts per day" hint="Blank: no limit." error={errorOf("new_contacts_per_day")}>
-              <input
-                id={id("new_contacts_per_day")}
-                inputMode="numeric"
-                value={perDay}
-                onChange={(e) => setPerDay(e.target.value)}
-                placeholder="No limit"
-                aria-invalid={errorOf("new_contacts_per_day") ? true : undefined}
-                aria-describedby={described("new_contacts_per_day")}
-              />
-            </Field>
+            {budgets.map(([name, label, value, set]) => (
+              <Field key={name} {...field(name)} label={label} hint="Blank: no limit.">
+                <input {...wired(name)} inputMode="numeric" value={value} onChange={(e) => set(e.target.value)} placeholder="No limit" />
+              </Field>
+            ))}
           </div>
           <p className="small muted" style={{ margin: 0 }}>
             Budgets count the conversations the line opens with people it never messaged, over a sliding hour and 24 hours;
             {contactFirst ? " they apply once contact-first is off." : " a send over budget waits for the next free slot."}
           </p>
 
-          <div className={styles.field}>
-            <label className="check">
-              <input type="checkbox" checked={quiet} onChange={(e) => setQuiet(e.target.checked)} aria-describedby={id("quiet-hint")} />
-              Quiet hours
-            </label>
-            <div id={id("quiet-hint")} className="small muted">
-              New messages wait until the window ends; a reply to someone who wrote in the last 30 minutes still goes.
-            </div>
+          <CheckField
+            id={id("quiet")}
+            label="Quiet hours"
+            checked={quiet}
+            onChange={setQuiet}
+            hint="New messages wait until the window ends; a reply to someone who wrote in the last 30 minutes still goes."
+          >
             {errorOf("quiet_hours") ? (
               <div className="small error" role="alert">
                 {errorOf("quiet_hours")}
               </div>
             ) : null}
-          </div>
+          </CheckField>
           {quiet ? (
             <div className={styles.quietFields}>
-              <Field id={id("quiet_hours.start")} label="Start" error={errorOf("quiet_hours.start")}>
-                <input
-                  id={id("quiet_hours.start")}
-                  type="time"
-                  value={start}
-                  onChange={(e) => setStart(e.target.value)}
-                  aria-invalid={errorOf("quiet_hours.start") ? true : undefined}
-                  aria-describedby={described("quiet_hours.start", false)}
-                />
+              <Field {...field("quiet_hours.start")} label="Start">
+                <input {...wired("quiet_hours.start", false)} type="time" value={start} onChange={(e) => setStart(e.target.value)} />
               </Field>
-              <Field id={id("quiet_hours.end")} label="End" error={errorOf("quiet_hours.end")} hint={start > end ? "Next day" : undefined}>
-                <input
-                  id={id("quiet_hours.end")}
-                  type="time"
-                  value={end}
-                  onChange={(e) => setEnd(e.target.value)}
-                  aria-invalid={errorOf("quiet_hours.end") ? true : undefined}
-                  aria-describedby={described("quiet_hours.end", start > end)}
-                />
+              <Field {...field("quiet_hours.end")} label="End" hint={start > end ? "Next day" : undefined}>
+                <input {...wired("quiet_hours.end", start > end)} type="time" value={end} onChange={(e) => setEnd(e.target.value)} />
               </Field>
-              <Field id={id("quiet_hours.timezone")} label="Time zone" error={errorOf("quiet_hours.timezone")} hint="Type to search, e.g. America/New_York.">
-                <input
-                  id={id("quiet_hours.timezone")}
-                  list={id("zones")}
-                  value={zone}
-                  onChange={(e) => setZone(e.target.value)}
-                  autoComplete="off"
-                  spellCheck={false}
-                  aria-invalid={errorOf("quiet_hours.timezone") ? true : undefined}
-                  aria-describedby={described("quiet_hours.timezone")}
-                />
+              <Field {...field("quiet_hours.timezone")} label="Time zone" hint="Type to search, e.g. America/New_York.">
+                <input {...wired("quiet_hours.timezone")} list={id("zones")} value={zone} onChange={(e) => setZone(e.target.value)} autoComplete="off" spellCheck={false} />
                 <datalist id={id("zones")}>
                   {zones.map((z) => (
                     <option key={z} value={z} />
@@ -250,15 +229,8 @@ export function SendPolicyForm({
           ) : null}
 
           <div className={styles.fieldGrid}>
-            <Field id={id("rate_per_second")} label="Sends per second" hint="The most this line starts each second (above 0, at most 100)." error={errorOf("rate_per_second")}>
-              <input
-                id={id("rate_per_second")}
-                inputMode="decimal"
-                value={rate}
-                onChange={(e) => setRate(e.target.value)}
-                aria-invalid={errorOf("rate_per_second") ? true : undefined}
-                aria-describedby={described("rate_per_second")}
-              />
+            <Field {...field("rate_per_second")} label="Sends per second" hint="The most this line starts each second (above 0, at most 100).">
+              <input {...wired("rate_per_second")} inputMode="decimal" value={rate} onChange={(e) => setRate(e.target.value)} />
             </Field>
           </div>
         </div>
