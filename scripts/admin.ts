@@ -183,7 +183,7 @@ async function backupCommand(command: "backup" | "restore", values: { out?: stri
 async function main(argv: string[]): Promise<void> {
   // Results go to stdout for scripts; what the service logs while the command runs (a line's
   // status change, a migration warning) goes to stderr beside the errors.
-  const { resetLogger } = await import("../server/observability/log");
+  const { resetLogger } = await import("../server/kernel/log");
   resetLogger({ write: (line: string) => void process.stderr.write(line) });
   if (argv.includes("--help") || argv.includes("-h")) {
     console.log(USAGE);

@@ -1,5 +1,5 @@
 import { resetConfig } from "@/server/kernel/config";
-import { resetLogger } from "@/server/observability/log";
+import { resetLogger } from "@/server/kernel/log";
 
 /** The JSON log records written while `fn` runs (the logger at info, into memory). */
 export async function captureLog<T>(fn: () => Promise<T> | T): Promise<{ result: T; records: Record<string, unknown>[] }> {

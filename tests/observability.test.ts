@@ -7,7 +7,7 @@ import { ApiError } from "@/server/kernel/errors";
 import { errorAnswer } from "@/server/transports/http/responses";
 import { annotateRequest, requestIdOf } from "@/server/observability/context";
 import { installHttpHook, openRequests } from "@/server/transports/ops/http-hook";
-import { LineBatch, log, logRequest, readableLine, resetLogger } from "@/server/observability/log";
+import { LineBatch, log, logRequest, readableLine, resetLogger } from "@/server/kernel/log";
 import { metrics } from "@/server/observability/metrics";
 import { routeTemplate, tableOf } from "@/server/transports/ops/routes";
 import { startWebhookRunner, stopWebhookRunner } from "@/server/engine/webhook-runner";

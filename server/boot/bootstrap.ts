@@ -8,7 +8,7 @@ import { secureDataDir } from "../db/data-dir";
 import { SocketPathTooLongError, startQueuedSocket } from "../db/socket-queue";
 import { sandboxLine } from "../services/lines/sandbox-line";
 import { loadSigningSecret } from "../storage/signed-urls";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { SERVER_INFO_FILE, type ServerInfo, servedDatabase } from "./server-info";
 
 // Server start: open (and migrate) the database, make sure the sandbox line and the signing

@@ -3,7 +3,7 @@ import { closeDatabase } from "../db";
 import { releaseOwnClaims } from "../outbox/queue";
 import { claimedDeliveries, stopEngine } from "../engine";
 import { requestsSettled, stopAccepting } from "../transports/ops/http-hook";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { beginShutdown } from "../kernel/shutdown";
 import { processSingleton } from "../kernel/singleton";
 import { withTimeout } from "../kernel/timeout";

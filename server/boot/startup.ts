@@ -12,7 +12,7 @@ import { installHttpHook, switchObservabilityOnSignal } from "../transports/ops/
 import { credentialsKeySource } from "../db/credentials";
 import { sealUnboundSecrets } from "../platform/connection";
 import { type RouteModule, registerFastRoutes } from "../transports/http/fast-routes";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { processSingleton } from "../kernel/singleton";
 import { readyBanner } from "./banner";
 

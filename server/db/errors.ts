@@ -1,6 +1,6 @@
 import { config } from "../kernel/config";
 import { ApiError } from "../kernel/errors";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { processSingleton } from "../kernel/singleton";
 
 // Database failures, told apart from everything else: an unreachable or broken database, or a

@@ -19,7 +19,7 @@ import { processSingleton } from "../kernel/singleton";
 
 export type { Prisma } from "../generated/prisma/client";
 import type { Prisma } from "../generated/prisma/client";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 
 export interface Database {
   prisma: PrismaClient;

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 
 // Applies prisma/migrations in order and records them in Prisma's own `_prisma_migrations`
 // table (same columns and checksums), so `prisma migrate deploy` stays compatible on machines

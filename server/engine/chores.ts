@@ -3,7 +3,7 @@ import { releaseExpiredLeases } from "../outbox/queue";
 import { expireStranded } from "../outbox/serial";
 import { forgetOldOpenings } from "../outbox/budgets";
 import { deleteExpiredIdempotencyRecords } from "../services/access/idempotency";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { deleteStaleListenSessions } from "../services/webhooks/listen";
 import { probeDueLines, sweepProviderEvents } from "../services/lines/line-monitor";
 import { forgetOldStatusChanges } from "../services/lines/line-health";

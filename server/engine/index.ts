@@ -1,6 +1,6 @@
 import { config } from "../kernel/config";
 import { subscribe } from "../kernel/signals";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { catchUpAll, catchUpLine } from "../services/lines/line-monitor";
 import { processSingleton } from "../kernel/singleton";
 import { startChores, stopChores } from "./chores";

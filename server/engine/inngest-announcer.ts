@@ -1,7 +1,7 @@
 import { batcher } from "../kernel/batcher";
 import { processSingleton } from "../kernel/singleton";
 import { type StoredItem, subscribe } from "../kernel/signals";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 
 // Under Inngest, how committed work reaches the functions: an event per stored outbox item
 // (items stored in the same turn share one request) and one relay/webhooks.due per turn with

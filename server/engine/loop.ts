@@ -1,4 +1,4 @@
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { beat, setRunning } from "../observability/heartbeats";
 
 // What every loop of the embedded engine shares: a sleep that a signal cuts short, the loop

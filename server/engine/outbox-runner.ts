@@ -4,7 +4,7 @@ import { claimDue, nextDueAt, workerId } from "../outbox/queue";
 import { deliverBatch } from "../outbox/deliver";
 import { claimLineHead, dueLineHeads, releaseDueHolds, serialBacklog } from "../outbox/serial";
 import { subscribe, type StoredItem } from "../kernel/signals";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { runLoop, Sleeper, withinGrace } from "./loop";
 
 // The embedded delivery engine (the default; no extra process). It claims due outbox items

@@ -1,7 +1,7 @@
 import { processSingleton } from "../kernel/singleton";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt } from "../webhooks/delivery";
 import { subscribe } from "../kernel/signals";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { runLoop, Sleeper, withinGrace } from "./loop";
 
 // The embedded webhook sender (with the embedded engine; under Inngest the deliver-webhooks

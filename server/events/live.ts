@@ -4,7 +4,7 @@ import type { Query } from "../db";
 import { listen } from "../db/listen";
 import { untilShutdown } from "../kernel/shutdown";
 import { processSingleton } from "../kernel/singleton";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 
 // Events carry IDs only: each subscriber loads what it shows through its own tenancy checks. On
 // PostgreSQL the publisher NOTIFYs inside the transaction that makes the change (heard exactly at

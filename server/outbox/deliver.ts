@@ -1,6 +1,6 @@
 import { getDb } from "../db";
 import type { OutboxItem } from "../generated/prisma/client";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import type { SendResult } from "../platform/types";
 import { type BatchContext, loadContext, type Prepared, prepare, preparedOne } from "./prepare";
 import { retryLater } from "./queue";

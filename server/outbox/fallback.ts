@@ -5,7 +5,7 @@ import type { Chat, Line, OutboxItem } from "../generated/prisma/client";
 import { ApiError } from "../kernel/errors";
 import { checkChat, checkRecipientName, type GuardrailColumns, guardrailsOf, type Sender } from "../kernel/guardrails";
 import { checkContactFirst, policyOf } from "../kernel/send-policy";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { platformForLine } from "../platform/connection";
 import type { ServiceName } from "../platform/types";
 import { checkReplyLimit, lockSends } from "./key-limits";

@@ -1,7 +1,7 @@
 import { sql } from "../db";
 import { findLine } from "../db/line-cache";
 import type { Line, OutboxItem } from "../generated/prisma/client";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { knownConversations, reserveOpening } from "./budgets";
 import { MessagePayload } from "./payloads";
 import { quietState } from "../kernel/quiet-hours";

@@ -2,7 +2,7 @@ import { getDb, type Query, sql, valuesList } from "../db";
 import { databaseFailure, shortCause } from "../db/errors";
 import type { Line, OutboxItem } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { metrics } from "../observability/metrics";
 import { isSerialLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";

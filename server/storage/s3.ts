@@ -4,7 +4,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import type { StorageLocation } from "../kernel/config";
 import { ApiError } from "../kernel/errors";
 import type { BlobSource, Storage } from "./types";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 
 // STORAGE_URL=s3://<bucket>: file bytes in S3 or an S3-compatible server (MinIO, s3rver).
 // Uploads stream through lib-storage in 8 MiB parts, at most two in flight, so an upload holds

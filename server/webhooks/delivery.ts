@@ -10,7 +10,7 @@ import { storableText } from "../db/storable";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
 import { signWebhook } from "./signing";
-import { log } from "../observability/log";
+import { log } from "../kernel/log";
 import { metrics } from "../observability/metrics";
 
 /** Before ±20% jitter: the schedule docs/api.md publishes. */

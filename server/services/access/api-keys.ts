@@ -8,7 +8,7 @@ import type { Actor } from "./actor";
 import { isScope, type Scope } from "./scopes";
 import { APPROVE_SCOPE, checkApprovalScope } from "./guardrails";
 import { guardrailsOf, type GuardrailsInput, UNGUARDED, withGuardrails } from "../../kernel/guardrails";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 
 // API keys: sk_live_ + 32 random characters, shown once, stored as a SHA-256 hash. Verified
 // keys are cached for API_KEY_CACHE_SECONDS so the hot path costs no database round trip;

@@ -15,7 +15,7 @@ import { discardBlob, storeBlob } from "../../storage/blobs";
 import { fileUrlSigner } from "../../storage/signed-urls";
 import { withDownloadSlot } from "../../platform/download-slots";
 import { config } from "../../kernel/config";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 import { directChat, ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
 import { ingestQuick, isQuick } from "./inbound-batch";
 import { receiveDeliveryReport } from "../../messages/delivery-status";

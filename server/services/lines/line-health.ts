@@ -6,7 +6,7 @@ import { providerLine } from "../../platform/connection";
 import { findProvider, isMonitored } from "../../platform/registry";
 import type { ProbeResult } from "../../platform/types";
 import { fire, subscribe } from "../../kernel/signals";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 import { prismaUnitOfWork } from "../../write/unit";
 import { findLine, forgetCachedLines } from "./lines";
 

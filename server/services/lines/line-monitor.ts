@@ -12,7 +12,7 @@ import { findProvider, MONITORED_PROVIDERS } from "../../platform/registry";
 import { processSingleton } from "../../kernel/singleton";
 import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, probeLine, WEBHOOK_GRACE, webhooksExpectedSince } from "./line-health";
 import { ingestProviderEvent, type InboundOutcome } from "../inbound/provider-inbound";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 import { withTimeout } from "../../kernel/timeout";
 import { fairSlots } from "../../platform/download-slots";
 

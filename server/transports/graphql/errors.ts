@@ -2,7 +2,7 @@ import { PothosValidationError } from "@pothos/core";
 import { type ExecutionResult, GraphQLError } from "graphql";
 import { databaseUnavailableError } from "../../db/errors";
 import { ApiError } from "../../kernel/errors";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
 
 // The GraphQL translator of ApiError: extensions { code, type, param } with the codes of the

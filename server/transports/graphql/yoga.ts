@@ -10,7 +10,7 @@ import { callerCheck, createContext, type GraphQLContext, graphqlActor, hasSessi
 import { isHandledError, maskError, withRequestId } from "./errors";
 import { anonymousIntrospection, type IntrospectionMode, introspectionDisabledRule } from "./introspection";
 import { schema } from "./schema";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 
 // graphql-yoga over the Pothos schema. Per request, in /v1's order: a request ID, then the
 // caller (authentication) and the rate limit before the operation is even parsed, so an

@@ -5,7 +5,7 @@ import { shutdownSignal, untilShutdown } from "../../kernel/shutdown";
 import { fileUrlSigner } from "../../storage/signed-urls";
 import { renderBody } from "../../webhooks/delivery";
 import { errorEnvelope } from "./responses";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 
 /** The reconnection delay a stream ended by shutdown suggests (SSE `retry`), in ms. */
 const SHUTDOWN_RETRY_MS = 500;

@@ -1,7 +1,7 @@
 import { ApiError } from "../../kernel/errors";
 import { databaseUnavailableError } from "../../db/errors";
 import { requestIdOf } from "../../observability/context";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
 
 // The JSON envelope, CORS and Request-Id headers shared by every /v1 and simulator response.

@@ -4,7 +4,7 @@ import { answerClientError, errorPayload, unroutedMethod } from "../http/methods
 import { newId } from "../../kernel/ids";
 import { processSingleton } from "../../kernel/singleton";
 import { closeRequest, openRequest, REQUEST_ID_HEADER, type RequestContext } from "../../observability/context";
-import { logRequest } from "../../observability/log";
+import { logRequest } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
 import { routeTemplate } from "./routes";
 

@@ -6,7 +6,7 @@ import type { Actor } from "../../services/access/actor";
 import { databaseUnavailableError } from "../../db/errors";
 import { ApiError, type ErrorCode } from "../../kernel/errors";
 import { rejectUnsafeStrings } from "../http/validation";
-import { log } from "../../observability/log";
+import { log } from "../../kernel/log";
 
 // tRPC for the dashboard. Procedures are thin: parse with the shared zod schema, call one
 // service with the session's Actor. Errors keep the REST code (data.code) and request ID.

@@ -1,6 +1,6 @@
 import pino, { type DestinationStream, type Logger } from "pino";
-import { config } from "../kernel/config";
-import { processSingleton } from "../kernel/singleton";
+import { config } from "./config";
+import { processSingleton } from "./singleton";
 
 // The service's log: one JSON object per line on stdout (pino), for a log shipper to read.
 // Under `npm run dev` the same records print as short readable lines instead. What goes in is
