@@ -5,7 +5,7 @@ import { ConfigError, parseConfig, resetConfig } from "@/server/kernel/config";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { ApiError } from "@/server/kernel/errors";
 import { errorAnswer } from "@/server/transports/http/responses";
-import { annotateRequest, requestIdOf } from "@/server/observability/context";
+import { annotateRequest, requestIdOf } from "@/server/observability/request-context";
 import { installHttpHook, openRequests } from "@/server/transports/ops/http-hook";
 import { LineBatch, log, logRequest, readableLine, resetLogger } from "@/server/kernel/log";
 import { metrics } from "@/server/observability/metrics";

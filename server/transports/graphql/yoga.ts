@@ -5,7 +5,7 @@ import { enforceRateLimit } from "../http/api-rate-limit";
 import { jsonBodyLimit, readText } from "../http/body";
 import { CORS_HEADERS, requestIdOf } from "../http/responses";
 import { parseJson } from "../http/validation";
-import { annotateRequest } from "../../observability/context";
+import { annotateRequest } from "../../observability/request-context";
 import { callerCheck, createContext, type GraphQLContext, graphqlActor, hasSessionCookie, type RequestScope } from "./context";
 import { isHandledError, maskError, withRequestId } from "./errors";
 import { anonymousIntrospection, type IntrospectionMode, introspectionDisabledRule } from "./introspection";

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { Actor } from "../../services/access/actor";
 import { authenticate, requireScope } from "../../services/access/api-keys";
-import { annotateRequest } from "../../observability/context";
+import { annotateRequest } from "../../observability/request-context";
 import type { Scope } from "../../services/access/scopes";
 import { ApiError } from "../../kernel/errors";
 import { cachedJson } from "./read-cache";

@@ -1,6 +1,6 @@
 import { isIP } from "node:net";
 import { config } from "../../kernel/config";
-import { clientAddressOf } from "../../observability/context";
+import { clientAddressOf } from "../../observability/request-context";
 
 /**
  * The client's IP address for per-address limits. Behind TRUST_PROXY_HOPS proxies it is the

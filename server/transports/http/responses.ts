@@ -1,6 +1,6 @@
 import { ApiError } from "../../kernel/errors";
 import { databaseUnavailableError } from "../../db/errors";
-import { requestIdOf } from "../../observability/context";
+import { requestIdOf } from "../../observability/request-context";
 import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
 
@@ -15,7 +15,7 @@ export const CORS_HEADERS: Record<string, string> = {
   "Access-Control-Max-Age": "86400",
 };
 
-/** The request's ID: the one its log line carries (server/observability/context.ts), or a new one outside a request. */
+/** The request's ID: the one its log line carries (server/observability/request-context.ts), or a new one outside a request. */
 export { requestIdOf };
 
 /** The headers of every enveloped JSON answer: content type, Request-Id and CORS. */

@@ -1,6 +1,6 @@
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { authenticate } from "../../services/access/api-keys";
-import { annotateRequest } from "../../observability/context";
+import { annotateRequest } from "../../observability/request-context";
 import { ApiError } from "../../kernel/errors";
 import { jsonBodyLimit, readText } from "../http/body";
 import { CORS_HEADERS, errorResponse, requestIdOf } from "../http/responses";

@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import { answerClientError, errorPayload, unroutedMethod } from "../http/methods";
 import { newId } from "../../kernel/ids";
 import { processSingleton } from "../../kernel/singleton";
-import { closeRequest, openRequest, REQUEST_ID_HEADER, type RequestContext } from "../../observability/context";
+import { closeRequest, openRequest, REQUEST_ID_HEADER, type RequestContext } from "../../observability/request-context";
 import { logRequest } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
 import { routeTemplate } from "./routes";

@@ -7,7 +7,7 @@ import { jsonBodyLimit, readBody } from "../http/body";
 import { clientIp } from "../http/client-ip";
 import { requestIdOf } from "../http/responses";
 import { jsonTooDeep, MAX_JSON_DEPTH } from "../http/validation";
-import { annotateRequest } from "../../observability/context";
+import { annotateRequest } from "../../observability/request-context";
 import { MAX_BATCH_SIZE } from "./init";
 import { appRouter } from "./router";
 
