@@ -138,7 +138,7 @@ function appVersion(): string {
   return (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }
 
-/** backup and restore: the embedded database only, opened by server/db/backup.ts and restore.ts themselves. */
+/** backup and restore: the embedded database only, opened by server/backup/backup.ts and restore.ts themselves. */
 async function backupCommand(command: "backup" | "restore", values: { out?: string; from?: string; force?: boolean }): Promise<void> {
   if (process.env.DATABASE_URL) {
     throw new Error(
@@ -152,7 +152,7 @@ async function backupCommand(command: "backup" | "restore", values: { out?: stri
   if (!dataDir) throw new Error("DATA_DIR is :memory:, which keeps nothing on disk to back up or restore into.");
   const force = values.force ?? false;
   if (command === "backup") {
-    const { createBackup } = await import("../server/db/backup");
+    const { createBackup } = await import("../server/backup/backup");
     const out = required(values, "out");
     const { manifest, bytes, mismatched } = await createBackup({ dataDir, out, serverUrl: await runningServerUrl(), appVersion: appVersion(), force });
     for (const id of manifest.files.missing) console.error(`warning: the bytes of ${id} were already missing from file storage; the backup holds its row only`);
@@ -168,7 +168,7 @@ async function backupCommand(command: "backup" | "restore", values: { out?: stri
     if (process.env.CREDENTIALS_KEY) console.log("CREDENTIALS_KEY is set: provider credentials are encrypted with it, and it is not in the backup; keep it with the backup.");
     return;
   }
-  const { restoreBackup } = await import("../server/db/restore");
+  const { restoreBackup } = await import("../server/backup/restore");
   const from = required(values, "from");
   const { manifest, rows, movedAside } = await restoreBackup({ dataDir, from, force });
   const tables = Object.keys(manifest.database.tables).length;

@@ -8,7 +8,7 @@ import { createGunzip } from "node:zlib";
 import { PGlite } from "@electric-sql/pglite";
 import { z } from "zod";
 import { storage } from "../storage";
-import { ArchiveError, type EntryDigest, type EntrySink, readArchive } from "./backup-archive";
+import { ArchiveError, type EntryDigest, type EntrySink, readArchive } from "./archive";
 import {
   BACKUP_FORMAT,
   BACKUP_FORMAT_VERSION,
@@ -23,9 +23,9 @@ import {
   quoteIdent,
   RELATIONS_SQL,
 } from "./backup";
-import { DataDirBusyError, lockDataDir } from "./dir-lock";
-import { applyMigrations, readMigrations } from "./migrations";
-import { pgliteRunner } from "./runners";
+import { DataDirBusyError, lockDataDir } from "../db/dir-lock";
+import { applyMigrations, readMigrations } from "../db/migrations";
+import { pgliteRunner } from "../db/runners";
 
 // Restores a backup made by createBackup into DATA_DIR, with no server running (restore holds
 // the DATA_DIR lock throughout, so none can start meanwhile). Everything is built beside the

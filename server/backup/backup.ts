@@ -7,10 +7,10 @@ import { createGzip } from "node:zlib";
 import { PGlite } from "@electric-sql/pglite";
 import pg from "pg";
 import { z } from "zod";
-import { CREDENTIALS_KEY_FILE } from "./credentials";
+import { CREDENTIALS_KEY_FILE } from "../db/credentials";
 import { storage } from "../storage";
-import { ARCHIVE_END, archiveEntry, type EntryDigest } from "./backup-archive";
-import { DataDirBusyError, lockDataDir } from "./dir-lock";
+import { ARCHIVE_END, archiveEntry, type EntryDigest } from "./archive";
+import { DataDirBusyError, lockDataDir } from "../db/dir-lock";
 
 // Backups of the embedded database: one gzip'd tar holding a point-in-time snapshot of every
 // table (rows as JSON, a part file per megabyte), the stored files the snapshot's File rows
