@@ -56,7 +56,7 @@ const SERVER = `
   await bootstrap();
   if (process.env.SEED !== "1") return out({ ready: true });
   const { randomBytes } = await import("node:crypto");
-  const modules = ["db/index", "services/accounts/accounts", "services/lines/lines", "services/lines/line-connections", "services/access/api-keys", "services/access/scopes", "services/messaging/files", "services/messaging/send", "services/webhooks/webhooks", "services/inbound/simulator", "engine/outbox-runner", "engine/webhook-runner"];
+  const modules = ["db/index", "services/accounts/accounts", "services/lines/lines", "services/lines/line-connections", "services/access/api-keys", "services/access/scopes", "services/messaging/files", "services/messaging/send", "services/webhooks/webhooks", "services/inbound/simulated-phone", "engine/outbox-runner", "engine/webhook-runner"];
   const [{ getDb }, { createAccount }, { createLine }, { createConnectedLine }, { authenticate, createApiKey }, { SCOPES }, { storeFile }, { sendMessage }, { createWebhook }, { simulateMessage }, { startRunner, stopRunner }, { startWebhookRunner, stopWebhookRunner }] =
     await Promise.all(modules.map((m) => import("./server/" + m + ".ts")));
   const account = await createAccount({ email: "owner@example.com", password: "correct horse battery staple" });

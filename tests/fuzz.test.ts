@@ -5,7 +5,7 @@ import { OPERATIONS } from "@/server/transports/openapi/operations";
 import { ERROR_CODES, type ErrorCode } from "@/server/kernel/errors";
 import { GRAPHQL_PROTOCOL_CODES } from "@/server/transports/graphql/errors";
 import { newId } from "@/server/kernel/ids";
-import { SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "@/server/services/schemas/simulator";
+import { SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "@/server/services/schemas/simulator-requests";
 import { dispatch, gql, inbound, makeAccount, makeKey, phone, post, type Fixture } from "./helpers";
 
 // Property-based fuzzing of the HTTP edge: malformed JSON, wrong types, huge and control-

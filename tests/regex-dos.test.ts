@@ -11,7 +11,7 @@ import { isPhoneNumber, normalizeHandle } from "@/server/kernel/handles";
 import { parseIdempotencyKey } from "@/server/services/access/idempotency";
 import { jsonTooDeep, rejectUnsafeStrings } from "@/server/transports/http/validation";
 import { isId } from "@/server/kernel/ids";
-import { SimulatorMessageBody } from "@/server/services/schemas/simulator";
+import { SimulatorMessageBody } from "@/server/services/schemas/simulator-requests";
 import { routeTemplate, tableOf } from "@/server/transports/ops/routes";
 import { BlueBubblesError } from "@/server/platform/bluebubbles/client";
 import { classify } from "@/server/platform/bluebubbles/platform";
@@ -35,10 +35,10 @@ import { checkWebhookUrl, isForbiddenAddress } from "@/server/http-out/url-guard
 // - http/validation.ts LONE_SURROGATE: one-unit lookarounds. jsonTooDeep and yoga.ts
 //   documentTooDeep and the tRPC path trimming are loops, not regexps.
 // - services/files.ts MIME /^[\w.+-]+\/[\w.+-]+$/ (the "/" separates disjoint runs),
-//   cleanFilename's /[\\/]/ and control-character class; schemas/simulator.ts mime_type (same
-//   as MIME) and content_base64 /^[A-Za-z0-9+/=\s_-]+$/ (one class); platform/events.ts
+//   cleanFilename's /[\\/]/ and control-character class; schemas/simulator-requests.ts mime_type (same
+//   as MIME) and content_base64 /^[A-Za-z0-9+/=\s_-]+$/ (one class); platform/inbound-event.ts
 //   mimeType (same as MIME).
-// - services/lines/sandbox.ts /\s+/g, services/inbound/simulator.ts /\s/g: one class.
+// - services/lines/sandbox.ts /\s+/g, services/inbound/simulated-phone.ts /\s/g: one class.
 // - transports/graphql/context.ts SESSION_COOKIE (;\s* then a literal), graphql/inputs.ts /[A-Z]/g,
 //   transports/graphql/errors.ts /_([a-z])/g.
 // - storage/signed-urls.ts /^\d{1,12}$/; storage/index.ts keys (internal, one class).

@@ -1,7 +1,7 @@
 import type { ReactNode } from "react";
 import { requireSession } from "./session";
 import { accountOverview } from "@/server/services/accounts/accounts";
-import { simulatorStatus } from "@/server/services/inbound/simulator";
+import { simulatorStatus } from "@/server/services/inbound/simulated-phone";
 import { DashboardSettingsProvider } from "@/components/dashboard-settings";
 import { Nav } from "./nav";
 

@@ -1,5 +1,5 @@
 import { type Query, sql, sqlTransaction } from "../db";
-import { ensureDirectChat } from "../messages/direct-chats";
+import { ensureDirectChat } from "../messages/chat-rows";
 import { findLine } from "../db/line-cache";
 import type { Chat, Line, OutboxItem } from "../generated/prisma/client";
 import { ApiError } from "../kernel/errors";

@@ -6,7 +6,7 @@ import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Chat, Line, Message, Reaction, ReadReceipt, TypingIndicator } from "../../generated/prisma/client";
 import { normalizeHandle } from "../../kernel/handles";
 import { newId } from "../../kernel/ids";
-import { type InboundEvent, InboundEventSchema, type InboundMessage } from "../../platform/events";
+import { type InboundEvent, InboundEventSchema, type InboundMessage } from "../../platform/inbound-event";
 import { serializeReaction } from "../../wire/serializers";
 import { type StoredBlob, storeBlob } from "../../storage/blobs";
 import { fileUrlSigner } from "../../storage/signed-urls";

@@ -3,7 +3,7 @@ import { getDb, sql } from "../../db";
 import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Chat, Line } from "../../generated/prisma/client";
 import { isPhoneNumber, normalizeHandle } from "../../kernel/handles";
-import { ensureDirectChat } from "../../messages/direct-chats";
+import { ensureDirectChat } from "../../messages/chat-rows";
 import { keysetDesc, type Page, toPage } from "../../wire/pagination";
 import { serializeChat } from "../../wire/serializers";
 import { rejectForeignId } from "../access/id-params";

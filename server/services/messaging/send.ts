@@ -16,7 +16,7 @@ import { normalizeHandle } from "../../kernel/handles";
 import { hit } from "../access/rate-limit";
 import { newId } from "../../kernel/ids";
 import { processSingleton } from "../../kernel/singleton";
-import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../../platform/events";
+import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../../platform/inbound-event";
 import { CapabilitiesSchema } from "../../platform/types";
 import { moveReadMarker, resolveChat } from "./chats";
 import { findFile } from "./files";

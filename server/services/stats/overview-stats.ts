@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Actor } from "../access/actor";
 import { sql } from "../../db";
 import { processSingleton } from "../../kernel/singleton";
-import { simulatorEnabled } from "../inbound/simulator";
+import { simulatorEnabled } from "../inbound/simulated-phone";
 
 // The dashboard overview's figures: per-day buckets over the last DAYS days, counted in SQL in
 // the browser's time zone (days start at local midnight, DST included; UTC when the zone is

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { processSingleton } from "../../kernel/singleton";
 import { ClientGone, jsonBodyLimit, readNodeBody } from "./body";
-import { type Answer, answerInbound } from "./inbound";
+import { type Answer, answerInbound } from "./provider-webhook-answer";
 import { clientGoneSignal, endWithUnreadBody, requestUrl, sendWebResponse, webHeaders, webRequest } from "./node-web";
 import { envelopeHeaders, errorAnswer, requestIdOf } from "./responses";
 

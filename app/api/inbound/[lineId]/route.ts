@@ -2,7 +2,7 @@
 // The production server (scripts/start.mjs) answers this path itself, without Next's request
 // handling (server/transports/http/fast-routes.ts); this route serves it under `next dev` and tests.
 import { jsonBodyLimit, readBody } from "@/server/transports/http/body";
-import { answerInbound } from "@/server/transports/http/inbound";
+import { answerInbound } from "@/server/transports/http/provider-webhook-answer";
 import { methodNotAllowed } from "@/server/transports/http/methods";
 import { envelopeHeaders, errorResponse, jsonResponse, requestIdOf } from "@/server/transports/http/responses";
 

@@ -2,8 +2,8 @@
 // GET /api/simulator/messages?line=&contact= - what the simulated phones received from the line, newest first
 // Both answer route_not_found while SIMULATOR_ENABLED is off.
 import { apiRoute, routes } from "@/server/transports/http/api-route";
-import { SimulatorInboxQuery, SimulatorMessageBody } from "@/server/services/schemas/simulator";
-import { simulateMessage, simulatorEnabled, simulatorInbox } from "@/server/services/inbound/simulator";
+import { SimulatorInboxQuery, SimulatorMessageBody } from "@/server/services/schemas/simulator-requests";
+import { simulateMessage, simulatorEnabled, simulatorInbox } from "@/server/services/inbound/simulated-phone";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(
   {

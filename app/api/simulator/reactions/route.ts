@@ -1,7 +1,7 @@
 // POST /api/simulator/reactions - the simulated other phone: a contact adds or removes a reaction
 import { apiRoute, routes } from "@/server/transports/http/api-route";
-import { SimulatorReactionBody } from "@/server/services/schemas/simulator";
-import { simulateReaction, simulatorEnabled } from "@/server/services/inbound/simulator";
+import { SimulatorReactionBody } from "@/server/services/schemas/simulator-requests";
+import { simulateReaction, simulatorEnabled } from "@/server/services/inbound/simulated-phone";
 
 export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes(
   { POST: apiRoute({ scope: "messages:write", body: SimulatorReactionBody }, ({ actor, body }) => simulateReaction(actor, body)) },

@@ -11,7 +11,7 @@ import {
   ReceiptPayload,
   TypingPayload,
 } from "../../../outbox/payloads";
-import { REACTION_TYPES } from "../../../platform/events";
+import { REACTION_TYPES } from "../../../platform/inbound-event";
 import { HOLD_REASONS } from "../../../outbox/holds";
 import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { approveSend, rejectSend } from "../../../services/messaging/approvals";

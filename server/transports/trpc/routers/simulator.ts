@@ -1,5 +1,5 @@
-import { SimulatorInboxQuery, SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "../../../services/schemas/simulator";
-import { simulateMessage, simulateReaction, simulateTyping, simulatorInbox, simulatorStatus } from "../../../services/inbound/simulator";
+import { SimulatorInboxQuery, SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "../../../services/schemas/simulator-requests";
+import { simulateMessage, simulateReaction, simulateTyping, simulatorInbox, simulatorStatus } from "../../../services/inbound/simulated-phone";
 import { protectedProcedure, router } from "../init";
 
 // The virtual phone: what /api/simulator does, for the dashboard's simulator page.

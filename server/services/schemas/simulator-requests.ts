@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PageQuery } from "../../wire/pagination";
-import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../../platform/events";
+import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../../platform/inbound-event";
 
 // Wire schemas of the simulated platform's "other phone" endpoints under /api/simulator.
 

@@ -6,7 +6,7 @@ import { getDb } from "../../db";
 import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Line } from "../../generated/prisma/client";
 import { normalizeHandle } from "../../kernel/handles";
-import { MAX_INBOUND_ATTACHMENT_BYTES } from "../../platform/events";
+import { MAX_INBOUND_ATTACHMENT_BYTES } from "../../platform/inbound-event";
 import { findProvider } from "../../platform/registry";
 import type {
   SimulatorInboxQuery,
@@ -15,7 +15,7 @@ import type {
   SimulatorReachabilityBody,
   SimulatorReceiptBody,
   SimulatorTypingBody,
-} from "../schemas/simulator";
+} from "../schemas/simulator-requests";
 import { serializeMessage, serializeReaction, serializeReceipt, serializeTyping } from "../../wire/serializers";
 import { fileUrlSigner } from "../../storage/signed-urls";
 import { ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
