@@ -4,8 +4,7 @@ import { simulatedAbout } from "./simulated/about";
 import { smsGatewayAbout } from "./sms-gateway/about";
 import { twilioAbout } from "./twilio/about";
 
-// Every provider's description (about-types.ts), in the registry's order. Plain data: the
-// dashboard's client code, the wire schemas and the CLIs read it without loading any provider.
+// Plain data: the dashboard's client code, the wire schemas and the CLIs read it without loading any provider.
 
 export type { ConnectionField, ProviderAbout };
 
@@ -13,29 +12,24 @@ export const PROVIDER_ABOUTS = [simulatedAbout, blueBubblesAbout, twilioAbout, s
 
 export type ProviderName = (typeof PROVIDER_ABOUTS)[number]["name"];
 
-/** The names, for a wire enum. */
 export const PROVIDER_NAME_LIST = PROVIDER_ABOUTS.map((p) => p.name) as [ProviderName, ...ProviderName[]];
 
 export function aboutProvider(name: string): ProviderAbout | null {
   return (PROVIDER_ABOUTS as readonly ProviderAbout[]).find((p) => p.name === name) ?? null;
 }
 
-/** `{ url, password, sendTimeoutSeconds? }`: a provider's settings as one line of help. */
 function fieldsHelp(about: ProviderAbout): string {
   return `{ ${about.fields.map((f) => `${f.key}${f.optional ? "?" : ""}`).join(", ")} }`;
 }
 
-/** Every provider's settings, for a help text: `bluebubbles: { url, password, sendTimeoutSeconds? }; …`. */
 export function providerConfigHelp(): string {
   return (PROVIDER_ABOUTS as readonly ProviderAbout[]).map((p) => `${p.name}: ${p.fields.length ? fieldsHelp(p) : "{} or omitted"}`).join("; ");
 }
 
-/** A provider's settings as an example --provider-config (secrets as placeholders). */
 export function exampleConfig(about: ProviderAbout): Record<string, string | number> {
   return Object.fromEntries(about.fields.filter((f) => !f.optional).map((f) => [f.key, f.example]));
 }
 
-/** What a failed connection test of `provider` means and how to fix it, from its `fixes`; null when none matches. */
 export function explainProblem(provider: string, reason: string | null | undefined): string | null {
   if (!reason) return null;
   const fix = aboutProvider(provider)?.fixes?.find((f) => f.when.some((w) => reason.includes(w)));

@@ -11,12 +11,9 @@ import { providerHostProblem } from "./http";
 import { providerFor } from "./registry";
 import type { Platform } from "./types";
 
-// A line's provider connection: settings in the clear, secrets (the provider's and the token
-// of the line's inbound URL) encrypted in one sealed JSON value, bound (AES-GCM associated data)
-// to the line's ID, its provider and where its secrets are sent (the provider's base URL): a
-// sealed value copied onto another line, or a destination changed in the database without
-// sealing again, no longer decrypts, so secrets are never sent anywhere they were not given
-// for. Values sealed before the binding (v1) are read, and sealed again bound at start.
+// Secrets (the provider's and the inbound URL's token) are sealed in one value bound (AES-GCM associated data) to the
+// line's ID, its provider and its base URL: copied to another line, or with the destination changed in the database, it
+// no longer decrypts, so secrets are never sent where they were not given for.
 
 const Sealed = z.object({ inboundToken: z.string().min(16), secrets: z.unknown() });
 
@@ -28,18 +25,15 @@ export function newInboundToken(): string {
   return randomBytes(24).toString("base64url");
 }
 
-/** Why the line's destination (its base URL) may not be used, once its host name is resolved; null when it may. */
 export async function destinationProblem(provider: AnyProvider, settings: unknown): Promise<string | null> {
   const destination = provider.destination?.(settings);
   return destination ? providerHostProblem(destination) : null;
 }
 
-/** What a line's sealed secrets are bound to: its ID, its provider, and where they are sent. */
 function sealContext(lineId: string, provider: AnyProvider, settings: unknown): string {
   return JSON.stringify(["relay-line-secrets", lineId, provider.name, provider.destination?.(settings) ?? ""]);
 }
 
-/** The stored form of a connection of line `lineId`: what goes into the Line row. */
 export function sealConnection(provider: AnyProvider, rawConfig: unknown, inboundToken: string, lineId: string) {
   const parsed = provider.configSchema.parse(rawConfig);
   const { settings, secrets } = provider.split(parsed);
@@ -51,10 +45,7 @@ export function sealConnection(provider: AnyProvider, rawConfig: unknown, inboun
   };
 }
 
-/**
- * Seals again, bound to their line, the secrets sealed before the binding (at start, once per
- * row: a row changed meanwhile is left to its new value). Returns how many rows were rewritten.
- */
+/** At start, once per row: a row changed meanwhile is left to its new value. */
 export async function sealUnboundSecrets(): Promise<number> {
   const db = await getDb();
   const rows = await db.line.findMany({ where: { providerSecrets: { startsWith: "v1." } } });
@@ -80,7 +71,7 @@ function inboundUrl(lineId: string, token: string): string {
   return `${trimTrailingSlashes(config().PUBLIC_URL)}/api/inbound/${lineId}?token=${encodeURIComponent(token)}`;
 }
 
-/** Whether `token` is this line's inbound token (constant time). */
+/** Constant time. */
 export function inboundTokenMatches(line: Pick<Line, "inboundTokenHash">, token: string | null): boolean {
   if (!line.inboundTokenHash || !token) return false;
   const a = Buffer.from(hashToken(token), "hex");
@@ -94,7 +85,6 @@ const decrypted = processSingleton("provider-lines", () => new Map<string, { row
 const sameRow = (a: Line, b: Line) =>
   a.providerSecrets === b.providerSecrets && a.provider === b.provider && a.advancedFeatures === b.advancedFeatures && a.service === b.service && a.handle === b.handle && JSON.stringify(a.providerSettings) === JSON.stringify(b.providerSettings);
 
-/** The line as its provider sees it, secrets decrypted. Throws CredentialsError when they cannot be. */
 export function providerLine(line: Line): ProviderLine {
   const hit = decrypted.get(line.id);
   const publicUrl = config().PUBLIC_URL; // the inbound URL is built from it
@@ -135,16 +125,12 @@ function asProviderLine(
   };
 }
 
-/**
- * A provider line from settings not stored yet, for a connection test before anything is saved
- * (the dashboard's "test, then save"): nothing is sealed or cached, and it has no inbound URL.
- */
+/** For "test, then save": nothing sealed or cached, and no inbound URL. */
 export function unsavedProviderLine(provider: AnyProvider, rawConfig: unknown, line: Pick<Line, "id" | "handle" | "service" | "advancedFeatures">): ProviderLine {
   const { settings, secrets } = provider.split(provider.configSchema.parse(rawConfig));
   return asProviderLine(line, provider.load(settings, secrets), "");
 }
 
-/** The platform that sends for `line`. */
 export function platformForLine(line: Line): Platform {
   return providerFor(line.provider).platform(providerLine(line));
 }
@@ -154,7 +140,6 @@ export function isSerialLine(line: Pick<Line, "provider">): boolean {
   return !providerFor(line.provider).idempotentSends;
 }
 
-/** Provider names whose lines send one item at a time (for SQL filters). */
 export function serialProviderNames(names: readonly string[]): string[] {
   return names.filter((n) => !providerFor(n).idempotentSends);
 }

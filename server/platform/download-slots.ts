@@ -1,14 +1,9 @@
 import { config } from "../kernel/config";
 import { processSingleton } from "../kernel/singleton";
 
-// Provider work that runs a bounded number at a time in one process (media downloads, and the
-// line monitor's checks), so a burst of webhooks with large media cannot hold unbounded memory,
-// sockets and disk writes. The slots are shared fairly between accounts, so one account's lines
-// cannot fill them all: a free slot goes to the waiting account served longest ago, and while
-// another account waits, one account starts no more than half the slots (unless they would
-// stay idle). At most `perLine` run for one line, and a waiter whose line is at its limit is
-// skipped, never holding up another line's. An account's wait queue is bounded: past
-// `waitingPerAccount`, run() refuses at once with the `busy` message.
+// Bounded per process, so a burst of webhooks with large media cannot hold unbounded memory, sockets and disk writes,
+// and shared fairly: the turn goes to the account served longest ago, and while another waits, one account starts at
+// most half the slots. A waiter whose line is at `perLine` is skipped, never holding up another line's.
 
 interface Owner {
   accountId: string;
@@ -17,7 +12,6 @@ interface Owner {
 
 export interface FairSlots {
   run<T>(owner: Owner, task: () => Promise<T>): Promise<T>;
-  /** Tasks running now (for tests and metrics). */
   active(): number;
 }
 
@@ -34,7 +28,6 @@ export function fairSlots(options: { perProcess: number | (() => number); perLin
   let running = 0;
   const byLine = new Map<string, number>();
   const byAccount = new Map<string, number>();
-  /** Each account's waiters, in arrival order. */
   const queues = new Map<string, Waiter[]>();
   /** When each account last started a task (a counter): the turn goes to the one that waited longest since. */
   const served = new Map<string, number>();
@@ -99,7 +92,6 @@ export function fairSlots(options: { perProcess: number | (() => number); perLin
   };
 }
 
-/** Media downloads one account may have waiting for a slot: past it, a download is refused (the message is kept). */
 const DOWNLOADS_WAITING_PER_ACCOUNT = 64;
 
 const downloads = () =>
@@ -113,7 +105,6 @@ const downloads = () =>
     });
   });
 
-/** Runs one provider media download within this process's, the line's and the account's share of the slots. */
 export function withDownloadSlot<T>(owner: Owner, task: () => Promise<T>): Promise<T> {
   return downloads().run(owner, task);
 }

@@ -1,6 +1,5 @@
-// Whether a message a provider reports is the one we asked it to send: same text (ignoring
-// surrounding white space; an attachment-only message has none) and the same attachments by
-// name. Used to adopt an own message echoed by a webhook and when reconciling an unknown send.
+// To adopt an own message echoed by a webhook, and when reconciling an unknown send: same text (trimmed) and the
+// same attachments by name.
 
 export interface Content {
   text: string | null;

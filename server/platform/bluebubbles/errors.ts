@@ -1,17 +1,8 @@
 import { FORBIDDEN_PROVIDER_DESTINATION, type ProviderFailureKind, truncate } from "../http";
 
-// What a failed BlueBubbles call reports (client.ts raises it), and the short reason without
-// secrets that logs, an outbox item's error and the dashboard show.
-
-/**
- * timeout, network, http, garbage: see ../http.ts. Here "http" is a JSON envelope with status
- * >= 400 or a plain-text error (e.g. Koa's "Not Found"); "garbage" is HTML, non-JSON, JSON that
- * is not the envelope or not the expected data, a 2xx whose envelope says status >= 400, a
- * redirect, or a JSON body over the size cap.
- */
+/** "http" includes a plain-text error (Koa's "Not Found"); "garbage" includes a 2xx whose envelope says status >= 400. */
 export type BBErrorKind =
   | ProviderFailureKind
-  /** downloadAttachment only: the file is larger than the caller's maxBytes (reading stopped there). */
   | "too_large";
 
 export interface BlueBubblesErrorInit {
@@ -31,26 +22,16 @@ export interface BlueBubblesErrorInit {
 export class BlueBubblesError extends Error {
   override name = "BlueBubblesError";
   kind: BBErrorKind;
-  /** The HTTP status of the response (null when none arrived). */
   status: number | null;
-  /** Envelope `error.type`, e.g. "iMessage Error", "Validation Error", "Database Error". */
   errorType: string | null;
-  /** Envelope `error.message` (what the code emits) or `error.error` (what the docs say). */
+  /** `error.message` (what the code emits) or `error.error` (what the docs say). */
   errorMessage: string | null;
-  /** Envelope top-level `message`, e.g. "Message Send Error"; for a plain-text error, its text. */
   envelopeMessage: string | null;
-  /** `data.error` when `data` is a Message with a numeric error code (e.g. 22), else null. */
   dataError: number | null;
-  /** Envelope `data` as received (a Message, null, …); undefined when there was none. */
   data: unknown;
-  /**
-   * false only when we are sure the request never reached the server (ECONNREFUSED, ENOTFOUND,
-   * EAI_AGAIN, EHOSTUNREACH, ENETUNREACH, connect timeout). true for timeouts and everything else.
-   */
+  /** false only when we are sure the request never reached the server. */
   sentRequest: boolean;
-  /** Extension: the network error code (e.g. "ECONNREFUSED", "UND_ERR_SOCKET"), else null. */
   code: string | null;
-  /** Extension: "METHOD /route/path" (no origin, no query). */
   operation: string;
 
   constructor(init: BlueBubblesErrorInit) {
@@ -68,7 +49,6 @@ export class BlueBubblesError extends Error {
   }
 }
 
-/** Replaces the value of password / guid / token query parameters with "***". */
 export function redactUrl(url: string): string {
   return url.replace(/([?&](?:password|guid|token)=)[^&#]*/gi, "$1***");
 }
@@ -78,7 +58,6 @@ const KNOWN_MESSAGE_ERRORS: Record<number, string> = {
   22: "recipient not registered with iMessage",
 };
 
-/** A short readable reason without secrets (for logs, outbox `reason`, dashboards). */
 export function describeBlueBubblesError(e: unknown): string {
   if (e instanceof BlueBubblesError) {
     switch (e.kind) {

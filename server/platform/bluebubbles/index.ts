@@ -7,9 +7,6 @@ import { type BBWebhookEventName, createBlueBubblesClient, describeBlueBubblesEr
 import { mapMessage, mapWebhook } from "./inbound";
 import { blueBubblesPlatform } from "./platform";
 
-// BlueBubbles Server: a Mac's iMessage (and, through a paired iPhone, SMS) over REST and
-// webhooks. See PLATFORMS.md section 1 and docs/providers.md "Connecting BlueBubbles".
-
 const DEFAULT_SEND_TIMEOUT_SECONDS = 150;
 
 /** Whether a registered webhook URL is this line's inbound URL, at any address and with any token. */
@@ -21,7 +18,7 @@ function isLinesHook(url: string, lineId: string): boolean {
   }
 }
 
-/** Events the line needs: names from the server's webhookEventOptions, checked at compile time (a wrong name is a 400 and silently lost inbound). */
+/** Checked at compile time: a wrong name is a 400 and silently lost inbound. */
 const WEBHOOK_EVENTS: readonly BBWebhookEventName[] = ["new-message", "updated-message", "typing-indicator", "chat-read-status-changed", "message-send-error"];
 
 const Config = z
@@ -40,7 +37,6 @@ const Secrets = z.object({ password: z.string() });
 type Settings = z.output<typeof Settings>;
 type Secrets = z.output<typeof Secrets>;
 
-/** A URL safe to show: credentials in its user part or query masked. */
 function maskUrl(url: string): string {
   return redactUrl(url.replace(/\/\/[^/@]*@/, "//***@"));
 }

@@ -14,21 +14,14 @@ import type {
 import { type BBMessage, type BBReaction, type BlueBubblesClient, BlueBubblesError, describeBlueBubblesError } from "./client";
 import { chatAddress } from "./inbound";
 
-// Sends through one BlueBubbles server. Sends are synchronous and slow (the server waits up to
-// 60 s on the Private API, 2 min on AppleScript), so each call gets the line's
-// sendTimeoutSeconds, and an answer that does not prove what happened is "unknown": the outbox
-// reconciles by reading the chat back before anything is sent again. The outbox ID travels as
-// tempGuid (echoed in webhooks), but BlueBubbles forgets it once a send ends, so it is no
-// idempotency key.
-//
-// A message with text and an attachment is two BlueBubbles sends: the attachment (tempGuid =
-// outbox ID), then the text (tempGuid = outbox ID + ".text"). The item's GUID is the first
-// part's. Reconcile looks for each part, so a retry sends only the parts that are missing.
+// Sends are synchronous and slow (up to 60 s on the Private API, 2 min on AppleScript): each call gets the line's
+// sendTimeoutSeconds, and an answer that proves nothing is "unknown". tempGuid carries the outbox ID, but BlueBubbles
+// forgets it once a send ends, so it is no idempotency key. Text with an attachment is two sends (tempGuid = the ID,
+// then ID + ".text"), the item's GUID the first's; reconcile looks for each part, so a retry sends only what is missing.
 
 export interface BlueBubblesLine {
   handle: string;
   service: "imessage" | "sms" | "auto";
-  /** Private API usable (probed): replies, reactions, typing, receipts, availability checks. */
   privateApi: boolean;
   sendTimeoutMs: number;
 }
@@ -53,8 +46,6 @@ async function readFile(storageKey: string): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks));
 }
 
-/** What a failed BlueBubbles call means for a send (see PLATFORMS.md 1.4 and 1.12). */
-/** How much of a BlueBubbles error message is matched against known failures. */
 const MAX_DETAIL = 4096;
 
 export function classify(err: unknown, isMessage: boolean): Extract<SendResult, { ok: false }> & { notRegistered?: boolean } {
@@ -117,7 +108,7 @@ export function blueBubblesPlatform(client: BlueBubblesClient, line: BlueBubbles
   const method = line.privateApi ? ("private-api" as const) : ("apple-script" as const);
   const defaultService: ServiceName = line.service === "sms" ? "sms" : "imessage";
 
-  /** The service a new chat with `to` starts on: as the outbox chose (SMS fallback), else auto lines ask iMessage where they can. */
+  /** As the outbox chose (SMS fallback), else auto lines ask iMessage where they can. */
   async function newChatService(to: string, chosen: ServiceName | undefined): Promise<ServiceName> {
     if (chosen) return chosen;
     if (line.service !== "auto") return defaultService;
@@ -129,7 +120,6 @@ export function blueBubblesPlatform(client: BlueBubblesClient, line: BlueBubbles
     }
   }
 
-  /** Sends one part into an existing chat. */
   async function sendPart(m: OutgoingMessage, part: Part, i: number, chatGuid: string): Promise<BBMessage> {
     const tempGuid = tempGuidOf(m, i, part);
     // Threading needs the Private API; without it a reply goes out as a plain message.
@@ -142,7 +132,6 @@ export function blueBubblesPlatform(client: BlueBubblesClient, line: BlueBubbles
     );
   }
 
-  /** Starts a 1:1 chat through the new-chat route (with the text, when the first part is text). */
   async function startChat(m: OutgoingMessage, service: ServiceName, first: Part): Promise<{ chatGuid: string; sent: BBMessage | null }> {
     const chat = await client.newChat(
       {

@@ -1,19 +1,9 @@
 import { z } from "zod";
 
-// Zod schemas of the JSON that BlueBubbles Server 1.9.9 returns (REST `data` payloads and webhook
-// bodies). Source: BlueBubblesApp/bluebubbles-server master f2e2286, packages/server/src/server/
-// (`BB/` below): api/serializers/{Message,Chat,Handle,Attachment}Serializer.ts, types.ts.
-//
-// Lenient where the server is: fields the serializer emits as nullable accept null and absence;
-// keys we do not know are accepted and dropped (z.object strips). Strict only where we rely on a
-// field: message guid (string), dateCreated (number, epoch ms), isFromMe (boolean); chat guid;
-// attachment guid; webhook id/url/events.
-//
-// Two shapes exist for a message: the full one (REST responses) and the notification one
-// (webhooks, `isForNotification: true`), which lacks isAudioMessage, replyToGuid,
-// threadOriginatorPart, isSpam, … — those are optional here.
+// BlueBubbles Server 1.9.9's JSON (sources: docs/providers.md, "Provider schemas"). Lenient where
+// the server is; strict only where we rely on a field. Webhooks carry the notification shape
+// (`isForNotification`), which lacks isAudioMessage, replyToGuid, isSpam, …: optional here.
 
-/** `null` for absent or null; the type stays `T | null`. */
 function nullable<T extends z.ZodType>(schema: T) {
   return schema.nullish().transform((v): z.output<T> | null => (v ?? null) as z.output<T> | null);
 }
@@ -24,15 +14,11 @@ const flag = z
   .nullish()
   .transform((v) => v ?? false);
 
-/** An integer column with DB default 0: absent or null → 0. */
+/** DB default 0: absent or null → 0. */
 const zeroDefault = z
   .number()
   .nullish()
   .transform((v) => v ?? 0);
-
-// ------------------------------------------------------------------------------------------------
-// Handle (BB/api/serializers/HandleSerializer.ts): {originalROWID, address, service}; the full
-// shape adds uncanonicalizedId and country. `address` is handle.id (a phone number or email).
 
 const BBHandleSchema = z.object({
   originalROWID: nullable(z.number()),
@@ -42,9 +28,7 @@ const BBHandleSchema = z.object({
   country: z.string().nullish(),
 });
 
-// ------------------------------------------------------------------------------------------------
-// Attachment (BB/api/serializers/AttachmentSerializer.ts). `mimeType` is the raw DB column (may be
-// null); the download route derives its own Content-Type.
+// Attachment: `mimeType` is the raw DB column (may be null); the download route sets its own Content-Type.
 
 const BBAttachmentSchema = z.object({
   originalROWID: nullable(z.number()),
@@ -53,22 +37,18 @@ const BBAttachmentSchema = z.object({
   mimeType: nullable(z.string()),
   transferName: nullable(z.string()),
   totalBytes: nullable(z.number()),
-  // Full shape only:
   transferState: z.number().nullish(),
   isOutgoing: z.boolean().nullish(),
   hideAttachment: z.boolean().nullish(),
   isSticker: z.boolean().nullish(),
   originalGuid: z.string().nullish(),
   hasLivePhoto: z.boolean().nullish(),
-  // Only with loadMetadata (REST default true, webhooks too):
   height: z.number().nullish(),
   width: z.number().nullish(),
   metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 
-// ------------------------------------------------------------------------------------------------
-// Chat as embedded in a message's `chats[]` (ChatSerializer with includeParticipants: false,
-// includeMessages: false). style 43 = group (MessageSerializer comment "style == 43; DM = 45").
+// A message's `chats[]`: style 43 = group, 45 = DM.
 
 const chatFields = {
   originalROWID: nullable(z.number()),
@@ -78,7 +58,6 @@ const chatFields = {
   isArchived: flag,
   displayName: nullable(z.string()),
   participants: z.array(BBHandleSchema).optional(),
-  // Full shape only:
   isFiltered: z.boolean().nullish(),
   groupId: z.string().nullish(),
   properties: z.unknown().optional(),
@@ -88,15 +67,11 @@ const chatFields = {
 const BBMessageChatSchema = z.object(chatFields);
 export type BBMessageChat = z.output<typeof BBMessageChatSchema>;
 
-// ------------------------------------------------------------------------------------------------
-// Message (BB/api/serializers/MessageSerializer.ts convert()).
-
 export const BBMessageSchema = z.object({
   originalROWID: nullable(z.number()),
   guid: z.string().min(1),
-  /** universalText(true): text or the attributedBody text, U+FFFC removed and trimmed; "" for an attachment-only message. */
+  /** universalText(true): U+FFFC removed and trimmed; "" for an attachment-only message. */
   text: nullable(z.string()),
-  /** Parsed NSAttributedString list when requested; null in webhooks and most list responses. */
   attributedBody: z.unknown().optional(),
   handle: nullable(BBHandleSchema),
   handleId: zeroDefault,
@@ -108,7 +83,6 @@ export const BBMessageSchema = z.object({
   subject: nullable(z.string()),
   /** Apple's message error code; 0 = none (e.g. 4 = timeout per BB/index.ts emitMessageError; 22 seen for "not registered"). */
   error: zeroDefault,
-  /** Epoch ms. */
   dateCreated: z.number(),
   dateRead: nullable(z.number()),
   dateDelivered: nullable(z.number()),
@@ -122,10 +96,7 @@ export const BBMessageSchema = z.object({
   balloonBundleId: nullable(z.string()),
   /** Target of a reaction/sticker, e.g. "p:0/<GUID>" or "bp:<GUID>" (see stripAssociatedPrefix). */
   associatedMessageGuid: nullable(z.string()),
-  /**
-   * A string (MessageTypeTransformer): "love".."question", "-love".."-question", "sticker", or the
-   * raw number as a string; null for ordinary messages. A number is accepted and stringified.
-   */
+  /** "love".."question", "-love".."-question", "sticker" or a raw number (stringified); null for ordinary messages. */
   associatedMessageType: z
     .union([z.string(), z.number()])
     .nullish()
@@ -137,7 +108,6 @@ export const BBMessageSchema = z.object({
   chats: z.array(BBMessageChatSchema).optional(),
   /** Only in the text-send response (and chat/new messages) and in webhooks that match a send. */
   tempGuid: z.string().optional(),
-  // Full (non-notification) shape only:
   isAudioMessage: z.boolean().nullish(),
   replyToGuid: z.string().nullish(),
   threadOriginatorPart: z.string().nullish(),
@@ -159,20 +129,15 @@ export const BBMessageSchema = z.object({
   shareDirection: z.unknown().optional(),
   wasDeliveredQuietly: z.unknown().optional(),
   didNotifyRecipient: z.unknown().optional(),
-  // macOS 13+:
   dateEdited: z.unknown().optional(),
   dateRetracted: z.unknown().optional(),
   partCount: z.unknown().optional(),
-  // High Sierra+ (null unless requested):
   messageSummaryInfo: z.unknown().optional(),
   payloadData: z.unknown().optional(),
 });
 export type BBMessage = z.output<typeof BBMessageSchema>;
 
-// ------------------------------------------------------------------------------------------------
-// Chat as returned by chat routes (POST /api/v1/chat/new: ChatSerializer with includeParticipants
-// and includeMessages → `participants` and `messages` (messages without `chats`, with tempGuid
-// injected when one was given)).
+// POST /api/v1/chat/new: messages without `chats`, with tempGuid injected when one was given.
 
 export const BBChatSchema = z.object({
   ...chatFields,
@@ -181,10 +146,7 @@ export const BBChatSchema = z.object({
 });
 export type BBChat = z.output<typeof BBChatSchema>;
 
-// ------------------------------------------------------------------------------------------------
-// GET /api/v1/server/info (BB/api/interfaces/generalInterface.ts getServerMetadata, BB/types.ts
-// ServerMetadataResponse). Config booleans come from ServerRepository.getConfig; accepted as
-// boolean, 0/1 or "true"/"false"/"1"/"0".
+// GET /api/v1/server/info: config booleans come as boolean, 0/1 or "true"/"false"/"1"/"0".
 
 const configBool = z
   .union([z.boolean(), z.number(), z.string()])
@@ -211,10 +173,6 @@ export function privateApiUsable(info: BBServerInfo): boolean {
   return info.private_api && info.helper_connected;
 }
 
-// ------------------------------------------------------------------------------------------------
-// Webhook registration (BB/databases/server/entity/Webhook.ts; webhookRouter parses `events` from
-// its JSON string; `created` is a Date, i.e. an ISO string in JSON).
-
 export const BBWebhookSchema = z.object({
   id: z.number().int(),
   url: z.string(),
@@ -226,7 +184,6 @@ export const BBWebhookSchema = z.object({
 });
 export type BBWebhook = z.output<typeof BBWebhookSchema>;
 
-/** Event names accepted by POST /api/v1/webhook (BB/api/http/constants.ts webhookEventOptions). */
 const BB_WEBHOOK_EVENTS = [
   "*",
   "new-message",
@@ -250,9 +207,6 @@ const BB_WEBHOOK_EVENTS = [
 ] as const;
 export type BBWebhookEventName = (typeof BB_WEBHOOK_EVENTS)[number];
 
-// ------------------------------------------------------------------------------------------------
-// Reactions (BB/api/interfaces/messageInterface.ts possibleReactions).
-
 const BB_REACTIONS = [
   "love",
   "like",
@@ -269,22 +223,14 @@ const BB_REACTIONS = [
 ] as const;
 export type BBReaction = (typeof BB_REACTIONS)[number];
 
-/**
- * The reacted-to message GUID from `associatedMessageGuid`: strips a "p:<part>/" or "bp:" prefix
- * ("p:0/ABC" → "ABC", "bp:ABC" → "ABC"); other values come back unchanged.
- */
 export function stripAssociatedPrefix(guid: string): string {
   return guid.replace(/^(?:p:\d+\/|bp:)/, "");
 }
 
-// ------------------------------------------------------------------------------------------------
-// Inbound webhook bodies (BB/services/webhookService/index.ts: axios.post(url, {type, data})).
-
 export const BBWebhookEventSchema = z.object({ type: z.string().min(1), data: z.unknown() });
 
-/** typing-indicator (BB/api/privateApi/eventHandlers/PrivateApiTypingEventHandler.ts); 1:1 chats only. */
+/** 1:1 chats only. */
 const BBTypingIndicatorSchema = z.object({ display: z.boolean(), guid: z.string() });
-/** chat-read-status-changed (BB/index.ts): `{chatGuid, read: true}`. */
 const BBChatReadStatusSchema = z.object({ chatGuid: z.string(), read: z.boolean() });
 
 export type BBWebhookEvent =
@@ -293,12 +239,7 @@ export type BBWebhookEvent =
   | { type: "chat-read-status-changed"; data: { chatGuid: string; read: boolean } }
   | { type: "other"; name: string; data: unknown };
 
-/**
- * Parses an inbound webhook body. Throws a ZodError when the body is not `{type: string, data}`,
- * or when one of the typed events carries data of the wrong shape (e.g. a new-message without a
- * guid). Unknown event types (group-name-change, participant-*, hello-world, …) come back as
- * `{type: "other", name, data}` without validating `data`.
- */
+/** Unknown event types (group-name-change, participant-*, …) come back as `{type: "other"}`, `data` unvalidated. */
 export function parseWebhookEvent(body: unknown): BBWebhookEvent {
   const { type, data } = BBWebhookEventSchema.parse(body);
   switch (type) {

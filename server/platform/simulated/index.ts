@@ -3,8 +3,6 @@ import { defineProvider } from "../provider";
 import { simulatedAbout } from "./about";
 import { simulatedPlatform } from "./platform";
 
-// The built-in other phone: no settings, always connected, every advanced feature.
-
 const Config = z.object({}).strict();
 
 export const simulatedProvider = defineProvider({

@@ -4,10 +4,8 @@ import { batcher } from "../../kernel/batcher";
 import { processSingleton } from "../../kernel/singleton";
 import type { OutgoingAction, OutgoingMessage, OutgoingReaction, OutgoingTyping, Platform, SendResult } from "../types";
 
-// The built-in simulated platform: accepts every send at once, except two documented test
-// recipients. It honours the idempotency key durably (its own table, like a real platform's
-// records): a retried send of an accepted item, even after a crash, returns the first GUID
-// instead of sending again.
+// Honours the idempotency key durably (its own table, like a real platform's records): a retried send of an accepted
+// item, even after a crash, returns the first GUID.
 
 const TEST_RECIPIENTS = {
   /** Always fails permanently. */
@@ -25,7 +23,6 @@ interface Recorded {
   sentAt: number;
 }
 
-/** Records each send once per key (one INSERT per batch) and returns what was recorded first. */
 const record = processSingleton("simulated-platform-record", () =>
   batcher<string, Recorded>(async (keys) => {
     const now = new Date();
@@ -45,7 +42,6 @@ const record = processSingleton("simulated-platform-record", () =>
   }),
 );
 
-/** Every kind of send goes through here: idempotency and the test recipients. */
 async function accept(action: OutgoingAction): Promise<SendResult> {
   if (action.to === TEST_RECIPIENTS.unreachable) {
     return { ok: false, permanent: true, reason: "recipient is not reachable on this service" };
@@ -59,11 +55,10 @@ async function accept(action: OutgoingAction): Promise<SendResult> {
   return { ok: true, ...(await record(action.idempotencyKey)) };
 }
 
-/** How long a line's "no iMessage" switches are kept in memory before they are read again (another instance may have set one). */
+/** Another instance may have set one. */
 const REACHABILITY_CACHE_MS = 2_000;
 const reachability = processSingleton("simulated-reachability", () => new Map<string, { at: number; noIMessage: Set<string> }>());
 
-/** The contacts the simulator marked as having no iMessage for this line (POST /api/simulator/reachability). */
 async function withoutIMessage(lineHandle: string): Promise<Set<string>> {
   const cached = reachability.get(lineHandle);
   if (cached && Date.now() - cached.at < REACHABILITY_CACHE_MS) return cached.noIMessage;
@@ -74,7 +69,6 @@ async function withoutIMessage(lineHandle: string): Promise<Set<string>> {
   return noIMessage;
 }
 
-/** The simulator's switch: whether `handle` can receive iMessage from the line. */
 export async function setSimulatedReachability(lineHandle: string, handle: string, imessage: boolean): Promise<void> {
   await sql(
     `INSERT INTO "SimulatedReachability" ("lineHandle", handle, imessage) VALUES ($1, $2, $3)
@@ -84,7 +78,7 @@ export async function setSimulatedReachability(lineHandle: string, handle: strin
   reachability.delete(lineHandle);
 }
 
-/** A message: by SMS when asked; by iMessage refused, as a real Mac refuses it, to a contact without iMessage. */
+/** By iMessage refused to a contact without iMessage, as a real Mac refuses it. */
 async function sendMessage(message: OutgoingMessage): Promise<SendResult> {
   if (message.service !== "sms" && !message.isGroup && (await withoutIMessage(message.lineHandle)).has(message.to)) {
     return { ok: false, permanent: true, notIMessage: true, reason: "the recipient is not registered with iMessage" };

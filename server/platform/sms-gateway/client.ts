@@ -15,29 +15,18 @@ import {
 
 export * from "./schemas";
 
-// HTTP client for SMS Gateway for Android's API. The same routes sit at the root of the phone's
-// local server (http://<phone>:8080) and under /3rdparty/v1 of the cloud or a private server;
-// both take HTTP Basic auth (the username and password shown in the app). Errors come as
-// `{"message": ...}` (local) or `{code, message, data}` (cloud). See PLATFORMS.md section 2.
-// Calls are JSON over the shared provider transport (../http.ts); every failure is an
-// SmsGatewayError named by what it proves about the call, and platform.ts decides what that
-// means for a send.
+// The same routes sit at the root of the phone's local server and under /3rdparty/v1 of the cloud or
+// a private server. Errors come as `{message}` (local) or `{code, message, data}` (cloud).
 
 export class SmsGatewayError extends Error {
   override name = "SmsGatewayError";
-  /** timeout, network, http (see `status` and `detail`), garbage: see ../http.ts. */
   readonly kind: ProviderFailureKind;
-  /** "METHOD /path" (no origin, no query). */
   readonly operation: string;
-  /** The response's HTTP status, null when none arrived. */
   readonly status: number | null;
   /** false only when the request certainly never reached the server (a connect-phase failure). */
   readonly sentRequest: boolean;
-  /** The network error code (ECONNREFUSED, UND_ERR_SOCKET, ...), else null. */
   readonly code: string | null;
-  /** The gateway's own message from an error body (scrubbed, shortened), else null. */
   readonly detail: string | null;
-  /** Retry-After of a 429 or 503, in ms, when the server sent one. */
   readonly retryAfterMs: number | null;
 
   constructor(init: {
@@ -62,13 +51,11 @@ export class SmsGatewayError extends Error {
 }
 
 export interface HttpJsonOptions {
-  /** Base URL; request paths are appended to it (a path prefix is kept, trailing slashes dropped). */
+  /** A path prefix is kept, trailing slashes dropped. */
   baseUrl: string;
-  /** Sent with every request (authorization, user agent). */
   headers?: Record<string, string>;
-  /** Default deadline of a call. */
   timeoutMs: number;
-  /** Cap on response bodies; more is "garbage" and the connection is dropped. Default 4 MiB. */
+  /** More is "garbage" and the connection is dropped. Default 4 MiB. */
   maxBytes?: number;
   fetch?: typeof fetch;
   /** Strings that must never appear in an error (passwords, the Authorization value). */
@@ -79,7 +66,6 @@ interface HttpJsonRequest {
   method: "GET" | "POST" | "DELETE";
   path: string;
   query?: Record<string, string | number | boolean | undefined>;
-  /** A JSON body. */
   json?: unknown;
   timeoutMs?: number;
 }
@@ -92,20 +78,15 @@ interface HttpJsonResponse {
 }
 
 export interface HttpJson {
-  /** Sends one request; resolves with any status, throws SmsGatewayError for timeouts, network failures and garbage. */
   send(request: HttpJsonRequest): Promise<HttpJsonResponse>;
-  /** `send`, then: one of `ok` statuses → the body parsed by `schema`; any other → an "http" SmsGatewayError. */
   call<S extends z.ZodType>(request: HttpJsonRequest, ok: readonly number[], schema: S): Promise<{ data: z.output<S>; response: HttpJsonResponse }>;
-  /** The error a response of an unexpected status stands for. */
   failure(request: HttpJsonRequest, response: HttpJsonResponse): SmsGatewayError;
-  /** A response's body parsed by `schema`; a "garbage" SmsGatewayError when it does not fit. */
   parse<S extends z.ZodType>(request: HttpJsonRequest, response: HttpJsonResponse, schema: S): z.output<S>;
 }
 
 const DEFAULT_MAX_BYTES = 4 * 1024 * 1024;
 const EXCERPT_CHARS = 200;
 
-/** The gateway's message in an error body: `message` (local server and cloud), else the text of a page that is not JSON. */
 function errorMessage(body: unknown): string | null {
   if (!body || typeof body !== "object") return null;
   const { message, text } = body as { message?: unknown; text?: unknown };
@@ -114,7 +95,6 @@ function errorMessage(body: unknown): string | null {
   return null;
 }
 
-/** JSON calls to the gateway's API: the base URL, credentials and deadline of one line. */
 export function createHttpJson(options: HttpJsonOptions): HttpJson {
   const parsed = new URL(options.baseUrl);
   const base = parsed.origin + trimTrailingSlashes(parsed.pathname);
@@ -184,41 +164,27 @@ export function createHttpJson(options: HttpJsonOptions): HttpJson {
 }
 
 export interface SmsGatewayConnection {
-  /** The API's base URL: the phone's local server, or the cloud's or a private server's .../3rdparty/v1. */
   url: string;
   username: string;
   password: string;
 }
 
 export interface SmsGatewayClientOptions {
-  /** Deadline of one call. Default 20 s. */
   timeoutMs?: number;
   fetch?: typeof fetch;
 }
 
 export interface SmsGatewayClient {
-  /**
-   * POST /messages → 202 and the message's state. The gateway keeps `id`: a second message
-   * with it answers 409 (an "http" error with status 409), so a repeated send never goes twice.
-   */
+  /** The gateway keeps `id`: a second message with it answers 409, so a repeated send never goes twice. */
   sendMessage(input: { id: string; text: string; phoneNumbers: string[]; withDeliveryReport: boolean }): Promise<SGMessageState>;
-  /** GET /messages/{id}; null when the gateway does not know it (404). */
   getMessage(id: string): Promise<SGMessageState | null>;
-  /** GET /webhooks. */
   listWebhooks(): Promise<SGWebhook[]>;
-  /** POST /webhooks → 201: registers (or, for a known `id`, replaces) one event's webhook. */
+  /** Replaces the webhook of a known `id`. */
   registerWebhook(input: { id: string; url: string; event: SGWebhookEventName }): Promise<SGWebhook>;
-  /** GET /health (unauthenticated): the body of a pass, warn or fail answer. */
   health(): Promise<SGHealth>;
-  /**
-   * GET /inbox?type=SMS: received SMS newest first, with X-Total-Count (null when absent or not
-   * a count). null when the gateway has no inbox listing (the cloud's 501, older apps' 404).
-   */
+  /** null when the gateway has no inbox listing (the cloud's 501, older apps' 404). */
   inbox(input: { from: number; to: number; limit: number; offset: number }): Promise<{ messages: SGIncomingMessage[]; total: number | null } | null>;
-  /**
-   * POST /inbox/refresh → 202: the phone posts sms:received again for the SMS it holds between
-   * `since` and `until` (triggerWebhooks), for gateways without an inbox listing.
-   */
+  /** The phone posts sms:received again for what it holds in the range: for gateways without an inbox listing. */
   refreshInbox(input: { since: number; until: number }): Promise<void>;
 }
 
@@ -286,7 +252,6 @@ export function createSmsGatewayClient(conn: SmsGatewayConnection, opts: SmsGate
   };
 }
 
-/** A short readable reason for a failed call, without secrets (for outbox reasons and line health). */
 export function describeSmsGatewayError(err: unknown): string {
   if (err instanceof SmsGatewayError) {
     switch (err.kind) {

@@ -8,13 +8,8 @@ import { createSmsGatewayClient, describeSmsGatewayError, type SGWebhookEventNam
 import { mapIncoming, mapWebhook, verifyWebhookSignature } from "./inbound";
 import { smsGatewayPlatform } from "./platform";
 
-// SMS Gateway for Android (capcom6/android-sms-gateway): an Android phone's SIM sends and
-// receives SMS, through the app's local server or the cloud/private server that relays to it.
-// See PLATFORMS.md section 2.
-
 const DEFAULT_TIMEOUT_SECONDS = 20;
 
-/** The events a line registers, one webhook each, under IDs of its own (see webhookId). */
 export const WEBHOOK_EVENTS = {
   "sms:received": "recv",
   "sms:sent": "sent",
@@ -22,10 +17,7 @@ export const WEBHOOK_EVENTS = {
   "sms:failed": "fail",
 } as const satisfies Partial<Record<SGWebhookEventName, string>>;
 
-/**
- * The fixed ID of a line's webhook for `event` ("ln_…-recv", 34 characters; the API allows
- * 36): registering it again replaces it instead of adding one more.
- */
+/** Fixed ("ln_…-recv", 34 characters; the API allows 36): registering again replaces it instead of adding one more. */
 export function webhookId(lineId: string, event: keyof typeof WEBHOOK_EVENTS): string {
   return `${lineId}-${WEBHOOK_EVENTS[event]}`;
 }
@@ -156,10 +148,8 @@ export const smsGatewayProvider = defineProvider<z.output<typeof Config>, Settin
     parse: (body) => mapWebhook(body),
   },
 
-  // The local server lists received SMS (GET /inbox, newest first). The cloud and private relay
-  // have no listing (501): there catch-up asks the relay to have the phone post sms:received
-  // again for the window (POST /inbox/refresh), and those webhooks are taken in (and
-  // deduplicated) as they arrive.
+  // The cloud and private relay have no inbox listing (501): there catch-up asks the relay to have the phone post
+  // sms:received again for the window (POST /inbox/refresh), deduplicated as they arrive.
   async catchUp(line, after, page): Promise<ProviderInbound[]> {
     const client = clientFor(line);
     let window = windows.get(line.id);

@@ -2,12 +2,8 @@ import { normalizeHandle } from "../../kernel/handles";
 import type { DeliveryReport, OutgoingAction, OutgoingMessage, Platform, SendResult } from "../types";
 import { describeSmsGatewayError, SmsGatewayError, parseIsoDate, type SGMessageState, type SmsGatewayClient } from "./client";
 
-// Sends through one SMS Gateway (a phone's local server, or the cloud or a private server
-// relaying to it). The gateway queues a message and answers 202 at once; the phone sends it
-// later and reports sent, delivered or failed by webhook. The outbox ID is the message `id`
-// the gateway keeps and refuses a second time (409), so a send whose answer was lost is simply
-// sent again: a 409 proves the first one was accepted, and the message's state is read back.
-// Text only: the API sends SMS text or binary data messages, never MMS.
+// The outbox ID is the message `id`, which the gateway refuses a second time (409): a send whose answer was lost is
+// simply sent again, and a 409 proves the first was accepted. Text only: the API never sends MMS.
 
 type Failure = Extract<SendResult, { ok: false }>;
 
@@ -18,7 +14,6 @@ function dateOf(states: Record<string, string>, name: string): number | null {
   return value ? parseIsoDate(value) : null;
 }
 
-/** A final state the gateway already holds for our recipient, as a delivery report. */
 function deliveryOf(state: SGMessageState, to: string): DeliveryReport | undefined {
   const mine =
     state.recipients.find((r) => normalizeHandle(r.phoneNumber) === normalizeHandle(to)) ??
@@ -31,7 +26,6 @@ function deliveryOf(state: SGMessageState, to: string): DeliveryReport | undefin
   return undefined;
 }
 
-/** When the gateway first recorded the message (its earliest state), else now. */
 function acceptedAt(state: SGMessageState): number {
   const dates = Object.values(state.states)
     .map(parseIsoDate)
@@ -39,7 +33,7 @@ function acceptedAt(state: SGMessageState): number {
   return dates.length ? Math.min(...dates) : Date.now();
 }
 
-/** What a failed call means for a send (PLATFORMS.md 2.1-2.3; the cloud's 503 is a full queue or an offline phone). */
+/** The cloud's 503 is a full queue or an offline phone. */
 function classify(err: unknown): Failure {
   const reason = describeSmsGatewayError(err);
   if (!(err instanceof SmsGatewayError)) return { ok: false, permanent: false, unknown: true, unreachable: true, reason };
@@ -57,9 +51,8 @@ function classify(err: unknown): Failure {
   if (status === 400 || status === 413 || status === 422) {
     return { ok: false, permanent: true, reason: `SMS Gateway refused the message: ${err.detail ?? `HTTP ${status}`}` };
   }
-  // Throttling and server errors wait and retry within the outbox window (unreachable: the
-  // item waits instead of using up its attempts); so do credentials or a URL that are wrong
-  // until the line is connected again.
+  // Throttling, server errors, and credentials or a URL that are wrong until the line is connected again wait and retry
+  // within the outbox window (unreachable: the item waits instead of using up its attempts).
   if (status === 429) {
     const reason = `SMS Gateway is throttling sends (HTTP 429${err.detail ? `: ${err.detail}` : ""})`;
     return { ok: false, permanent: false, unreachable: true, reason, ...(err.retryAfterMs !== null ? { retryAfterMs: err.retryAfterMs } : {}) };
@@ -68,7 +61,6 @@ function classify(err: unknown): Failure {
 }
 
 export function smsGatewayPlatform(client: SmsGatewayClient): Platform {
-  /** The message the gateway already holds under our ID (a 409): sent, with its state when final. */
   async function adopt(m: OutgoingMessage): Promise<SendResult> {
     let state: SGMessageState | null = null;
     try {

@@ -12,35 +12,25 @@ import {
   TwilioMessageSchema,
 } from "./schemas";
 
-// HTTP client for Twilio Programmable Messaging (REST 2010-04-01), limited to what
-// specs/twilio-messages.openapi.json keeps: create, fetch and list Messages, list Media, and the
-// media content itself. Auth is HTTP Basic AccountSid:AuthToken on every call (never in a URL).
-// Bodies are form-encoded; answers are JSON, read with a byte cap and parsed with zod. This
-// module reports what happened (TwilioError kind, status, Twilio's code); what a failure means
-// for a send is decided in errors.ts.
+// Limited to what specs/twilio-messages.openapi.json keeps. Basic auth on every call, never in a URL;
+// what a failure means for a send is decided in errors.ts.
 
 export interface TwilioConnection {
   accountSid: string;
   authToken: string;
-  /** https://api.twilio.com, a regional edge, or a test double: an origin without a path. */
   baseUrl: string;
 }
 
 export interface TwilioClientOptions {
   fetch?: typeof fetch;
-  /** Deadline for calls other than sends and downloads. Default 30 s. */
   timeoutMs?: number;
   maxJsonBytes?: number;
-  /**
-   * Whether media on the base URL's own origin may be fetched when it is not one of Twilio's
-   * hosts (a test double). Default: PROVIDER_MEDIA_FROM_BASE_URL (never in production).
-   */
+  /** Media on the base URL's own origin (a test double). Default: PROVIDER_MEDIA_FROM_BASE_URL, never in production. */
   mediaFromBaseUrl?: boolean;
 }
 
 export interface CreateMessageInput {
   to: string;
-  /** The sending number; or messagingServiceSid, which picks one from the service's pool. */
   from?: string;
   messagingServiceSid?: string;
   body?: string;
@@ -49,10 +39,7 @@ export interface CreateMessageInput {
   statusCallback?: string;
 }
 
-/**
- * The form of a create-message request. Enforces the document's `x-twilio.conditional`
- * (which Prism does not): one of From / MessagingServiceSid, and one of Body / MediaUrl.
- */
+/** Enforces the document's `x-twilio.conditional` (which Prism does not): one of From / MessagingServiceSid, and one of Body / MediaUrl. */
 export function createMessageForm(input: CreateMessageInput): URLSearchParams {
   if (!input.to) throw new TypeError("createMessageForm: To is required");
   if (!input.from === !input.messagingServiceSid) throw new TypeError("createMessageForm: exactly one of From and MessagingServiceSid is required");
@@ -75,11 +62,9 @@ export interface ListMessagesQuery {
   from?: string;
   /** Messages sent on or after this instant's UTC day (Twilio filters DateSent by date). */
   sentSince?: number;
-  /** 1..1000; Twilio's default is 50. */
   pageSize?: number;
 }
 
-/** The query of a list-messages request (`DateSent>`, which Twilio reads as "on or after"). */
 export function listMessagesParams(query: ListMessagesQuery): URLSearchParams {
   const params = new URLSearchParams();
   if (query.to) params.set("To", query.to);
@@ -94,24 +79,14 @@ export function listMessagesParams(query: ListMessagesQuery): URLSearchParams {
 
 export interface TwilioClient {
   readonly accountSid: string;
-  /** POST /Messages.json → the new message (201). */
   createMessage(input: CreateMessageInput, timeoutMs: number): Promise<TwilioMessage>;
-  /** GET /Messages/{Sid}.json; null when Twilio does not know it (404). */
   fetchMessage(sid: string): Promise<TwilioMessage | null>;
-  /** GET /Messages.json with filters: the first page, newest first. */
   listMessages(query: ListMessagesQuery): Promise<TwilioMessagePage>;
   /** The page a previous page's next_page_uri names (this account's Messages.json only). */
   nextMessagePage(nextPageUri: string): Promise<TwilioMessagePage>;
-  /** GET /Messages/{MessageSid}/Media.json. */
   listMedia(messageSid: string): Promise<TwilioMedia[]>;
-  /** Where a media resource's content is: its uri without ".json", on this client's base URL. */
   mediaContentUrl(media: TwilioMedia): string;
-  /**
-   * The bytes of a media URL (a webhook's MediaUrl{N} or mediaContentUrl), with the account's
-   * credentials, following Twilio's redirects to its media store; at most maxBytes. Only URLs
-   * on Twilio's https hosts are fetched (the base URL's own origin too, with mediaFromBaseUrl),
-   * and only a media answer (image, audio, video, PDF, cards) is returned.
-   */
+  /** With the account's credentials, following Twilio's redirects to its media store; only from Twilio's https hosts, only a media answer. */
   downloadMedia<R = Uint8Array>(url: string, opts: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }): Promise<{ content: R; mimeType: string | null }>;
 }
 
@@ -120,7 +95,6 @@ const DEFAULT_DOWNLOAD_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_JSON_BYTES = 10 * 1024 * 1024;
 const MAX_REDIRECTS = 5;
 
-/** Twilio's own hosts, which may serve media (api.twilio.com, mms.twiliocdn.com, regional edges). */
 function isTwilioHost(hostname: string): boolean {
   return /(^|\.)twilio\.com$/i.test(hostname) || /(^|\.)twiliocdn\.com$/i.test(hostname);
 }
@@ -152,7 +126,6 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
     return fail(operation, "network", err instanceof Error ? err.message : String(err));
   }
 
-  /** An error answer: Twilio's code and message from its JSON body, else the start of whatever came. */
   function httpFailure(operation: string, res: Exchange): TwilioError {
     const text = new TextDecoder().decode(res.body);
     let details: z.output<typeof TwilioErrorBodySchema> | null = null;
@@ -200,7 +173,6 @@ export function createTwilioClient(conn: TwilioConnection, opts: TwilioClientOpt
 
   const messagesUrl = (query?: URLSearchParams) => `${origin}${accountPath}/Messages.json${query && [...query].length ? `?${query}` : ""}`;
 
-  /** Whether a media URL may be fetched at all, and whether a redirect may lead there. */
   function allowedMediaUrl(url: URL, redirect: boolean): boolean {
     if (url.origin === origin && mediaFromBase) return true;
     if (url.protocol !== "https:") return false;

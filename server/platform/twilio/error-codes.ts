@@ -1,16 +1,10 @@
 import type { ProviderErrorCode } from "../about-types";
 
-// Twilio's error codes as this service treats them. Twilio publishes no permanent/transient
-// flag (PLATFORMS.md §3.6 is our policy): a refusal that will not change with time fails the
-// item at once with the code and a readable reason; throttling and Twilio's own trouble are
-// retried within the outbox window; refused credentials leave the line unreachable (items wait
-// for the operator to fix them). The same table names the ErrorCode of status callbacks, which
-// carry only the number. Plain data (about.ts gives it to the API reference, which renders it
-// as it is).
+// Twilio publishes no permanent/transient flag: this table is our policy. It also names the ErrorCode of status
+// callbacks, which carry only the number.
 
 type TwilioErrorCategory = "recipient" | "content" | "account" | "throttling" | "delivery";
 
-/** fail: the item fails at once. retry: backed off and retried. wait: the line is unreachable until its settings are fixed. */
 type TwilioErrorAction = "fail" | "retry" | "wait";
 
 export interface TwilioErrorCodeInfo extends ProviderErrorCode {
@@ -23,7 +17,6 @@ export interface TwilioErrorCodeInfo extends ProviderErrorCode {
 }
 
 export const TWILIO_ERROR_CODES: readonly TwilioErrorCodeInfo[] = [
-  // The recipient cannot get SMS from this sender.
   { code: 21211, category: "recipient", action: "fail", reason: "the 'To' number is not a valid phone number" },
   { code: 21408, category: "recipient", action: "fail", reason: "sending to this region is not enabled for the account (Geo Permissions)" },
   { code: 21610, category: "recipient", action: "fail", reason: "the recipient replied STOP to this sender (unsubscribed); they must reply START first", optedOut: true },
@@ -32,7 +25,6 @@ export const TWILIO_ERROR_CODES: readonly TwilioErrorCodeInfo[] = [
   { code: 21635, category: "recipient", action: "fail", reason: "the 'To' number is a landline" },
   { code: 30005, category: "recipient", action: "fail", reason: "unknown destination handset (the number does not exist)" },
   { code: 30006, category: "recipient", action: "fail", reason: "landline or unreachable carrier" },
-  // The content, or the sender's registration, is refused.
   { code: 21602, category: "content", action: "fail", reason: "the message has neither text nor media" },
   { code: 21617, category: "content", action: "fail", reason: "the text is longer than 1600 characters" },
   { code: 30004, category: "content", action: "fail", reason: "message blocked (by the recipient, the carrier or Twilio)" },
@@ -40,13 +32,11 @@ export const TWILIO_ERROR_CODES: readonly TwilioErrorCodeInfo[] = [
   { code: 30032, category: "content", action: "fail", reason: "the toll-free sender number is not verified" },
   { code: 30034, category: "content", action: "fail", reason: "the sender number is not registered for US A2P 10DLC" },
   { code: 63016, category: "content", action: "fail", reason: "outside the 24-hour window in which free-form WhatsApp messages are allowed" },
-  // The account or the sender number is not set up to send this.
   { code: 20003, category: "account", action: "wait", reason: "Twilio refused the Account SID and Auth Token (connect the line again with valid ones)" },
   { code: 21606, category: "account", action: "fail", reason: "the 'From' number is not an SMS-capable number of this account" },
   { code: 21608, category: "account", action: "fail", reason: "trial accounts may only send to verified numbers, and the 'To' number is not one" },
   { code: 21659, category: "account", action: "fail", reason: "the 'From' number is not a Twilio number of this account" },
   { code: 21660, category: "account", action: "fail", reason: "the 'From' number belongs to another account" },
-  // Throttling and trouble on the way: retried.
   { code: 20429, category: "throttling", action: "retry", reason: "too many requests (Twilio's rate limit)" },
   { code: 30001, category: "throttling", action: "retry", reason: "queue overflow: too many messages queued for this sender" },
   { code: 30022, category: "throttling", action: "retry", reason: "US A2P 10DLC throughput limit exceeded" },

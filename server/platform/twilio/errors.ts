@@ -10,7 +10,7 @@ function twilioErrorCode(code: number | null | undefined): TwilioErrorCodeInfo |
   return code === null || code === undefined ? undefined : BY_CODE.get(code);
 }
 
-/** "21211 the 'To' number is not a valid phone number": the code, and what it means (Twilio's own text for codes not in the table). */
+/** Twilio's own text for codes not in the table. */
 export function twilioErrorText(code: number, twilioMessage?: string | null): string {
   const known = BY_CODE.get(code);
   if (known) return `${code} ${known.reason}`;
@@ -19,9 +19,7 @@ export function twilioErrorText(code: number, twilioMessage?: string | null): st
 }
 
 export type TwilioErrorKind =
-  /** timeout, network, http (Twilio answered an error status), garbage: see ../http.ts. */
   | ProviderFailureKind
-  /** A download over the caller's limit. */
   | "too_large"
   /** We refused the call ourselves (a media URL outside Twilio's hosts). */
   | "refused";
@@ -41,15 +39,12 @@ export interface TwilioErrorInit {
 export class TwilioError extends Error {
   override name = "TwilioError";
   readonly kind: TwilioErrorKind;
-  /** "POST /Messages.json": the route, never a URL with credentials. */
+  /** The route, never a URL with credentials. */
   readonly operation: string;
-  /** false only when the request certainly never reached Twilio. */
   readonly sentRequest: boolean;
   readonly status: number | null;
-  /** Twilio's error code (21211, 20429, …) from the error body. */
   readonly code: number | null;
   readonly twilioMessage: string | null;
-  /** From a Retry-After header. */
   readonly retryAfterMs: number | null;
   readonly networkCode: string | null;
 
@@ -66,7 +61,6 @@ export class TwilioError extends Error {
   }
 }
 
-/** A short readable reason, without secrets, for the outbox, line health and logs. */
 export function describeTwilioError(e: unknown): string {
   if (!(e instanceof TwilioError)) return truncate(e instanceof Error ? e.message : String(e), 300);
   switch (e.kind) {
@@ -89,11 +83,7 @@ export function describeTwilioError(e: unknown): string {
 
 type Failure = Extract<SendResult, { ok: false }>;
 
-/**
- * What a failed create-message call means for the item. A call that may have reached Twilio
- * without a clear refusal is `unknown` (the outbox lists the account's messages before anything
- * is sent again); only an error answer proves nothing was created.
- */
+/** Only an error answer proves nothing was created; anything else that may have reached Twilio is `unknown`. */
 export function sendFailure(err: unknown): Failure {
   const reason = describeTwilioError(err);
   const unknown: Failure = { ok: false, permanent: false, unknown: true, unreachable: true, reason };

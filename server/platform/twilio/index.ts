@@ -20,17 +20,11 @@ import { formParams, validTwilioJsonSignature, validTwilioSignature } from "./si
 
 export { TWILIO_ERROR_CODES,  } from "./errors";
 
-// Twilio Programmable Messaging: SMS and MMS from a Twilio number, or from a Messaging
-// Service's pool. See PLATFORMS.md section 3. Twilio signs its webhooks (X-Twilio-Signature)
-// with the account's Auth Token, so the line's inbound URL is checked by signature; its
-// number's webhook is set by the operator in the Twilio Console (registerWebhooks says how).
-
 const TWILIO_API_URL = "https://api.twilio.com";
 const DEFAULT_SEND_TIMEOUT_SECONDS = 15;
-/** Twilio's "do nothing" answer to a webhook: an empty TwiML document. */
 export const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response/>';
 
-/** An optional setting the dashboard may send as "" (read as absent, so a bad value gets its own message, not a union's). */
+/** "" from the dashboard is absent, so a bad value gets its own message, not a union's. */
 const optional = <T extends z.ZodType<string | undefined>>(schema: T) => z.preprocess((v) => (v === "" ? undefined : v), schema.optional());
 
 const BaseUrl = providerUrlSetting("must be a URL, e.g. https://api.twilio.com")
@@ -70,11 +64,7 @@ function clientFor(line: TwilioLine, timeoutMs?: number): TwilioClient {
 
 const lineView = (line: TwilioLine) => ({ handle: line.handle, accountSid: line.settings.accountSid, messagingServiceSid: line.settings.messagingServiceSid });
 
-/**
- * The URL Twilio called, as Twilio signed it: PUBLIC_URL (the address it was given) with the
- * request's path from /api/inbound/ on and its query, so the check survives a reverse proxy
- * that rewrites the host, the scheme or a path prefix.
- */
+/** As Twilio signed it: PUBLIC_URL plus the path from /api/inbound/ on, so the check survives a reverse proxy rewriting host, scheme or prefix. */
 function calledUrl(url: URL): string {
   const at = url.pathname.indexOf("/api/inbound/");
   return `${trimTrailingSlashes(config().PUBLIC_URL)}${at >= 0 ? url.pathname.slice(at) : url.pathname}${url.search}`;
@@ -84,7 +74,6 @@ function calledUrl(url: URL): string {
 const MAX_WEBHOOK_BYTES = 64 * 1024;
 const MAX_WEBHOOK_PARAMS = 256;
 
-/** Refuses (413 request_too_large) a webhook body over the byte or parameter bound, counted in one pass. */
 function boundWebhook(body: Uint8Array): void {
   if (body.byteLength > MAX_WEBHOOK_BYTES) throw new ApiError("request_too_large", `A Twilio webhook body is at most ${MAX_WEBHOOK_BYTES} bytes; this one has ${body.byteLength}.`);
   let params = body.byteLength > 0 ? 1 : 0;
@@ -190,9 +179,8 @@ export const twilioProvider = defineProvider<z.output<typeof Config>, Settings, 
   },
 
   async registerWebhooks(line) {
-    // The number's webhook lives in Twilio's IncomingPhoneNumbers (or Services) API, which this
-    // service does not drive: the operator sets it once. Status callbacks need nothing: every
-    // message we send names the line's URL as its StatusCallback.
+    // The number's webhook is the operator's one Console step (this service does not drive IncomingPhoneNumbers);
+    // status callbacks need nothing: every send names the line's URL as its StatusCallback.
     const where = line.settings.messagingServiceSid
       ? `Messaging Service ${line.settings.messagingServiceSid} (Integration, "Send a webhook")`
       : `phone number ${line.handle} (Messaging Configuration)`;

@@ -7,40 +7,27 @@ import { describeTwilioError, sendFailure, twilioErrorText } from "./errors";
 import { mapListedMessage, mediaFilename, statusMeaning } from "./inbound";
 import type { TwilioMessage, TwilioMessagePage } from "./schemas";
 
-// Sends through Twilio's Messages API. A create answers 201 with the message's SID at once (the
-// carrier's verdict comes later, in status callbacks to the line's inbound URL), so a send is a
-// single call. Twilio has no idempotency key: a create whose outcome is unknown (a timeout, a
-// connection lost after the request left, a 5xx) is reconciled by the outbox before anything is
-// sent again, by listing the account's messages to that number since the attempt and adopting
-// one with the same text; only a proven miss is sent again.
+// A create answers 201 at once (the carrier's verdict comes later, in status callbacks). Twilio has
+// no idempotency key: a create whose outcome is unknown is reconciled before anything is sent again.
 
 export interface TwilioPlatformLine {
-  /** The sending number (E.164), unless a Messaging Service sends. */
+  /** E.164, unless a Messaging Service sends. */
   handle: string;
   messagingServiceSid: string | null;
-  /** The line's inbound URL, where Twilio posts the status callbacks of our messages. */
   statusCallback: string;
   sendTimeoutMs: number;
 }
 
-/**
- * How long the MMS media link we hand Twilio stays valid: as long as Twilio may keep a message
- * queued before sending it (ValidityPeriod, 36000 s by default), since it fetches the media then.
- */
+/** As long as Twilio may keep a message queued (ValidityPeriod, 36000 s by default): it fetches the media then. */
 const MEDIA_URL_TTL_SECONDS = 36_000;
 
-/** Pages read at most when listing (1000 messages each). */
 const MAX_PAGES = 20;
 
-/** What a trial account puts before every text it sends. */
 const TRIAL_PREFIX = "Sent from your Twilio trial account - ";
 
 const sameNumber = (a: string | null, b: string) => a !== null && normalizeHandle(a) === normalizeHandle(b);
 
-/**
- * Twilio's Smart Encoding (on for many Messaging Services) replaces typographic characters with
- * their GSM-7 look-alikes before it stores the body: compare both sides as it would write them.
- */
+/** Smart Encoding (on for many Messaging Services) stores GSM-7 look-alikes of typographic characters: compare both sides as it would write them. */
 const SMART_ENCODING: [RegExp, string][] = [
   [/[\u2018\u2019\u201A\u201B\u2032\u00B4]/g, "'"],
   [/[\u201C\u201D\u201E\u201F\u2033\u00AB\u00BB]/g, '"'],
@@ -51,7 +38,7 @@ const SMART_ENCODING: [RegExp, string][] = [
 ];
 const smartEncoded = (text: string) => SMART_ENCODING.reduce((t, [from, to]) => t.replace(from, to), text);
 
-/** Whether a listed message carries the text we sent (white space and Smart Encoding aside; a trial account's prefix allowed). */
+/** White space and Smart Encoding aside; a trial account's prefix allowed. */
 export function sameBody(ours: string | null, theirs: string | null): boolean {
   const body = smartEncoded(theirs ?? "");
   const stripped = body.startsWith(TRIAL_PREFIX) ? body.slice(TRIAL_PREFIX.length) : body;
@@ -59,12 +46,8 @@ export function sameBody(ours: string | null, theirs: string | null): boolean {
   return [body, stripped].some((t) => sameContent({ text: want, attachmentNames: [] }, { text: t || null, attachmentNames: [] }));
 }
 
-/**
- * The listings that can show a message sent since `since`: to the recipient, from the line's
- * number (a Messaging Service picks the number itself, so then by recipient only), sent on or
- * after that day. Twilio gives a message no date_sent until it leaves its queue, and DateSent
- * filters skip those: the newest page without a date filter covers a create still queued.
- */
+// A Messaging Service picks the number itself, so then by recipient only. Twilio gives a queued message no date_sent,
+// and DateSent filters skip those: the newest page without a date filter covers a create still queued.
 export function reconcileQueries(
   m: Pick<OutgoingMessage, "to">,
   since: number,
@@ -77,12 +60,11 @@ export function reconcileQueries(
   ];
 }
 
-/** The listing catch-up reads: messages to the line's number (a Messaging Service's: all, filtered after) since that day. */
+/** A Messaging Service's: all, filtered after. */
 export function catchUpQuery(line: Pick<TwilioPlatformLine, "handle" | "messagingServiceSid">, after: number): ListMessagesQuery {
   return { ...(line.messagingServiceSid ? {} : { to: line.handle }), sentSince: after, pageSize: 1000 };
 }
 
-/** Every message of a listing, following next_page_uri (bounded). */
 async function listAll(client: TwilioClient, query: ListMessagesQuery, maxPages = MAX_PAGES): Promise<TwilioMessage[]> {
   const out: TwilioMessage[] = [];
   let page: TwilioMessagePage = await client.listMessages(query);
@@ -93,7 +75,7 @@ async function listAll(client: TwilioClient, query: ListMessagesQuery, maxPages 
   }
 }
 
-/** A final state Twilio already reports in a create's answer (rare: a message refused at once). */
+/** Rare: a message refused at once. */
 function deliveryOf(m: TwilioMessage): DeliveryReport | undefined {
   const meaning = statusMeaning(m.status);
   if (!meaning || !("report" in meaning) || meaning.report === "sent") return undefined;
@@ -175,7 +157,6 @@ export function twilioPlatform(client: TwilioClient, line: TwilioPlatformLine): 
   };
 }
 
-/** Inbound messages to the line since `after` (Twilio's clock), oldest first. */
 export async function inboundSince(client: TwilioClient, line: Pick<TwilioPlatformLine, "handle" | "messagingServiceSid">, after: number): Promise<TwilioMessage[]> {
   const listed = await listAll(client, catchUpQuery(line, after));
   return listed
@@ -188,7 +169,6 @@ export async function inboundSince(client: TwilioClient, line: Pick<TwilioPlatfo
     .sort((a, b) => (a.date_sent ?? a.date_created ?? 0) - (b.date_sent ?? b.date_created ?? 0) || a.sid.localeCompare(b.sid));
 }
 
-/** One listed inbound message as an event, its media read from its Media list. */
 export async function listedEvent(client: TwilioClient, m: TwilioMessage): Promise<ProviderInbound> {
   const media = m.num_media ? await client.listMedia(m.sid) : [];
   const attachments = media.map((x) => {

@@ -1,20 +1,12 @@
 import { z } from "zod";
 
-// Zod schemas of what Twilio's Programmable Messaging API (REST 2010-04-01) answers and posts.
-// Source: tests/specs/twilio-messages.openapi.json (twilio/twilio-oai d50069b,
-// `api.v2010.account.message`, `ListMessageResponse`, `ListMediaResponse`) and PLATFORMS.md §3.
-//
-// Lenient where Twilio is: every message field but `sid` is nullable in the document, numbers
-// of segments and media are strings, dates are RFC 2822 strings ("Thu, 24 Aug 2023 05:01:45
-// +0000"). Unknown keys are dropped. Statuses stay strings: a value Twilio adds later must not
-// make a whole page of messages unreadable (the mapping decides what each means).
+// Twilio's Messaging API (2010-04-01) JSON (sources: docs/providers.md, "Provider schemas"). Statuses
+// stay strings: a value Twilio adds later must not make a whole page of messages unreadable.
 
 export const ACCOUNT_SID = /^AC[0-9a-fA-F]{32}$/;
 export const MESSAGING_SERVICE_SID = /^MG[0-9a-fA-F]{32}$/;
-/** SM… (SMS) or MM… (MMS) message SIDs. */
 const MESSAGE_SID = /^(SM|MM)[0-9a-fA-F]{32}$/;
 
-/** An RFC 2822 date string as Unix ms; null when absent or unreadable. */
 const rfc2822 = z
   .string()
   .nullish()
@@ -24,7 +16,7 @@ const rfc2822 = z
     return Number.isFinite(ms) ? ms : null;
   });
 
-/** A count Twilio sends as a string ("1"); null when absent or not a whole number. */
+/** Twilio sends counts as strings ("1"). */
 const countString = z
   .union([z.string(), z.number()])
   .nullish()
@@ -46,9 +38,7 @@ export const TwilioMessageSchema = z.object({
   from: text,
   to: text,
   body: text,
-  /** queued, sending, sent, failed, delivered, undelivered, receiving, received, accepted, scheduled, read, partially_delivered, canceled. */
   status: z.string().min(1),
-  /** inbound, outbound-api, outbound-call, outbound-reply. */
   direction: text,
   num_segments: countString,
   num_media: countString,
@@ -64,7 +54,6 @@ export const TwilioMessageSchema = z.object({
 });
 export type TwilioMessage = z.output<typeof TwilioMessageSchema>;
 
-/** The paging fields every list answer carries (ListMessageResponse, ListMediaResponse). */
 const paging = {
   page: z.number().int().nullish(),
   page_size: z.number().int().nullish(),
@@ -86,7 +75,6 @@ export type TwilioMedia = z.output<typeof TwilioMediaSchema>;
 
 export const TwilioMediaPageSchema = z.object({ ...paging, media_list: z.array(TwilioMediaSchema) });
 
-/** An error answer: `{"code":21211,"message":"…","more_info":"https://www.twilio.com/docs/errors/21211","status":400}`. */
 export const TwilioErrorBodySchema = z.object({
   code: z.number().int().nullish(),
   message: z.string().nullish(),
@@ -94,16 +82,13 @@ export const TwilioErrorBodySchema = z.object({
   status: z.number().int().nullish(),
 });
 
-// ------------------------------------------------------------------------------------------------
-// Webhooks Twilio posts (application/x-www-form-urlencoded), read from the form's first values.
-// Twilio adds parameters without notice: the unknown ones are dropped here (they still count
-// for the signature, which is checked over every parameter received).
+// Webhooks (form-encoded), read from the form's first values. Twilio adds parameters without notice:
+// unknown ones are dropped here, but still count for the signature.
 
 const sid = (pattern: RegExp, what: string) => z.string().regex(pattern, `must be a ${what}`);
 /** An optional field; sent empty, it is absent. */
 const optional = (schema: z.ZodType<string>) => schema.optional().or(z.literal("").transform(() => undefined));
 
-/** A status callback to the StatusCallback URL of a message we sent (PLATFORMS.md §3.2). */
 export const StatusCallbackSchema = z.object({
   MessageSid: sid(MESSAGE_SID, "message SID (SM… or MM…)"),
   MessageStatus: z.string().min(1),
@@ -111,14 +96,12 @@ export const StatusCallbackSchema = z.object({
   From: z.string().min(1),
   To: z.string().min(1),
   MessagingServiceSid: optional(sid(MESSAGING_SERVICE_SID, "Messaging Service SID (MG…)")),
-  /** Only on failed and undelivered. */
   ErrorCode: optional(z.string().regex(/^\d+$/, "must be a number")),
   /** YYMMDDhhmm (UTC) of the carrier's delivery report, when it sent one. */
   RawDlrDoneDate: optional(z.string()),
   NumSegments: optional(z.string().regex(/^\d+$/, "must be a number")),
 });
 
-/** An inbound message to the number's (or Messaging Service's) "A message comes in" webhook (§3.3). */
 export const InboundMessageSchema = z.object({
   MessageSid: sid(MESSAGE_SID, "message SID (SM… or MM…)"),
   AccountSid: sid(ACCOUNT_SID, "account SID (AC…)"),

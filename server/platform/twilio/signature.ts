@@ -1,18 +1,12 @@
 import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { parse as parseQuery, stringify as stringifyQuery } from "node:querystring";
 
-// X-Twilio-Signature, computed exactly as Twilio computes it (twilio-node
-// src/webhooks/webhooks.ts, 45d3d65; https://www.twilio.com/docs/usage/webhooks/webhooks-security):
-// base64(HMAC-SHA1(key = auth token, message = the full URL Twilio called + every POST parameter
-// sorted by name, each name followed by its value)). A name posted more than once contributes
-// each of its distinct values, sorted. Twilio's own URL may or may not carry the default port
-// and its query may be escaped differently, so the validator accepts each of those spellings,
-// as the official libraries do.
+// As Twilio computes it (twilio-node src/webhooks/webhooks.ts, 45d3d65): base64 HMAC-SHA1 keyed with the auth token, of
+// the URL + each parameter sorted by name (name, then value; a repeated name: each distinct value, sorted). Twilio's URL
+// may or may not carry the default port and its query may be escaped differently: each spelling is accepted, as the official libraries do.
 
-/** Form parameters by name, every value of a repeated name kept. */
 export type SignedParams = ReadonlyMap<string, readonly string[]>;
 
-/** The parameters of an application/x-www-form-urlencoded body. */
 export function formParams(body: string | URLSearchParams): Map<string, string[]> {
   const params = new Map<string, string[]>();
   for (const [name, value] of typeof body === "string" ? new URLSearchParams(body) : body) {
@@ -23,7 +17,6 @@ export function formParams(body: string | URLSearchParams): Map<string, string[]
   return params;
 }
 
-/** The string Twilio signs: the URL, then name + value for each parameter by name. */
 export function signedString(url: string, params: SignedParams): string {
   let data = url;
   for (const name of [...params.keys()].sort()) {
@@ -36,7 +29,6 @@ export function twilioSignature(authToken: string, url: string, params: SignedPa
   return createHmac("sha1", authToken).update(Buffer.from(signedString(url, params), "utf8")).digest("base64");
 }
 
-/** The URL with the scheme's default port spelled out (https://h/… → https://h:443/…); unchanged when it has a port. */
 function withPort(url: URL): string {
   if (url.port) return url.toString();
   const auth = url.username || url.password ? `${url.username}${url.password ? `:${url.password}` : ""}@` : "";
@@ -58,7 +50,6 @@ function withLegacyQuery(url: string): string {
   return `${parsed.toString()}?${query}`;
 }
 
-/** Every spelling of `url` Twilio may have signed. */
 export function signatureUrls(url: string): string[] {
   const parsed = new URL(url);
   const bare = [url, withoutPort(parsed), withPort(parsed)];
@@ -71,7 +62,6 @@ function sameSignature(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Whether `signature` is Twilio's signature of this request under `authToken` (constant-time compares). */
 export function validTwilioSignature(authToken: string, signature: string, url: string, params: SignedParams = new Map()): boolean {
   if (!authToken || !signature) return false;
   let valid = false;
