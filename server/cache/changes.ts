@@ -1,6 +1,6 @@
 import { config } from "../kernel/config";
 import { database, type Query } from "../db";
-import { listen } from "../db/listen";
+import { listen } from "../db/pg-listen";
 import { processSingleton } from "../kernel/singleton";
 
 // On PostgreSQL a version bump is broadcast with NOTIFY so caches stay correct across instances;

@@ -7,7 +7,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import { config } from "../kernel/config";
 import { secureDataDir } from "./data-dir";
 import { lockDataDir } from "./dir-lock";
-import { databaseFailure, noteDatabaseFailure, noteDatabaseSuccess } from "./errors";
+import { databaseFailure, noteDatabaseFailure, noteDatabaseSuccess } from "./database-failures";
 import { applyMigrations } from "./migrations";
 import { type EmbeddedPg, PGliteThread } from "./pglite-thread";
 import { pgliteRunner, pgRunner } from "./runners";
@@ -42,7 +42,7 @@ export interface OpenOptions {
 
 /**
  * A request waits at most this long for a pooled connection: past it the pool is overloaded and
- * the request answers 503 service_unavailable with Retry-After (server/db/errors.ts) instead
+ * the request answers 503 service_unavailable with Retry-After (server/db/database-failures.ts) instead
  * of hanging.
  */
 const CONNECTION_WAIT_MS = 10_000;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { config } from "../kernel/config";
 import type { Query } from "../db";
-import { listen } from "../db/listen";
+import { listen } from "../db/pg-listen";
 import { untilShutdown } from "../kernel/shutdown";
 import { processSingleton } from "../kernel/singleton";
 import { log } from "../kernel/log";

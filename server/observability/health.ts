@@ -1,6 +1,6 @@
 import { config } from "../kernel/config";
 import { database, sql } from "../db";
-import { databaseFailedTooLong, databaseFailing, noteDatabaseFailure, shortCause } from "../db/errors";
+import { databaseFailedTooLong, databaseFailing, noteDatabaseFailure, shortCause } from "../db/database-failures";
 import { withTimeout } from "../kernel/timeout";
 import { lineStatusCounts } from "./line-counts";
 import { readMigrations } from "../db/migrations";

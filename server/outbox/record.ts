@@ -1,5 +1,5 @@
 import { getDb, type Query, sql, valuesList } from "../db";
-import { databaseFailure, shortCause } from "../db/errors";
+import { databaseFailure, shortCause } from "../db/database-failures";
 import type { Line, OutboxItem } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
 import { log } from "../kernel/log";

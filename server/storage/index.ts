@@ -6,13 +6,13 @@ import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { config } from "../kernel/config";
 import { s3Storage } from "./s3";
-import type { Storage } from "./types";
+import type { Storage } from "./storage-interface";
 import { withTimeout } from "../kernel/timeout";
 
 // File bytes behind a small interface, chosen by STORAGE_URL: a local directory (DATA_DIR/files
 // by default, memory when DATA_DIR is ":memory:") or an S3 bucket (./s3.ts).
 
-export type { BlobSource, Storage } from "./types";
+export type { BlobSource, Storage } from "./storage-interface";
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
 

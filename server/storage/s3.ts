@@ -3,7 +3,7 @@ import { DeleteObjectCommand, GetObjectCommand, S3Client, S3ServiceException } f
 import { Upload } from "@aws-sdk/lib-storage";
 import type { StorageLocation } from "../kernel/config";
 import { ApiError } from "../kernel/errors";
-import type { BlobSource, Storage } from "./types";
+import type { BlobSource, Storage } from "./storage-interface";
 import { log } from "../kernel/log";
 
 // STORAGE_URL=s3://<bucket>: file bytes in S3 or an S3-compatible server (MinIO, s3rver).

@@ -1,7 +1,7 @@
 import NextAuth from "next-auth";
 import { NextRequest } from "next/server";
 import { config } from "../kernel/config";
-import { databaseUnavailableError } from "../db/errors";
+import { databaseUnavailableError } from "../db/database-failures";
 import { ApiError } from "../kernel/errors";
 import { boundedRequest, jsonBodyLimit } from "./http/body";
 import { clientIp } from "./http/client-ip";

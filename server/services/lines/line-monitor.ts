@@ -3,7 +3,7 @@ import { DELIVERY_REPORT_RETENTION_MS } from "../../messages/delivery-status";
 import { getDb, sql } from "../../db";
 import type { Line } from "../../generated/prisma/client";
 import { CredentialsError } from "../../db/credentials";
-import { databaseFailure } from "../../db/errors";
+import { databaseFailure } from "../../db/database-failures";
 import { ApiError } from "../../kernel/errors";
 import type { ProviderLine } from "../../platform/provider";
 import type { ProviderInbound } from "../../platform/types";

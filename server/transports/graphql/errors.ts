@@ -1,6 +1,6 @@
 import { PothosValidationError } from "@pothos/core";
 import { type ExecutionResult, GraphQLError } from "graphql";
-import { databaseUnavailableError } from "../../db/errors";
+import { databaseUnavailableError } from "../../db/database-failures";
 import { ApiError } from "../../kernel/errors";
 import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";

@@ -1,5 +1,5 @@
 import { ApiError } from "../../kernel/errors";
-import { databaseUnavailableError } from "../../db/errors";
+import { databaseUnavailableError } from "../../db/database-failures";
 import { requestIdOf } from "../../observability/request-context";
 import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";

@@ -3,7 +3,7 @@ import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
 import { MAX_TRPC_BATCH } from "../../../lib/trpc-batch";
 import type { Actor } from "../../services/access/actor";
-import { databaseUnavailableError } from "../../db/errors";
+import { databaseUnavailableError } from "../../db/database-failures";
 import { ApiError, type ErrorCode } from "../../kernel/errors";
 import { rejectUnsafeStrings } from "../http/validation";
 import { log } from "../../kernel/log";

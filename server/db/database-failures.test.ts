@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Prisma } from "../generated/prisma/client";
 import { ApiError } from "../kernel/errors";
-import { databaseFailure, databaseUnavailableError } from "./errors";
+import { databaseFailure, databaseUnavailableError } from "./database-failures";
 
 // What counts as the database failing (503 service_unavailable) and what does not (the error
 // stays what it is: a 4xx ApiError, or a 500 for a bug).
