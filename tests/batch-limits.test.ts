@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { GET as listen } from "@/app/v1/listen/route";
+import { GET as listen } from "@/app/v1/[[...path]]/route";
 import { sql, sqlTransaction } from "@/server/db";
 import { openStreams } from "@/server/services/webhooks/stream-slots";
 import { fanOut } from "@/server/webhooks/fanout";

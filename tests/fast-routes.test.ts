@@ -1,17 +1,16 @@
-import { readdirSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { config } from "@/server/kernel/config";
-import { OTHER_FAST_ROUTES, V1_FAST_ROUTES } from "@/app/v1/route-table";
+import { fastRouteTable } from "@/server/transports/http/v1-routes";
+import { MCP_ROUTE } from "@/server/transports/mcp/http";
 import { registerFastRoutes } from "@/server/transports/http/fast-routes";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
 import { blueBubblesLine, db, dispatch, fakeTwilioLine, inbound as textLine, makeAccount, phone } from "./helpers";
 
 // The routes the production server (scripts/start.mjs) answers on Node's own request and
-// response, before Next: provider webhooks, and the /v1 route files of app/v1/route-table.ts. Served here by a real node:http listener on a
+// response, before Next: provider webhooks, and the /v1 operations (server/transports/http/v1-routes.ts). Served here by a real node:http listener on a
 // loopback port with the same table the start script uses, and compared with the route file
 // (which `next dev` and the other tests use): same status, same envelope, same codes.
 
@@ -21,7 +20,7 @@ let base = "";
 const sent: string[] = [];
 
 beforeAll(async () => {
-  const routes = registerFastRoutes({ ...V1_FAST_ROUTES, ...OTHER_FAST_ROUTES });
+  const routes = registerFastRoutes({ ...fastRouteTable(), "/api/mcp": MCP_ROUTE });
   server = http.createServer((req, res) => {
     const handler = routes.route(req);
     if (!handler) return void res.writeHead(418, { "content-type": "text/plain" }).end("for Next");
@@ -289,19 +288,6 @@ describe("/v1 route files on the production server's own listener", () => {
     const refused = await both("POST", "/api/mcp", headers, rpc("tools/call", { name: "send_message", arguments: { from: f.line.handle } }));
     expect(result(refused)).toMatchObject({ isError: true, structuredContent: { error: { code: "missing_required_parameter" } } });
     expect((await both("POST", "/api/mcp", { "content-type": "application/json" }, rpc("tools/list", {}))).status).toBe(401);
-    expect(OTHER_FAST_ROUTES["/api/mcp"]!.POST).toBe((await import("@/app/api/mcp/route")).POST);
-  });
-
-  it("covers every /v1 route file at its own path, except those left to Next", async () => {
-    const v1 = path.resolve(import.meta.dirname, "../app/v1");
-    const files = readdirSync(v1, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith("route.ts") && !f.includes("["));
-    const paths = files.map((f) => `/v1/${path.dirname(f).split(path.sep).join("/")}`).sort();
-    const toNext = ["/v1/files", "/v1/listen", "/v1/openapi.json"];
-    expect(Object.keys(V1_FAST_ROUTES).sort()).toEqual(paths.filter((p) => !toNext.includes(p)));
-    for (const [p, module] of Object.entries(V1_FAST_ROUTES)) {
-      const file = (await import(/* @vite-ignore */ path.join(v1, p.slice("/v1/".length), "route.ts"))) as Record<string, unknown>;
-      for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const) expect(module[method], `${method} ${p}`).toBe(file[method]);
-    }
   });
 
   it("refuses a JSON body over the cap with 413 request_too_large, unread, and drops the rest rather than resetting the connection", async () => {

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument } from "@/server/transports/openapi/openapi";
-import { OPERATIONS } from "@/server/transports/openapi/operations";
+import { OPERATIONS } from "@/server/services/operations";
 import { ERROR_CODES, type ErrorCode } from "@/server/kernel/errors";
 import { GRAPHQL_PROTOCOL_CODES } from "@/server/transports/graphql/errors";
 import { newId } from "@/server/kernel/ids";
@@ -10,7 +10,7 @@ import { dispatch, gql, inbound, makeAccount, makeKey, phone, post, type Fixture
 
 // Property-based fuzzing of the HTTP edge: malformed JSON, wrong types, huge and control-
 // character strings, unpaired surrogates, deep nesting, bad cursors and IDs, odd methods,
-// content types and headers, thrown at every /v1 operation (server/transports/openapi/operations.ts), the
+// content types and headers, thrown at every /v1 operation (server/services/operations.ts), the
 // simulator and the GraphQL endpoint. Whatever comes in, the answer is below 500, in the
 // documented error shape with a code of the table and a request_id, and within a second.
 //
@@ -45,7 +45,7 @@ function targets(): Target[] {
       path: op.path,
       query: (documented.parameters ?? []).filter((p) => p.in === "query").map((p) => p.name),
       body: "body" in op && op.body ? Object.keys(schema?.properties ?? {}) : null,
-      raw: "rawBody" in op && op.rawBody === true,
+      raw: Boolean(op.upload),
     };
   });
   for (const [path, schema] of [

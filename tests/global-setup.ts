@@ -5,8 +5,10 @@ import { PGlite } from "@electric-sql/pglite";
 import type { TestProject } from "vitest/node";
 import { applyMigrations } from "../server/db/migrations";
 import { pgliteRunner } from "../server/db/runners";
+import { writeGeneratedClient } from "../scripts/generate-client";
 
 // Once per run:
+// - packages/client/src/generated.ts, written again if an operation's declaration changed;
 // - the operator CLI bundled as the standalone tree ships it (deploy/bundle-admin.mjs), for the
 //   tests that run it as a process: a bundle starts in 0.8 s, `tsx scripts/admin.ts` in 1.3 s,
 //   and the e2e suites still run the latter;
@@ -26,6 +28,8 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
+  // The client library's types follow the operations' declarations (never committed).
+  writeGeneratedClient();
   // Inside node_modules, so that the packages it keeps external resolve.
   const cache = path.resolve("node_modules", ".cache");
   await mkdir(cache, { recursive: true });

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import { createApiKey } from "@/server/services/access/api-keys";
 import { SCOPES, type Scope } from "@/server/services/access/scopes";
-import type { GuardrailsInput } from "@/server/kernel/guardrails";
+import type { GuardrailsInput } from "@/server/policy/key-guardrails";
 import { database, getDb } from "@/server/db";
 import { createAccount } from "@/server/services/accounts/accounts";
 import { createLine } from "@/server/services/lines/lines";
@@ -34,30 +34,7 @@ export function runDelivery(): void {
 
 type RouteModule = Record<string, unknown>;
 const ROUTES: Record<string, () => Promise<RouteModule>> = {
-  "/v1/lines": () => import("@/app/v1/lines/route"),
-  "/v1/chats": () => import("@/app/v1/chats/route"),
-  "/v1/chats/pause": () => import("@/app/v1/chats/pause/route"),
-  "/v1/chats/resume": () => import("@/app/v1/chats/resume/route"),
-  "/v1/messages": () => import("@/app/v1/messages/route"),
-  "/v1/audio-messages": () => import("@/app/v1/audio-messages/route"),
-  "/v1/reactions": () => import("@/app/v1/reactions/route"),
-  "/v1/typing": () => import("@/app/v1/typing/route"),
-  "/v1/receipts": () => import("@/app/v1/receipts/route"),
-  "/v1/outbox": () => import("@/app/v1/outbox/route"),
-  "/v1/outbox/approve": () => import("@/app/v1/outbox/approve/route"),
-  "/v1/outbox/reject": () => import("@/app/v1/outbox/reject/route"),
-  "/v1/capacity": () => import("@/app/v1/capacity/route"),
-  "/v1/pools": () => import("@/app/v1/pools/route"),
-  "/v1/sandbox": () => import("@/app/v1/sandbox/route"),
-  "/v1/files": () => import("@/app/v1/files/route"),
-  "/v1/webhooks": () => import("@/app/v1/webhooks/route"),
-  "/v1/webhooks/deliveries": () => import("@/app/v1/webhooks/deliveries/route"),
-  "/v1/webhooks/deliveries/resend": () => import("@/app/v1/webhooks/deliveries/resend/route"),
-  "/v1/webhooks/rotate-secret": () => import("@/app/v1/webhooks/rotate-secret/route"),
-  "/v1/webhooks/enable": () => import("@/app/v1/webhooks/enable/route"),
-  "/v1/webhooks/disable": () => import("@/app/v1/webhooks/disable/route"),
   "/v1/openapi.json": () => import("@/app/v1/openapi.json/route"),
-  "/v1/listen": () => import("@/app/v1/listen/route"),
   "/api/simulator/messages": () => import("@/app/api/simulator/messages/route"),
   "/api/simulator/reactions": () => import("@/app/api/simulator/reactions/route"),
   "/api/simulator/typing": () => import("@/app/api/simulator/typing/route"),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GET } from "@/app/v1/listen/route";
+import { GET } from "@/app/v1/[[...path]]/route";
 import { beginShutdown } from "@/server/kernel/shutdown";
 import { db, inbound, makeAccount, phone } from "./helpers";
 

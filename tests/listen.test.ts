@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { GET } from "@/app/v1/listen/route";
+import { GET } from "@/app/v1/[[...path]]/route";
 import { hashKey } from "@/server/services/access/api-keys";
 import { config, resetConfig } from "@/server/kernel/config";
 import { deleteStaleListenSessions, SESSION_TTL_MS } from "@/server/services/webhooks/listen";

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OTHER_FAST_ROUTES } from "@/app/v1/route-table";
+import { MCP_ROUTE } from "@/server/transports/mcp/http";
 import { config } from "@/server/kernel/config";
 import { registerFastRoutes } from "@/server/transports/http/fast-routes";
 import { caseHeaders, expectAnswer, malformedCases } from "./mcp-cases";
@@ -17,7 +17,7 @@ let server: http.Server;
 let base = "";
 
 beforeAll(async () => {
-  const routes = registerFastRoutes(OTHER_FAST_ROUTES);
+  const routes = registerFastRoutes({ "/api/mcp": MCP_ROUTE });
   server = http.createServer((req, res) => {
     const handler = routes.route(req);
     if (!handler) return void res.writeHead(418).end("for Next");

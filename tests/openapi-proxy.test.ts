@@ -5,8 +5,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SCOPES } from "@/server/services/access/scopes";
 import { openApiDocument } from "@/server/transports/openapi/openapi";
-import type { Operation } from "@/server/transports/openapi/operation-shape";
-import { OPERATIONS } from "@/server/transports/openapi/operations";
+import type { Operation } from "@/server/services/operation";
+import { OPERATIONS } from "@/server/services/operations";
 import { dispatch, inbound, makeAccount, makeKey, phone, post, call } from "./helpers";
 import { type PrismMock, startPrismProxy } from "./prism";
 

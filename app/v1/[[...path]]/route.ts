@@ -1,5 +1,5 @@
-// /v1 itself and any other /v1 path no route serves: a JSON 404 in the error envelope (and
-// CORS preflight). Optional catch-all, so bare /v1 gets it too instead of Next's HTML page.
-import { routes } from "@/server/transports/http/api-route";
+// Every /v1 operation (declared in server/services/*/…-operations.ts), dispatched by path; bare
+// /v1 and unknown paths answer a JSON 404 in the error envelope.
+import { V1_HANDLERS } from "@/server/transports/http/v1-routes";
 
-export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = routes({});
+export const { GET, POST, PUT, PATCH, DELETE, OPTIONS } = V1_HANDLERS;

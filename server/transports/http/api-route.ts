@@ -1,8 +1,7 @@
 import type { z } from "zod";
-import type { Actor } from "../../services/access/actor";
 import { authenticate, requireScope } from "../../services/access/api-keys";
 import { annotateRequest } from "../../observability/request-context";
-import type { Scope } from "../../services/access/scopes";
+import type { Operation, OperationContext } from "../../services/operation";
 import { ApiError } from "../../kernel/errors";
 import { cachedJson } from "./read-cache";
 import { enforceRateLimit } from "./api-rate-limit";
@@ -20,43 +19,17 @@ import {
 } from "./responses";
 import { jsonBody, parseWith, queryObject } from "./validation";
 
-// The /v1 wrapper: request_id, authentication, rate limit, scope, input parsing, errors. A
-// route file is one call: export const GET = apiRoute({ scope, query }, (ctx) => service(...)).
+// The /v1 wrapper: request_id, authentication, rate limit, scope, input parsing, errors, around
+// an operation's handler (v1-routes.ts) or a simulator route's.
 
-interface RouteContext<Q, B> {
-  actor: Actor;
-  query: Q;
-  body: B;
-  /** The request body, already in storage, for routes declared with upload. */
-  upload: StoredBlob | undefined;
-  requestId: string;
-  request: Request;
-}
-
-export interface RouteOptions<QS extends z.ZodType | undefined, BS extends z.ZodType | undefined> {
-  /** Scope the key must hold; omitted for routes every key may call (sandbox, simulator). */
-  scope?: Scope;
-  query?: QS;
-  body?: BS;
-  /** Success status (default 200). */
-  status?: number;
-  /** Serve repeated identical reads from the change-versioned read cache. */
-  cache?: boolean;
-  /**
-   * Stream the body (at most maxBytes) into storage instead of parsing JSON. `check` validates
-   * the headers first, so a bad request is answered before its body is read. A blob the
-   * handler does not get to use (it threw, or an idempotent replay answered) is removed.
-   */
-  upload?: { maxBytes: number; check?: (request: Request) => void };
-  /**
-   * The response's `secret`, as it is now: an Idempotency-Key replay shows it only while it is
-   * unchanged (it is never stored with the response).
-   */
-  replaySecret?: CurrentSecret;
-}
+/** What a route declares besides its handler: an operation's HTTP settings (services/operation.ts). */
+export type RouteOptions<QS extends z.ZodType | undefined, BS extends z.ZodType | undefined> = Pick<
+  Operation<QS, BS>,
+  "scope" | "query" | "body" | "status" | "cache" | "upload" | "replaySecret"
+>;
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
-type Handler<Q, B> = (ctx: RouteContext<Q, B>) => Promise<object | Response>;
+type Handler<Q, B> = (ctx: OperationContext<Q, B>) => Promise<object | Response>;
 
 function isResponse(value: object): value is Response {
   return value instanceof Response;
@@ -123,8 +96,8 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
   };
 }
 
-type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-type RouteHandler = (request: Request) => Promise<Response> | Response;
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type RouteHandler = (request: Request) => Promise<Response> | Response;
 
 /**
  * Completes a route module: CORS preflight, and a JSON 404 (Stripe's "Unrecognized request

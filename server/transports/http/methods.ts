@@ -1,7 +1,8 @@
 import type { Socket } from "node:net";
 import { ApiError } from "../../kernel/errors";
 import { newId } from "../../kernel/ids";
-import { envelopeHeaders, errorEnvelope } from "./responses";
+import { errorEnvelope } from "../../wire/error-envelope";
+import { envelopeHeaders } from "./responses";
 
 // Requests no route can answer, answered in the JSON envelope before any route sees them (the
 // HTTP hook calls these for every server of the process: `next dev`, `next start`, `npm start`,

@@ -3,6 +3,7 @@ import { databaseUnavailableError } from "../../db/database-failures";
 import { requestIdOf } from "../../observability/request-context";
 import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
+import { errorEnvelope } from "../../wire/error-envelope";
 
 // The JSON envelope, CORS and Request-Id headers shared by every /v1 and simulator response.
 
@@ -31,13 +32,6 @@ export function jsonResponse(status: number, body: object, requestId: string, he
 export function jsonTextResponse(status: number, json: string, requestId: string, headers: Record<string, string> = {}): Response {
   const body = json === "{}" ? `{"request_id":"${requestId}"}` : `${json.slice(0, -1)},"request_id":"${requestId}"}`;
   return new Response(body, { status, headers: envelopeHeaders(requestId, headers) });
-}
-
-/** The /v1 error envelope of an ApiError: { error: { type, code, message, param? }, request_id }. */
-export function errorEnvelope(err: ApiError, requestId: string): { error: Record<string, string>; request_id: string } {
-  const error: Record<string, string> = { type: err.type, code: err.code, message: err.message };
-  if (err.param !== undefined) error.param = err.param;
-  return { error, request_id: requestId };
 }
 
 /** An error as an answer to send: its status, the envelope without request_id, and its headers. */

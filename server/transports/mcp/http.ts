@@ -66,3 +66,6 @@ export async function handleMcp(request: Request): Promise<Response> {
 export function mcpPreflight(request: Request): Response {
   return new Response(null, { status: 204, headers: { ...MCP_HEADERS, "Request-Id": requestIdOf(request.headers) } });
 }
+
+/** /api/mcp's handler per method: the route file's exports and the fast path's entry. */
+export const MCP_ROUTE = { GET: handleMcp, POST: handleMcp, PUT: handleMcp, PATCH: handleMcp, DELETE: handleMcp, OPTIONS: mcpPreflight };

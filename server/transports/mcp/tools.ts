@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ApiError, ERROR_CODES, type ErrorCode } from "../../kernel/errors";
 import type { Actor } from "../../services/access/actor";
 import type { Scope } from "../../services/access/scopes";
+import type { Method } from "../../services/operation";
 import { canonicalJson, idempotent, IDEMPOTENCY_KEY_PATTERN, requestHash } from "../../services/access/idempotency";
 import { listLines } from "../../services/lines/lines";
 import { CapacityQuery, getCapacity } from "../../services/lines/capacity";
@@ -11,9 +12,10 @@ import { cancelOutboxItem, getOutboxItem } from "../../services/messaging/outbox
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "../../services/messaging/send";
 import { WaitForReplyInput, waitForReply } from "../../services/messaging/wait-reply";
 import { ListChatsQuery, ListLinesQuery, ListMessagesQuery, OutboxIdQuery } from "../../services/schemas/v1";
-import { GUARDED_KINDS } from "../../outbox/key-limits";
+import { GUARDED_KINDS } from "../../policy/key-send-limits";
 import * as R from "../../wire/responses";
-import { MessagePage, OPERATIONS } from "../openapi/operations";
+import { MessagePage } from "../../services/messaging/message-operations";
+import { OPERATIONS } from "../../services/operations";
 
 // The MCP tools (docs/agents.md): each a /v1 operation for a model, with the same zod schemas
 // (arguments and result), the same scope and the same service call, so every rule of the key
@@ -50,6 +52,20 @@ const tool = <S extends z.ZodType, R extends object>(
     summary: (result: R, input: z.output<S>, ctx: ToolContext) => string;
   },
 ): Tool => t as unknown as Tool;
+
+/** The scope, schemas and read-only flag of the /v1 operation a tool mirrors (services/operations.ts). */
+function mirror<Q extends z.ZodType | undefined, B extends z.ZodType | undefined, R extends z.ZodType>(op: {
+  method: Method;
+  path: string;
+  scope?: Scope;
+  query: Q;
+  body: B;
+  response: R;
+}) {
+  if (!op.scope) throw new Error(`${op.method} ${op.path} declares no scope: an MCP tool needs one`);
+  const input = (op.query ?? op.body) as Q extends z.ZodType ? Q : NonNullable<B>;
+  return { scope: op.scope, input, output: op.response, readOnly: op.method === "GET" };
+}
 
 const idempotencyKey = z
   .string()
@@ -146,10 +162,7 @@ export const TOOLS: readonly Tool[] = [
     title: "List lines",
     description:
       "The lines (phone numbers or iMessage accounts) this API key may send from, oldest first. Each line's `handle` or `id` is the `from` of every other tool. Check `status` (connected, degraded, disconnected) and `service` (imessage, sms, auto).",
-    scope: "lines:read",
-    input: ListLinesQuery,
-    output: OPERATIONS.listLines.response,
-    readOnly: true,
+    ...mirror(OPERATIONS.listLines),
     run: ({ actor }, input) => listLines(actor, input),
     summary: page("line"),
   }),
@@ -158,10 +171,7 @@ export const TOOLS: readonly Tool[] = [
     title: "List chats",
     description:
       "The conversations of a line, most recent activity first. A chat's `id` (cht_...) or its `identifier` (the contact's number or handle) is the `to` of the other tools. `paused_at` set means the owner has taken the chat over: do not write to it.",
-    scope: "chats:read",
-    input: ListChatsQuery,
-    output: OPERATIONS.listChats.response,
-    readOnly: true,
+    ...mirror(OPERATIONS.listChats),
     run: ({ actor }, input) => listChats(actor, input),
     summary: page("chat"),
   }),
@@ -170,10 +180,9 @@ export const TOOLS: readonly Tool[] = [
     title: "Read messages",
     description:
       "A chat's messages, newest first, `limit` per page (1 to 100, default 20); pass `next_cursor` as `cursor` for older ones. `is_from_me` is true for messages the line sent. Optional `query` searches the text.",
-    scope: "messages:read",
+    ...mirror(OPERATIONS.listMessages),
     input: ReadMessagesInput,
     output: MessagePage,
-    readOnly: true,
     run: ({ actor }, input) => listMessages(actor, input),
     summary: page("message"),
   }),
@@ -182,11 +191,9 @@ export const TOOLS: readonly Tool[] = [
     title: "Send a message",
     description:
       "Sends text (up to 20,000 characters) and/or one uploaded file (file_ ID) from a line to a chat, optionally as a reply (`reply_to`: a msg_ ID in that chat) or scheduled (`send_at`: Unix ms). The contact must have written to the line first. It answers at once with an outbox item that is `pending`; delivery happens after (get_outbox_item). If the key needs approval, the item waits with hold_reason \"approval\" until the owner decides. Refusals: recipient_not_allowed (not on the key's allow list), reply_required (wait for the contact to answer), key_send_limit_exceeded, chat_paused (a person took over the chat).",
-    scope: "messages:write",
+    ...mirror(OPERATIONS.sendMessage),
     input: SendMessageInput,
-    output: OPERATIONS.sendMessage.response,
-    readOnly: false,
-    run: (ctx, { idempotency_key, ...input }) => once(ctx, "/v1/messages", idempotency_key, input, () => sendMessage(ctx.actor, input, ctx.requestId)),
+    run: (ctx, { idempotency_key, ...input }) => once(ctx, OPERATIONS.sendMessage.path, idempotency_key, input, () => sendMessage(ctx.actor, input, ctx.requestId)),
     summary: accepted("message"),
   }),
   tool({
@@ -194,21 +201,16 @@ export const TOOLS: readonly Tool[] = [
     title: "React to a message",
     description:
       "Adds a tapback (love, like, dislike, laugh, emphasize, question) to a message in a chat, or removes the line's earlier one with `remove: true`. Needs a line with advanced features.",
-    scope: "reactions:write",
+    ...mirror(OPERATIONS.sendReaction),
     input: ReactInput,
-    output: OPERATIONS.sendReaction.response,
-    readOnly: false,
-    run: (ctx, { idempotency_key, ...input }) => once(ctx, "/v1/reactions", idempotency_key, input, () => sendReaction(ctx.actor, input, ctx.requestId)),
+    run: (ctx, { idempotency_key, ...input }) => once(ctx, OPERATIONS.sendReaction.path, idempotency_key, input, () => sendReaction(ctx.actor, input, ctx.requestId)),
     summary: accepted("reaction"),
   }),
   tool({
     name: "mark_read",
     title: "Mark a chat read",
     description: "Sends a read receipt in a chat: the contact sees that their messages were read. Needs a line with advanced features.",
-    scope: "receipts:write",
-    input: SendReceiptBody,
-    output: OPERATIONS.sendReceipt.response,
-    readOnly: false,
+    ...mirror(OPERATIONS.sendReceipt),
     run: ({ actor, requestId }, input) => sendReceipt(actor, input, requestId),
     summary: accepted("receipt"),
   }),
@@ -216,10 +218,7 @@ export const TOOLS: readonly Tool[] = [
     name: "set_typing",
     title: "Show or stop typing",
     description: 'Shows the typing indicator in a one-to-one chat (`state: "on"`) or stops it (`"off"`), e.g. while you prepare a long answer. Needs a line with advanced features.',
-    scope: "typing:write",
-    input: SendTypingBody,
-    output: OPERATIONS.sendTyping.response,
-    readOnly: false,
+    ...mirror(OPERATIONS.sendTyping),
     run: ({ actor, requestId }, input) => sendTyping(actor, input, requestId),
     summary: accepted("typing"),
   }),
@@ -228,10 +227,9 @@ export const TOOLS: readonly Tool[] = [
     title: "Get a send's status",
     description:
       "The state of a send by its obx_ ID: `pending` (with `hold_reason` and `not_before` when it waits: scheduled, quiet_hours, new_contact_budget, line_rate, line_unavailable, approval), `claimed` (on its way), `sent`, or `failed` with `error` (\"rejected\": the owner declined it; \"canceled\"; \"no_fallback_line\": the recipient has no iMessage and no SMS line of the pool may send it for this key).",
-    scope: "outbox:read",
+    ...mirror(OPERATIONS.getOutbox),
     input: OutboxIdQuery,
     output: R.OutboxItemSchema,
-    readOnly: true,
     run: ({ actor }, input) => getOutboxItem(actor, input.id),
     summary: outboxState,
   }),
@@ -239,10 +237,7 @@ export const TOOLS: readonly Tool[] = [
     name: "cancel_send",
     title: "Cancel a pending send",
     description: "Cancels a send that is still pending (scheduled, held, or waiting its turn): it ends failed with error \"canceled\". A send already on its way, or approved by the owner to go now, cannot be canceled (outbox_item_not_cancelable).",
-    scope: "messages:write",
-    input: OutboxIdQuery,
-    output: OPERATIONS.cancelOutboxItem.response,
-    readOnly: false,
+    ...mirror(OPERATIONS.cancelOutboxItem),
     run: ({ actor }, input) => cancelOutboxItem(actor, input.id),
     summary: outboxState,
   }),
@@ -264,10 +259,7 @@ export const TOOLS: readonly Tool[] = [
     title: "What a line can still send",
     description:
       "Per line (or each line of a pool_ ID): status, the new-contact budgets left this hour and day, quiet hours, the sends waiting by reason, and when a send to a new contact could next go.",
-    scope: "lines:read",
-    input: CapacityQuery,
-    output: OPERATIONS.getCapacity.response,
-    readOnly: true,
+    ...mirror(OPERATIONS.getCapacity),
     run: ({ actor }, input) => getCapacity(actor, input),
     summary: (r) => r.lines.map((l) => `${l.handle}: ${l.status}`).join("; ") || "No lines.",
   }),

@@ -7,8 +7,8 @@ import { IDEMPOTENCY_KEY_PATTERN } from "../../services/access/idempotency";
 import { ErrorSchema } from "../../wire/responses";
 import { jsonSchemaOf, type JsonSchema } from "./json-schema";
 import { WEBHOOK_EVENTS } from "../../webhooks/event-names";
-import { COMMON_ERRORS, type Operation } from "./operation-shape";
-import { OPERATIONS } from "./operations";
+import { COMMON_ERRORS, type Operation } from "../../services/operation";
+import { OPERATIONS } from "../../services/operations";
 
 // The OpenAPI 3.1 document of /v1, built from the operation list and its zod schemas (JSON
 // Schema 2020-12, which OpenAPI 3.1 uses as is). Served at /v1/openapi.json, rendered at /docs.
@@ -106,7 +106,7 @@ function queryParameters(op: Operation, components: Record<string, JsonSchema>) 
 function curlExample(op: Operation, base: string): string {
   const lines = [`curl${op.method === "GET" ? "" : ` -X ${op.method}`} "${base}${op.path}${op.method === "GET" && op.example ? `?${new URLSearchParams(op.example as Record<string, string>)}` : ""}"`];
   lines.push('  -H "Authorization: Bearer $RELAY_API_KEY"');
-  if (op.rawBody) lines.push('  -H "Content-Type: image/png" -H "X-Filename: photo.png"', "  --data-binary @photo.png");
+  if (op.upload) lines.push('  -H "Content-Type: image/png" -H "X-Filename: photo.png"', "  --data-binary @photo.png");
   else if (op.method !== "GET") {
     lines.push('  -H "Content-Type: application/json"');
     if (op.method === "POST" && op.body) lines.push('  -H "Idempotency-Key: $(uuidgen)"');
@@ -164,7 +164,7 @@ function buildDocument() {
             },
           ]
         : []),
-      ...(op.rawBody ? [{ name: "X-Filename", in: "header", required: false, description: "The file's name (may be percent-encoded)", schema: { type: "string" } }] : []),
+      ...(op.upload ? [{ name: "X-Filename", in: "header", required: false, description: "The file's name (may be percent-encoded)", schema: { type: "string" } }] : []),
     ];
     paths[op.path] ??= {};
     paths[op.path]![op.method.toLowerCase()] = {
@@ -174,7 +174,7 @@ function buildDocument() {
       description: [op.description, op.scope ? `Scope: \`${op.scope}\`.` : "Any key (no scope needed)."].filter(Boolean).join("\n\n"),
       ...(op.scope ? { "x-scope": op.scope } : {}),
       parameters: parameters.length ? parameters : undefined,
-      requestBody: op.rawBody
+      requestBody: op.upload
         ? { required: true, content: { "*/*": { schema: { type: "string", format: "binary" } } } }
         : op.body
           ? {

@@ -1,15 +1,13 @@
 import { z } from "zod";
 import * as R from "../../wire/responses";
-import { ListDeliveriesQuery, ResendBody, WebhookIdBody } from "../../services/webhooks/webhook-deliveries";
-import { ListenQuery } from "../../services/webhooks/listen";
-import { CreateWebhookBody, DeleteWebhookBody, ListWebhooksQuery } from "../../services/webhooks/webhooks";
-import { LINE_ERRORS, type Operation, WEBHOOK_ERRORS } from "./operation-shape";
-
-// The /v1 operations of webhooks, their deliveries and the event stream (part of OPERATIONS,
-// operations.ts).
+import { LINE_ERRORS, operation, WEBHOOK_ERRORS } from "../operation";
+import { ListenQuery } from "./listen";
+import { openListenStream } from "./listen-stream";
+import { disableWebhook, enableWebhook, ListDeliveriesQuery, listDeliveries, ResendBody, resendDeliveries, rotateWebhookSecret, WebhookIdBody } from "./webhook-deliveries";
+import { CreateWebhookBody, createWebhook, currentWebhookSecret, DeleteWebhookBody, deleteWebhook, ListWebhooksQuery, listWebhooks } from "./webhooks";
 
 export const WEBHOOK_OPERATIONS = {
-  listWebhooks: {
+  listWebhooks: operation({
     method: "GET",
     path: "/v1/webhooks",
     tag: "Webhooks",
@@ -19,8 +17,9 @@ export const WEBHOOK_OPERATIONS = {
     query: ListWebhooksQuery,
     response: R.page(R.WebhookSchema, "Webhook"),
     errors: LINE_ERRORS,
-  },
-  createWebhook: {
+    handler: ({ actor, query }) => listWebhooks(actor, query),
+  }),
+  createWebhook: operation({
     method: "POST",
     path: "/v1/webhooks",
     tag: "Webhooks",
@@ -31,8 +30,10 @@ export const WEBHOOK_OPERATIONS = {
     response: R.WebhookSchema,
     errors: [...LINE_ERRORS, "invalid_json"],
     example: { from: "+15550001000", url: "https://example.com/webhooks/relay", events: ["message.received", "message.sent"] },
-  },
-  deleteWebhook: {
+    replaySecret: currentWebhookSecret,
+    handler: ({ actor, body }) => createWebhook(actor, body),
+  }),
+  deleteWebhook: operation({
     method: "DELETE",
     path: "/v1/webhooks",
     tag: "Webhooks",
@@ -42,8 +43,9 @@ export const WEBHOOK_OPERATIONS = {
     response: R.DeletedSchema,
     errors: [...WEBHOOK_ERRORS, "invalid_json"],
     example: { id: "wh_01h..." },
-  },
-  listDeliveries: {
+    handler: ({ actor, body }) => deleteWebhook(actor, body),
+  }),
+  listDeliveries: operation({
     method: "GET",
     path: "/v1/webhooks/deliveries",
     tag: "Webhooks",
@@ -53,8 +55,9 @@ export const WEBHOOK_OPERATIONS = {
     query: ListDeliveriesQuery,
     response: z.union([R.page(R.WebhookDeliverySchema, "WebhookDelivery"), R.WebhookDeliverySchema]),
     errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter"],
-  },
-  resendDeliveries: {
+    handler: ({ actor, query }) => listDeliveries(actor, query),
+  }),
+  resendDeliveries: operation({
     method: "POST",
     path: "/v1/webhooks/deliveries/resend",
     tag: "Webhooks",
@@ -66,8 +69,9 @@ export const WEBHOOK_OPERATIONS = {
     response: R.ResendSchema,
     errors: [...WEBHOOK_ERRORS, "delivery_not_found", "missing_required_parameter", "invalid_json"],
     example: { webhook_id: "wh_01h...", since: 1767225600000 },
-  },
-  rotateWebhookSecret: {
+    handler: ({ actor, body }) => resendDeliveries(actor, body),
+  }),
+  rotateWebhookSecret: operation({
     method: "POST",
     path: "/v1/webhooks/rotate-secret",
     tag: "Webhooks",
@@ -77,8 +81,10 @@ export const WEBHOOK_OPERATIONS = {
     body: WebhookIdBody,
     response: R.WebhookSchema,
     errors: [...WEBHOOK_ERRORS, "invalid_json"],
-  },
-  enableWebhook: {
+    replaySecret: currentWebhookSecret,
+    handler: ({ actor, body }) => rotateWebhookSecret(actor, body),
+  }),
+  enableWebhook: operation({
     method: "POST",
     path: "/v1/webhooks/enable",
     tag: "Webhooks",
@@ -88,8 +94,9 @@ export const WEBHOOK_OPERATIONS = {
     body: WebhookIdBody,
     response: R.WebhookSchema,
     errors: [...WEBHOOK_ERRORS, "invalid_json"],
-  },
-  disableWebhook: {
+    handler: ({ actor, body }) => enableWebhook(actor, body),
+  }),
+  disableWebhook: operation({
     method: "POST",
     path: "/v1/webhooks/disable",
     tag: "Webhooks",
@@ -99,8 +106,9 @@ export const WEBHOOK_OPERATIONS = {
     body: WebhookIdBody,
     response: R.WebhookSchema,
     errors: [...WEBHOOK_ERRORS, "invalid_json"],
-  },
-  listen: {
+    handler: ({ actor, body }) => disableWebhook(actor, body),
+  }),
+  listen: operation({
     method: "GET",
     path: "/v1/listen",
     tag: "Webhooks",
@@ -111,5 +119,6 @@ export const WEBHOOK_OPERATIONS = {
     query: ListenQuery,
     stream: true,
     errors: [...LINE_ERRORS, "server_shutting_down", "too_many_streams"],
-  },
-} as const satisfies Record<string, Operation>;
+    handler: ({ actor, query, request, requestId }) => openListenStream(actor, query, request, requestId),
+  }),
+};

@@ -1,10 +1,14 @@
+import type { z } from "zod";
 import { ApiError } from "../../kernel/errors";
 import { subscribeLive } from "../../events/live";
-import { claimSessionDeliveries, closeListenSession, type ListenSession, markStreamed, touchListenSession } from "../../services/webhooks/listen";
+import type { Actor } from "../access/actor";
+import { authenticate, requireScope } from "../access/api-keys";
+import { claimSessionDeliveries, closeListenSession, type ListenQuery, type ListenSession, markStreamed, openListenSession, touchListenSession } from "./listen";
+import { acquireStreamSlot } from "./stream-slots";
 import { shutdownSignal, untilShutdown } from "../../kernel/shutdown";
 import { fileUrlSigner } from "../../storage/signed-urls";
 import { renderBody } from "../../webhooks/delivery";
-import { errorEnvelope } from "./responses";
+import { errorEnvelope } from "../../wire/error-envelope";
 import { log } from "../../kernel/log";
 
 /** The reconnection delay a stream ended by shutdown suggests (SSE `retry`), in ms. */
@@ -22,7 +26,7 @@ const POLL_MS = 500;
 const KEEPALIVE_MS = 15_000;
 const TOUCH_MS = 60_000;
 
-export interface ListenStreamOptions {
+interface ListenStreamOptions {
   accountId: string;
   requestId: string;
   requestSignal: AbortSignal;
@@ -32,7 +36,7 @@ export interface ListenStreamOptions {
   onEnd: () => void;
 }
 
-export function listenStream(session: ListenSession, { accountId, requestId, requestSignal, recheckKey, onEnd }: ListenStreamOptions): Response {
+function listenStream(session: ListenSession, { accountId, requestId, requestSignal, recheckKey, onEnd }: ListenStreamOptions): Response {
   const { signal, release } = untilShutdown(requestSignal);
   const encoder = new TextEncoder();
   let cancelled = false;
@@ -121,4 +125,24 @@ export function listenStream(session: ListenSession, { accountId, requestId, req
     status: 200,
     headers: { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no" },
   });
+}
+
+/** GET /v1/listen: a stream slot, the session, then the stream; refused while the server stops. */
+export async function openListenStream(actor: Actor, query: z.output<typeof ListenQuery>, request: Request, requestId: string): Promise<Response> {
+  if (shutdownSignal().aborted) {
+    // Connection: close, so the client's next attempt cannot reuse this socket and keep a
+    // stopping server alive.
+    throw new ApiError("server_shutting_down", "This server is stopping. Reconnect in a moment (with `session` to resume).", {
+      headers: { "Retry-After": "1", Connection: "close" },
+    });
+  }
+  const releaseSlot = acquireStreamSlot(actor);
+  try {
+    const session = await openListenSession(actor, query);
+    const recheckKey = async () => requireScope(await authenticate(request.headers.get("authorization")), "webhooks:read");
+    return listenStream(session, { accountId: actor.accountId, requestId, requestSignal: request.signal, recheckKey, onEnd: releaseSlot });
+  } catch (err) {
+    releaseSlot();
+    throw err;
+  }
 }

@@ -1,15 +1,13 @@
 import { z } from "zod";
 import * as R from "../../wire/responses";
-import { ChatIdQuery, OutboxIdQuery, OutboxQuery } from "../../services/schemas/v1";
-import { RescheduleBody } from "../../services/messaging/outbox";
-import { CapacityQuery } from "../../services/lines/capacity";
-import { LINE_ERRORS, type Operation } from "./operation-shape";
-
-// The /v1 operations of sends waiting in the outbox, their approval, chat takeover and what a
-// line or pool can still send (part of OPERATIONS, operations.ts).
+import { LINE_ERRORS, operation } from "../operation";
+import { ChatIdQuery, OutboxIdQuery, OutboxQuery } from "../schemas/v1";
+import { approveSend, rejectSend } from "./approvals";
+import { cancelOutboxItem, getOutboxItem, listOutbox, RescheduleBody, rescheduleOutboxItem } from "./outbox";
+import { pauseChat, resumeChat } from "./takeover";
 
 export const OUTBOX_OPERATIONS = {
-  getOutbox: {
+  getOutbox: operation({
     method: "GET",
     path: "/v1/outbox",
     tag: "Outbox",
@@ -20,8 +18,9 @@ export const OUTBOX_OPERATIONS = {
     query: OutboxQuery,
     response: z.union([R.page(R.OutboxItemSchema, "OutboxItem"), R.OutboxItemSchema]),
     errors: [...LINE_ERRORS, "outbox_item_not_found"],
-  },
-  cancelOutboxItem: {
+    handler: ({ actor, query }) => (query.id ? getOutboxItem(actor, query.id) : listOutbox(actor, query)),
+  }),
+  cancelOutboxItem: operation({
     method: "DELETE",
     path: "/v1/outbox",
     tag: "Outbox",
@@ -33,8 +32,9 @@ export const OUTBOX_OPERATIONS = {
     response: R.OutboxItemSchema,
     errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_cancelable"],
     example: { id: "obx_01h..." },
-  },
-  rescheduleOutboxItem: {
+    handler: ({ actor, query }) => cancelOutboxItem(actor, query.id),
+  }),
+  rescheduleOutboxItem: operation({
     method: "PATCH",
     path: "/v1/outbox",
     tag: "Outbox",
@@ -46,8 +46,9 @@ export const OUTBOX_OPERATIONS = {
     response: R.OutboxItemSchema,
     errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_reschedulable", "invalid_json"],
     example: { send_at: 1767261600000 },
-  },
-  approveOutboxItem: {
+    handler: ({ actor, query, body }) => rescheduleOutboxItem(actor, query.id, body),
+  }),
+  approveOutboxItem: operation({
     method: "POST",
     path: "/v1/outbox/approve",
     tag: "Outbox",
@@ -59,8 +60,9 @@ export const OUTBOX_OPERATIONS = {
     response: R.OutboxItemSchema,
     errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_reviewable"],
     example: { id: "obx_01h..." },
-  },
-  rejectOutboxItem: {
+    handler: ({ actor, query }) => approveSend(actor, query.id),
+  }),
+  rejectOutboxItem: operation({
     method: "POST",
     path: "/v1/outbox/reject",
     tag: "Outbox",
@@ -71,8 +73,9 @@ export const OUTBOX_OPERATIONS = {
     response: R.OutboxItemSchema,
     errors: [...LINE_ERRORS, "outbox_item_not_found", "outbox_item_not_reviewable"],
     example: { id: "obx_01h..." },
-  },
-  pauseChat: {
+    handler: ({ actor, query }) => rejectSend(actor, query.id),
+  }),
+  pauseChat: operation({
     method: "POST",
     path: "/v1/chats/pause",
     tag: "Chats",
@@ -84,8 +87,9 @@ export const OUTBOX_OPERATIONS = {
     response: R.ChatSchema,
     errors: ["chat_not_found", "line_not_accessible", "invalid_parameter_value", "missing_required_parameter"],
     example: { id: "cht_01h..." },
-  },
-  resumeChat: {
+    handler: ({ actor, query }) => pauseChat(actor, query.id),
+  }),
+  resumeChat: operation({
     method: "POST",
     path: "/v1/chats/resume",
     tag: "Chats",
@@ -96,27 +100,6 @@ export const OUTBOX_OPERATIONS = {
     response: R.ChatSchema,
     errors: ["chat_not_found", "line_not_accessible", "invalid_parameter_value", "missing_required_parameter"],
     example: { id: "cht_01h..." },
-  },
-  getCapacity: {
-    method: "GET",
-    path: "/v1/capacity",
-    tag: "Lines",
-    summary: "What a line or pool can still send (extension)",
-    description: "Per line: status, the new-contact budgets (used, limit, remaining, resets_at, per sliding hour and day), quiet hours, the held sends by reason, and when a new-contact send could next go out.",
-    scope: "lines:read",
-    query: CapacityQuery,
-    response: R.CapacitySchema,
-    errors: [...LINE_ERRORS, "pool_not_found"],
-    example: { from: "+15550001000" },
-  },
-  listPools: {
-    method: "GET",
-    path: "/v1/pools",
-    tag: "Lines",
-    summary: "List sender pools (extension)",
-    description: "A pool is a named set of lines; its pool_ ID is a `from` of POST /v1/messages, which then sends from the line that already talks with the contact, otherwise from the connected line with the most new-contact capacity left.",
-    scope: "lines:read",
-    response: R.page(R.PoolSchema, "Pool"),
-    errors: [],
-  },
-} as const satisfies Record<string, Operation>;
+    handler: ({ actor, query }) => resumeChat(actor, query.id),
+  }),
+};

@@ -1,33 +1,20 @@
 import { z } from "zod";
+import { missingParam } from "../../kernel/errors";
 import * as R from "../../wire/responses";
-import { ChatStateQuery, FileQuery, ListChatsQuery, ListLinesQuery, ListMessagesQuery, ListReactionsQuery } from "../../services/schemas/v1";
-import { SendAudioMessageBody } from "../../services/messaging/send-audio";
-import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody } from "../../services/messaging/send";
-import { COUNTED_ERRORS, LINE_ERRORS, type Operation, WRITE_ERRORS } from "./operation-shape";
-import { OUTBOX_OPERATIONS } from "./outbox-operations";
-import { WEBHOOK_OPERATIONS } from "./webhook-operations";
-
-// Every /v1 operation with its schemas: the source of the OpenAPI document (and of the client
-// library's types). tests/openapi.test.ts fails when a route answers that is not listed here,
-// or when a listed operation's scope is not the one the route enforces.
-// The outbox's and the webhooks' operations are declared in outbox-operations.ts and
-// webhook-operations.ts; the shape and the shared error lists in operation-shape.ts.
+import { COUNTED_ERRORS, LINE_ERRORS, operation, WRITE_ERRORS } from "../operation";
+import { ChatStateQuery, FileQuery, ListChatsQuery, ListMessagesQuery, ListReactionsQuery } from "../schemas/v1";
+import { listTyping, listReceipts } from "./chat-state";
+import { listChats } from "./chats";
+import { fileDownloadUrl, MAX_FILE_BYTES, mimeTypeOf, uploadFile } from "./files";
+import { getMessage, listMessages } from "./messages";
+import { listReactions } from "./reactions";
+import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "./send";
+import { SendAudioMessageBody, sendAudioMessage } from "./send-audio";
 
 export const MessagePage = R.page(R.MessageSchema, "Message");
 
-export const OPERATIONS = {
-  listLines: {
-    method: "GET",
-    path: "/v1/lines",
-    tag: "Lines",
-    summary: "List lines",
-    description: "The lines this key can use: its account's, and the sandbox line for accounts with an owner. Oldest first.",
-    scope: "lines:read",
-    query: ListLinesQuery,
-    response: R.page(R.LineSchema, "Line"),
-    errors: ["invalid_parameter_value"],
-  },
-  listChats: {
+export const MESSAGE_OPERATIONS = {
+  listChats: operation({
     method: "GET",
     path: "/v1/chats",
     tag: "Chats",
@@ -38,8 +25,10 @@ export const OPERATIONS = {
     response: R.page(R.ChatSchema, "Chat"),
     errors: LINE_ERRORS,
     example: { from: "+15550001000", limit: 20 },
-  },
-  listMessages: {
+    cache: true,
+    handler: ({ actor, query }) => listChats(actor, query),
+  }),
+  listMessages: operation({
     method: "GET",
     path: "/v1/messages",
     tag: "Messages",
@@ -51,8 +40,14 @@ export const OPERATIONS = {
     response: z.union([MessagePage, R.MessageSchema]),
     errors: [...LINE_ERRORS, "chat_not_found", "message_not_found"],
     example: { from: "+15550001000", to: "+15551230001" },
-  },
-  sendMessage: {
+    cache: true,
+    handler: async ({ actor, query }) => {
+      if (query.id) return getMessage(actor, query.id);
+      if (!query.from) throw missingParam("from");
+      return listMessages(actor, { ...query, from: query.from });
+    },
+  }),
+  sendMessage: operation({
     method: "POST",
     path: "/v1/messages",
     tag: "Messages",
@@ -64,8 +59,9 @@ export const OPERATIONS = {
     response: R.AcceptedSchema,
     errors: [...WRITE_ERRORS, ...COUNTED_ERRORS, "file_not_found", "message_not_found"],
     example: { from: "+15550001000", to: "+15551230001", text: "Hello!" },
-  },
-  sendAudioMessage: {
+    handler: ({ actor, body, requestId }) => sendMessage(actor, body, requestId),
+  }),
+  sendAudioMessage: operation({
     method: "POST",
     path: "/v1/audio-messages",
     tag: "Messages",
@@ -76,8 +72,9 @@ export const OPERATIONS = {
     response: R.AcceptedSchema,
     errors: [...WRITE_ERRORS, ...COUNTED_ERRORS, "file_not_found", "message_not_found", "advanced_features_required", "audio_conversion_unavailable", "audio_conversion_busy", "storage_unavailable"],
     example: { from: "+15550001000", to: "+15551230001", audio_message: "file_01h..." },
-  },
-  listReactions: {
+    handler: ({ actor, body, requestId }) => sendAudioMessage(actor, body, requestId),
+  }),
+  listReactions: operation({
     method: "GET",
     path: "/v1/reactions",
     tag: "Reactions",
@@ -86,8 +83,9 @@ export const OPERATIONS = {
     query: ListReactionsQuery,
     response: R.page(R.ReactionSchema, "Reaction"),
     errors: ["message_not_found", "invalid_parameter_value", "line_not_accessible", "sandbox_not_activated"],
-  },
-  sendReaction: {
+    handler: ({ actor, query }) => listReactions(actor, query),
+  }),
+  sendReaction: operation({
     method: "POST",
     path: "/v1/reactions",
     tag: "Reactions",
@@ -97,8 +95,9 @@ export const OPERATIONS = {
     response: R.AcceptedSchema,
     errors: [...WRITE_ERRORS, "key_send_limit_exceeded", "message_not_found", "advanced_features_required"],
     example: { from: "+15550001000", to: "+15551230001", message_id: "msg_01h...", type: "love" },
-  },
-  listTyping: {
+    handler: ({ actor, body, requestId }) => sendReaction(actor, body, requestId),
+  }),
+  listTyping: operation({
     method: "GET",
     path: "/v1/typing",
     tag: "Typing",
@@ -107,8 +106,9 @@ export const OPERATIONS = {
     query: ChatStateQuery,
     response: R.page(R.TypingIndicatorSchema, "TypingIndicator"),
     errors: [...LINE_ERRORS, "chat_not_found"],
-  },
-  sendTyping: {
+    handler: ({ actor, query }) => listTyping(actor, query),
+  }),
+  sendTyping: operation({
     method: "POST",
     path: "/v1/typing",
     tag: "Typing",
@@ -118,8 +118,9 @@ export const OPERATIONS = {
     response: R.AcceptedSchema,
     errors: [...WRITE_ERRORS, "advanced_features_required"],
     example: { from: "+15550001000", to: "+15551230001", state: "on" },
-  },
-  listReceipts: {
+    handler: ({ actor, body, requestId }) => sendTyping(actor, body, requestId),
+  }),
+  listReceipts: operation({
     method: "GET",
     path: "/v1/receipts",
     tag: "Receipts",
@@ -128,8 +129,9 @@ export const OPERATIONS = {
     query: ChatStateQuery,
     response: R.page(R.ReadReceiptSchema, "ReadReceipt"),
     errors: [...LINE_ERRORS, "chat_not_found"],
-  },
-  sendReceipt: {
+    handler: ({ actor, query }) => listReceipts(actor, query),
+  }),
+  sendReceipt: operation({
     method: "POST",
     path: "/v1/receipts",
     tag: "Receipts",
@@ -139,38 +141,23 @@ export const OPERATIONS = {
     response: R.AcceptedSchema,
     errors: [...WRITE_ERRORS, "advanced_features_required"],
     example: { from: "+15550001000", to: "+15551230001" },
-  },
-  ...OUTBOX_OPERATIONS,
-  getSandbox: {
-    method: "GET",
-    path: "/v1/sandbox",
-    tag: "Sandbox",
-    summary: "Sandbox state",
-    response: R.SandboxSchema,
-    errors: ["sandbox_requires_owner"],
-  },
-  activateSandbox: {
-    method: "POST",
-    path: "/v1/sandbox",
-    tag: "Sandbox",
-    summary: "Start sandbox activation",
-    description: "Issues the activation code to text to the sandbox line from your phone (idempotent while pending or active).",
-    response: R.SandboxSchema,
-    errors: ["sandbox_requires_owner"],
-  },
-  uploadFile: {
+    handler: ({ actor, body, requestId }) => sendReceipt(actor, body, requestId),
+  }),
+  uploadFile: operation({
     method: "POST",
     path: "/v1/files",
     tag: "Files",
     summary: "Upload a file",
     description: "The body is the file's bytes; Content-Type is its type; X-Filename (optional, may be percent-encoded) its name. At most 100 MiB.",
     scope: "files:write",
-    rawBody: true,
+    upload: { maxBytes: MAX_FILE_BYTES, check: (request) => mimeTypeOf(request.headers.get("content-type")) },
     status: 201,
     response: R.FileSchema,
     errors: ["empty_file", "file_too_large", "invalid_parameter_value", "storage_unavailable"],
-  },
-  downloadFile: {
+    handler: ({ actor, upload, request }) =>
+      uploadFile(actor, { blob: upload!, contentType: request.headers.get("content-type"), filename: request.headers.get("x-filename") }),
+  }),
+  downloadFile: operation({
     method: "GET",
     path: "/v1/files",
     tag: "Files",
@@ -180,6 +167,9 @@ export const OPERATIONS = {
     query: FileQuery,
     redirect: true,
     errors: ["file_not_found", "line_not_accessible", "invalid_parameter_value"],
-  },
-  ...WEBHOOK_OPERATIONS,
-} as const satisfies Record<string, Operation>;
+    handler: async ({ actor, query }) => {
+      const url = await fileDownloadUrl(actor, query.id);
+      return new Response(null, { status: 302, headers: { Location: url, "Cache-Control": "no-store" } });
+    },
+  }),
+};

@@ -1,0 +1,38 @@
+import { OPERATION_LIST } from "../../services/operations";
+import { apiRoute, type Method, type RouteHandler, routes } from "./api-route";
+import type { RouteModule } from "./fast-routes";
+
+// Every /v1 operation's HTTP handler, by exact path: what the catch-all route file
+// (app/v1/[[...path]]/route.ts) and the production fast path (fast-routes.ts) both answer.
+
+type PathRoutes = ReturnType<typeof routes>;
+
+const byPath = new Map<string, Partial<Record<Method, RouteHandler>>>();
+for (const op of OPERATION_LIST) {
+  const handlers = byPath.get(op.path) ?? {};
+  handlers[op.method] = apiRoute(op, (ctx) => op.handler(ctx));
+  byPath.set(op.path, handlers);
+}
+const V1_ROUTES = new Map<string, PathRoutes>([...byPath].map(([path, handlers]) => [path, routes(handlers)]));
+const UNKNOWN = routes({});
+
+const dispatch = (method: Method | "OPTIONS"): RouteHandler => (request) =>
+  (V1_ROUTES.get(new URL(request.url).pathname) ?? UNKNOWN)[method](request);
+
+/** The catch-all's exports: each method dispatched on the path; an unknown path is a JSON 404. */
+export const V1_HANDLERS = {
+  GET: dispatch("GET"),
+  POST: dispatch("POST"),
+  PUT: dispatch("PUT"),
+  PATCH: dispatch("PATCH"),
+  DELETE: dispatch("DELETE"),
+  OPTIONS: dispatch("OPTIONS"),
+};
+
+/** The /v1 routes the production server answers before Next: all but those whose body streams (an upload, the event stream). */
+export function fastRouteTable(): Record<string, RouteModule> {
+  const paths = new Set(OPERATION_LIST.filter((op) => op.upload || op.stream).map((op) => op.path));
+  const table: Record<string, RouteModule> = {};
+  for (const [path, module] of V1_ROUTES) if (!paths.has(path)) table[path] = module;
+  return table;
+}
