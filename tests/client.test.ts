@@ -395,3 +395,21 @@ describe("client scheduling, capacity and pools", () => {
     expect(conflict.seen).toHaveLength(1); // a 409 conflict is not retried
   });
 });
+
+describe("client.call", () => {
+  it("calls any declared operation by its ID: method, path, query and body as declared", async () => {
+    const page = { object: "list", data: [], has_more: false, next_cursor: null };
+    const { fetch, seen } = scripted(json(200, page), accepted(), json(200, { object: "outbox_item", id: "obx_1", status: "failed" }));
+    const relay = client(fetch);
+    expect(await relay.call("listChats", { query: { from: "+15550001000", limit: 5 } })).toMatchObject({ data: [], has_more: false });
+    expect((await relay.call("sendMessage", { body: send })).id).toBe("obx_1");
+    await relay.call("cancelOutboxItem", { query: { id: "obx_1" } });
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      "GET https://relay.test/v1/chats?from=%2B15550001000&limit=5",
+      "POST https://relay.test/v1/messages",
+      "DELETE https://relay.test/v1/outbox?id=obx_1",
+    ]);
+    expect(JSON.parse(seen[1]!.body!)).toEqual(send);
+    expect(seen[1]!.headers.get("idempotency-key")).toBeTruthy();
+  });
+});

@@ -1,6 +1,7 @@
-import { ConnectionError, errorFromResponse, errorFromStreamEvent, RelayError, TimeoutError } from "./errors.js";
+import { ConnectionError, errorFromResponse, RelayError, TimeoutError } from "./errors.js";
 import { buildUrl, parseRetryAfter, sleep } from "./http.js";
-import { readServerSentEvents, type ServerSentEvent } from "./sse.js";
+import { listenEvents, type ListenTransport } from "./listen.js";
+import type { ListenOptions, Page, RelayOptions, RequestOptions } from "./options.js";
 import type { WebhookEvent } from "./webhooks.js";
 import {
   OPERATIONS,
@@ -23,6 +24,7 @@ import {
   type ListWebhooksQuery,
   type Message,
   type OperationId,
+  type Operations,
   type OutboxItem,
   type Pool,
   type Reaction,
@@ -48,59 +50,11 @@ import {
 
 export { buildUrl, parseRetryAfter };
 
-export interface RelayOptions {
-  /** sk_live_... */
-  apiKey: string;
-  /** Default http://localhost:3000 (a self-hosted server). */
-  baseUrl?: string;
-  /** Per attempt; default 30 s. */
-  timeoutMs?: number;
-  /** Retries after the first attempt on network errors, timeouts, 429 and 5xx; default 2. */
-  maxRetries?: number;
-  /** First backoff delay, doubled per retry, with jitter; default 500 ms. */
-  retryDelayMs?: number;
-  /** A Retry-After longer than this is not waited for: the error is thrown; default 60 s. */
-  maxRetryAfterMs?: number;
-  /** A fetch implementation; default globalThis.fetch. */
-  fetch?: typeof fetch;
-  /** Sent with every request. */
-  headers?: Record<string, string>;
-}
-
-export interface RequestOptions {
-  /** POST only: the key to send (default: a random UUID per call, reused by its retries). */
-  idempotencyKey?: string;
-  timeoutMs?: number;
-  maxRetries?: number;
-  signal?: AbortSignal;
-}
-
-/** The first event of GET /v1/listen. */
-export interface ListenSession {
-  /** lsn_ ID: pass as `session` to resume. */
-  session: string;
-  /** The lines listened to (handles). */
-  lines: string[];
-  events: string[];
-}
-
-export interface ListenOptions extends Omit<RequestOptions, "idempotencyKey"> {
-  /** Called each time the stream opens: the first time, after each reconnection (same session), and with a new session when a resume came too late. */
-  onSession?: (session: ListenSession) => void;
-  /** The server sends a keep-alive every 15 s; a connection silent this long is reopened (default 45 s). */
-  idleTimeoutMs?: number;
-  /** Called before each reconnection: the attempt number, the wait, and what ended the stream (undefined: the server closed it). */
-  onReconnect?: (info: { attempt: number; delayMs: number; error: unknown }) => void;
-  /** Default true: reopen a dropped stream. */
-  reconnect?: boolean;
-}
-
-/** One page of a list, as the API answers it. */
-export interface Page<T> {
-  data: T[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+/** An operation's input: its query and/or body, as declared. */
+export type OperationInput<Id extends OperationId> = (Operations[Id] extends { query: infer Q } ? ({} extends Q ? { query?: Q } : { query: Q }) : unknown) &
+  (Operations[Id] extends { body: infer B } ? { body: B } : unknown);
+/** An operation's success body (null for a redirect or a stream). */
+export type OperationResult<Id extends OperationId> = Operations[Id] extends { response: infer R } ? R : null;
 
 interface Call {
   query?: Record<string, unknown>;
@@ -219,7 +173,15 @@ export class Relay {
     return Math.min(8_000, this.retryDelayMs * 2 ** attempt) * (0.5 + Math.random() / 2);
   }
 
-  private async call<T>(id: OperationId, call?: Call, options?: RequestOptions): Promise<T> {
+  /**
+   * Any operation by its ID, typed from its declaration: `relay.call("listChats", { query: { from } })`.
+   * The named methods below are this with defaults and friendlier arguments.
+   */
+  call<Id extends OperationId>(id: Id, input: OperationInput<Id>, options?: RequestOptions): Promise<OperationResult<Id>> {
+    return this.fetchBody<OperationResult<Id>>(id, input as Call, options);
+  }
+
+  private async fetchBody<T>(id: OperationId, call?: Call, options?: RequestOptions): Promise<T> {
     return (await this.request<T>(id, call, options)).body;
   }
 
@@ -227,7 +189,7 @@ export class Relay {
   private async *paginate<T>(id: OperationId, query: Record<string, unknown>, options?: RequestOptions): AsyncGenerator<T, void, undefined> {
     let cursor = query.cursor as string | undefined;
     for (;;) {
-      const page = await this.call<Page<T>>(id, { query: { ...query, cursor } }, options);
+      const page = await this.fetchBody<Page<T>>(id, { query: { ...query, cursor } }, options);
       yield* page.data;
       if (!page.has_more || !page.next_cursor) return;
       cursor = page.next_cursor;
@@ -236,7 +198,7 @@ export class Relay {
 
   private lister<Q extends object, T>(id: OperationId) {
     return {
-      list: (query: Q, options?: RequestOptions) => this.call<Page<T>>(id, { query: query as Record<string, unknown> }, options),
+      list: (query: Q, options?: RequestOptions) => this.fetchBody<Page<T>>(id, { query: query as Record<string, unknown> }, options),
       iterate: (query: Q, options?: RequestOptions) => this.paginate<T>(id, query as Record<string, unknown>, options),
     };
   }
@@ -255,15 +217,15 @@ export class Relay {
      * paused chat keeps who paused it and since when (`paused_by`, `paused_at`). Needs the
      * `outbox:approve` scope, which a key with guardrails never has.
      */
-    pause: (id: string, options?: RequestOptions) => this.call<Chat>("pauseChat", { query: { id } }, options),
+    pause: (id: string, options?: RequestOptions) => this.fetchBody<Chat>("pauseChat", { query: { id } }, options),
     /** POST /v1/chats/resume?id= (extension): lets automated sending into the chat again (`paused_at` back to null). */
-    resume: (id: string, options?: RequestOptions) => this.call<Chat>("resumeChat", { query: { id } }, options),
+    resume: (id: string, options?: RequestOptions) => this.fetchBody<Chat>("resumeChat", { query: { id } }, options),
   };
 
   readonly messages = {
     ...this.lister<Omit<ListMessagesQuery, "id">, Message>("listMessages"),
     /** One message by msg_ ID or platform GUID. */
-    get: (id: string, options?: RequestOptions) => this.call<Message>("listMessages", { query: { id } }, options),
+    get: (id: string, options?: RequestOptions) => this.fetchBody<Message>("listMessages", { query: { id } }, options),
     /**
      * Accepts a message for sending: the answer is its outbox item (`pending`). `from` is a
      * line, or a pool_ ID (extension: the pool picks the line per contact). `send_at`
@@ -271,34 +233,34 @@ export class Relay {
      * stays pending with `hold_reason: "scheduled"` and `not_before` until then; move it with
      * outbox.reschedule, call it off with outbox.cancel.
      */
-    send: (body: SendMessageBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendMessage", { body }, options),
+    send: (body: SendMessageBody, options?: RequestOptions) => this.fetchBody<AcceptedWrite>("sendMessage", { body }, options),
   };
 
   readonly audioMessages = {
     /** Sends an uploaded audio file as a voice memo; `send_at` schedules it as for messages.send. */
-    send: (body: SendAudioMessageBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendAudioMessage", { body }, options),
+    send: (body: SendAudioMessageBody, options?: RequestOptions) => this.fetchBody<AcceptedWrite>("sendAudioMessage", { body }, options),
   };
 
   readonly reactions = {
     ...this.lister<ListReactionsQuery, Reaction>("listReactions"),
-    send: (body: SendReactionBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendReaction", { body }, options),
+    send: (body: SendReactionBody, options?: RequestOptions) => this.fetchBody<AcceptedWrite>("sendReaction", { body }, options),
   };
 
   readonly typing = {
     ...this.lister<ListTypingQuery, TypingIndicator>("listTyping"),
-    send: (body: SendTypingBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendTyping", { body }, options),
+    send: (body: SendTypingBody, options?: RequestOptions) => this.fetchBody<AcceptedWrite>("sendTyping", { body }, options),
   };
 
   readonly receipts = {
     ...this.lister<ListReceiptsQuery, ReadReceipt>("listReceipts"),
-    send: (body: SendReceiptBody, options?: RequestOptions) => this.call<AcceptedWrite>("sendReceipt", { body }, options),
+    send: (body: SendReceiptBody, options?: RequestOptions) => this.fetchBody<AcceptedWrite>("sendReceipt", { body }, options),
   };
 
   readonly outbox = {
     list: (query: Omit<GetOutboxQuery, "id"> = {}, options?: RequestOptions) => this.lister<Omit<GetOutboxQuery, "id">, OutboxItem>("getOutbox").list(query, options),
     iterate: (query: Omit<GetOutboxQuery, "id"> = {}, options?: RequestOptions) =>
       this.lister<Omit<GetOutboxQuery, "id">, OutboxItem>("getOutbox").iterate(query, options),
-    get: (id: string, options?: RequestOptions) => this.call<OutboxItem>("getOutbox", { query: { id } }, options),
+    get: (id: string, options?: RequestOptions) => this.fetchBody<OutboxItem>("getOutbox", { query: { id } }, options),
     /**
      * Polls an outbox item until it is `sent` or `failed` (returned either way), or throws a
      * TimeoutError after timeoutMs (default 60 s). `onPoll` sees every answer (for progress).
@@ -309,7 +271,7 @@ export class Relay {
     ) => {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const item = await this.call<OutboxItem>("getOutbox", { query: { id } }, { signal });
+        const item = await this.fetchBody<OutboxItem>("getOutbox", { query: { id } }, { signal });
         onPoll?.(item);
         if (item.status === "sent" || item.status === "failed") return item;
         const left = deadline - Date.now();
@@ -326,11 +288,11 @@ export class Relay {
      */
     cancel: async (id: string, options?: RequestOptions) => {
       try {
-        return await this.call<OutboxItem>("cancelOutboxItem", { query: { id } }, options);
+        return await this.fetchBody<OutboxItem>("cancelOutboxItem", { query: { id } }, options);
       } catch (error) {
         if (!(error instanceof RelayError) || error.code !== "outbox_item_not_cancelable") throw error;
         // Canceled already (by this call's lost first attempt, or an earlier one): that is the outcome asked for.
-        const item = await this.call<OutboxItem>("getOutbox", { query: { id } }, options).catch((lookup: unknown) => {
+        const item = await this.fetchBody<OutboxItem>("getOutbox", { query: { id } }, options).catch((lookup: unknown) => {
           if (options?.signal?.aborted) throw lookup;
           return null; // (a key without outbox:read) the refusal stands
         });
@@ -345,19 +307,19 @@ export class Relay {
      * sent or failed rejects with InvalidRequestError `outbox_item_not_reschedulable` (409).
      */
     reschedule: (id: string, sendAt: number, options?: RequestOptions) =>
-      this.call<OutboxItem>("rescheduleOutboxItem", { query: { id }, body: { send_at: sendAt } satisfies RescheduleOutboxItemBody }, options),
+      this.fetchBody<OutboxItem>("rescheduleOutboxItem", { query: { id }, body: { send_at: sendAt } satisfies RescheduleOutboxItemBody }, options),
     /**
      * POST /v1/outbox/approve?id= (extension): approves a send held for approval (its key has
      * `require_approval`; `outbox.list({ hold_reason: "approval" })` lists them). It goes now,
      * or at the `send_at` it asked for. An item that is not waiting for approval rejects with
      * InvalidRequestError `outbox_item_not_reviewable` (409). Needs the `outbox:approve` scope.
      */
-    approve: (id: string, options?: RequestOptions) => this.call<OutboxItem>("approveOutboxItem", { query: { id } }, options),
+    approve: (id: string, options?: RequestOptions) => this.fetchBody<OutboxItem>("approveOutboxItem", { query: { id } }, options),
     /**
      * POST /v1/outbox/reject?id= (extension): declines a send held for approval: it ends
      * `failed` with `error: "rejected"` and never goes. Refusals as for approve.
      */
-    reject: (id: string, options?: RequestOptions) => this.call<OutboxItem>("rejectOutboxItem", { query: { id } }, options),
+    reject: (id: string, options?: RequestOptions) => this.fetchBody<OutboxItem>("rejectOutboxItem", { query: { id } }, options),
   };
 
   readonly capacity = {
@@ -367,18 +329,18 @@ export class Relay {
      * day, quiet hours, the pending sends that wait (by hold_reason), and when a send to a new
      * contact could next go out (`next_slot_at`).
      */
-    get: (from: string, options?: RequestOptions) => this.call<Capacity>("getCapacity", { query: { from } }, options),
+    get: (from: string, options?: RequestOptions) => this.fetchBody<Capacity>("getCapacity", { query: { from } }, options),
   };
 
   readonly pools = {
     /** GET /v1/pools (extension): the account's sender pools (one page: an account has few). A pool's `id` is a `from` of messages.send. */
-    list: (options?: RequestOptions) => this.call<Page<Pool>>("listPools", {}, options),
+    list: (options?: RequestOptions) => this.fetchBody<Page<Pool>>("listPools", {}, options),
   };
 
   readonly files = {
     /** Uploads bytes; `contentType` defaults to the Blob's type, else application/octet-stream. */
     upload: (data: Blob | Uint8Array | ArrayBuffer, { filename, contentType }: { filename?: string; contentType?: string } = {}, options?: RequestOptions) =>
-      this.call<FileObject>(
+      this.fetchBody<FileObject>(
         "uploadFile",
         { raw: { data, filename, contentType: contentType ?? ((data instanceof Blob && data.type) || "application/octet-stream") } },
         options,
@@ -396,102 +358,43 @@ export class Relay {
 
   /**
    * GET /v1/listen: the key's webhook events as they happen, without a public receiver (for a
-   * developer's machine). Yields each event exactly as a webhook receiver would get it;
-   * `onSession` gets the session (lsn_ ID) each time the stream opens. Opening it is retried
-   * like any call (maxRetries); if it still fails, the error is thrown. Once open, a dropped
-   * connection (network error, no data for idleTimeoutMs, server restart, 5xx, 429) is reopened
-   * with the session, backing off from retryDelayMs to 10 s (longer when the server sends
-   * Retry-After). Events that happen while the client is away are not kept for it, except
-   * across a server restart (a stream the server ended). A session lasts 10 minutes after a
-   * disconnect; past that a new one is opened. An `error` event (the key was revoked or
-   * expired) is thrown as its RelayError, never reconnected. `reconnect: false` ends the iteration at the
-   * first disconnect instead. Deliveries may repeat around a reconnect: deduplicate on
+   * developer's machine), each exactly as a webhook receiver gets it. A dropped connection is
+   * reopened with its session (docs: packages/client/README.md, "Listening"); deduplicate on
    * `delivery_id`. Stop with `break` or the signal.
    */
-  async *listen(query: ListenQuery = {}, options: ListenOptions = {}): AsyncGenerator<WebhookEvent, void, undefined> {
-    const { signal, idleTimeoutMs = 45_000 } = options;
-    let session = query.session;
-    let opened = false;
-    for (let failures = 0; ; ) {
-      let error: unknown;
-      const connectedAt = Date.now();
-      let messages: AsyncGenerator<ServerSentEvent, void, undefined> | undefined;
-      try {
-        try {
-          const { response } = await this.request("listen", { query: { ...query, session } as Record<string, unknown> }, { ...options, maxRetries: opened ? 0 : undefined });
-          messages = readServerSentEvents(response.body!, { signal, idleTimeoutMs });
-        } catch (err) {
-          if (signal?.aborted) return;
-          const expired = opened && err instanceof RelayError && err.param === "session";
-          const transient = err instanceof ConnectionError || (err instanceof RelayError && ((err.status ?? 0) >= 500 || err.status === 429));
-          // Never connected: a wrong base URL or key is the caller's to see, not to retry forever.
-          if (!opened || options.reconnect === false || !(expired || transient)) throw err;
-          if (expired) session = undefined;
-          error = err;
-        }
-        while (messages) {
-          let next: IteratorResult<ServerSentEvent, void>;
-          try {
-            next = await messages.next();
-          } catch (err) {
-            if (signal?.aborted) return;
-            error = err; // the connection dropped or went silent: reopen it
-            break;
-          }
-          if (next.done) break;
-          // Errors from here on (a throwing onSession, unreadable data) are not the network's:
-          // they end the iteration.
-          // The server ended the stream for good (the key was revoked or expired): reconnecting
-          // would only be refused again, so the error is thrown.
-          if (next.value.event === "error") throw errorFromStreamEvent(next.value.data);
-          if (next.value.event === "session") {
-            const info = JSON.parse(next.value.data) as ListenSession;
-            session = info.session;
-            opened = true;
-            options.onSession?.(info);
-          } else {
-            failures = 0;
-            yield JSON.parse(next.value.data) as WebhookEvent;
-          }
-        }
-      } finally {
-        await messages?.return();
-      }
-      if (signal?.aborted || options.reconnect === false) return;
-      // A stream that carried events or stayed up a while was healthy: start backing off anew.
-      failures = Date.now() - connectedAt > 30_000 ? 1 : failures + 1;
-      const retryAfterMs = error instanceof RelayError ? (error.retryAfterMs ?? 0) : 0;
-      const delayMs = Math.max(Math.min(10_000, this.retryDelayMs * 2 ** (failures - 1)), Math.min(retryAfterMs, this.maxRetryAfterMs));
-      options.onReconnect?.({ attempt: failures, delayMs, error });
-      try {
-        await sleep(delayMs, signal);
-      } catch {
-        return; // aborted while waiting
-      }
-    }
+  listen(query: ListenQuery = {}, options: ListenOptions = {}): AsyncGenerator<WebhookEvent, void, undefined> {
+    return listenEvents(this.retryPolicy(), query, options);
+  }
+
+  private retryPolicy(): ListenTransport {
+    return {
+      open: (query, options) => this.request("listen", { query }, options),
+      retryDelayMs: this.retryDelayMs,
+      maxRetryAfterMs: this.maxRetryAfterMs,
+    };
   }
 
   readonly sandbox = {
-    get: (options?: RequestOptions) => this.call<Sandbox>("getSandbox", {}, options),
-    activate: (options?: RequestOptions) => this.call<Sandbox>("activateSandbox", {}, options),
+    get: (options?: RequestOptions) => this.fetchBody<Sandbox>("getSandbox", {}, options),
+    activate: (options?: RequestOptions) => this.fetchBody<Sandbox>("activateSandbox", {}, options),
   };
 
   readonly webhooks = {
     list: (query: ListWebhooksQuery = {}, options?: RequestOptions) => this.lister<ListWebhooksQuery, Webhook>("listWebhooks").list(query, options),
     iterate: (query: ListWebhooksQuery = {}, options?: RequestOptions) => this.lister<ListWebhooksQuery, Webhook>("listWebhooks").iterate(query, options),
     /** The response carries the signing secret, only here (and from rotateSecret). */
-    create: (body: CreateWebhookBody, options?: RequestOptions) => this.call<Webhook>("createWebhook", { body }, options),
-    delete: (id: string, options?: RequestOptions) => this.call<Deleted>("deleteWebhook", { body: { id } }, options),
+    create: (body: CreateWebhookBody, options?: RequestOptions) => this.fetchBody<Webhook>("createWebhook", { body }, options),
+    delete: (id: string, options?: RequestOptions) => this.fetchBody<Deleted>("deleteWebhook", { body: { id } }, options),
     /** A page of a webhook's deliveries (`webhook_id`), newest first. */
     deliveries: (query: Omit<ListDeliveriesQuery, "id"> & { webhook_id: string }, options?: RequestOptions) =>
-      this.call<Page<WebhookDelivery>>("listDeliveries", { query }, options),
+      this.fetchBody<Page<WebhookDelivery>>("listDeliveries", { query }, options),
     iterateDeliveries: (query: Omit<ListDeliveriesQuery, "id"> & { webhook_id: string }, options?: RequestOptions) =>
       this.paginate<WebhookDelivery>("listDeliveries", query, options),
     /** One delivery with its data and every attempt. */
-    delivery: (id: string, options?: RequestOptions) => this.call<WebhookDelivery>("listDeliveries", { query: { id } }, options),
-    resend: (body: ResendDeliveriesBody, options?: RequestOptions) => this.call<Resend>("resendDeliveries", { body }, options),
-    rotateSecret: (id: string, options?: RequestOptions) => this.call<Webhook>("rotateWebhookSecret", { body: { id } }, options),
-    enable: (id: string, options?: RequestOptions) => this.call<Webhook>("enableWebhook", { body: { id } }, options),
-    disable: (id: string, options?: RequestOptions) => this.call<Webhook>("disableWebhook", { body: { id } }, options),
+    delivery: (id: string, options?: RequestOptions) => this.fetchBody<WebhookDelivery>("listDeliveries", { query: { id } }, options),
+    resend: (body: ResendDeliveriesBody, options?: RequestOptions) => this.fetchBody<Resend>("resendDeliveries", { body }, options),
+    rotateSecret: (id: string, options?: RequestOptions) => this.fetchBody<Webhook>("rotateWebhookSecret", { body: { id } }, options),
+    enable: (id: string, options?: RequestOptions) => this.fetchBody<Webhook>("enableWebhook", { body: { id } }, options),
+    disable: (id: string, options?: RequestOptions) => this.fetchBody<Webhook>("disableWebhook", { body: { id } }, options),
   };
 }

@@ -1,5 +1,6 @@
 // @relay/client: a typed client for the Relay /v1 API and webhook verification.
-export { Relay, buildUrl, parseRetryAfter, type ListenOptions, type ListenSession, type Page, type RelayOptions, type RequestOptions } from "./client.js";
+export { Relay, buildUrl, parseRetryAfter, type OperationInput, type OperationResult } from "./client.js";
+export type { ListenOptions, ListenSession, Page, RelayOptions, RequestOptions } from "./options.js";
 export * from "./errors.js";
 export * from "./generated.js";
 export type { File as FileObject } from "./generated.js";
