@@ -17,9 +17,10 @@ import { createDeliverWebhooks } from "@/inngest/functions/deliver-webhooks";
 import { createRunChores, OVERDUE_MS } from "@/inngest/functions/run-chores";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { verifyWebhook } from "@/server/webhooks/signing";
-import { inngest } from "@/inngest/client";
+import { inngest } from "@/inngest/inngest-client";
 import { config } from "@/server/kernel/config";
 import { startEngine, stopEngine } from "@/server/engine";
+import { inngestAnnouncer } from "@/inngest/announcer";
 import { blueBubblesLine, call, db, get, inbound, makeAccount, makeKey, phone, post, type Fixture } from "./helpers";
 
 const q = encodeURIComponent;
@@ -40,7 +41,7 @@ const eventApi = http.createServer((req, res) => {
 });
 beforeAll(async () => {
   await new Promise<void>((resolve) => eventApi.listen(eventApiPort, "127.0.0.1", resolve));
-  await startEngine(); // under Inngest: announces committed work
+  await startEngine({ announcer: inngestAnnouncer }); // under Inngest: announces committed work
 });
 afterAll(async () => {
   await stopEngine(1_000);

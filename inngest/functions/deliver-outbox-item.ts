@@ -1,8 +1,8 @@
 import type { Inngest } from "inngest";
 import { recordOne, sendOne } from "@/server/outbox/deliver";
 import { claimForRun } from "@/server/outbox/serial";
-import { inngest } from "../client";
-import { outboxItemCreated } from "../events";
+import { inngest } from "../inngest-client";
+import { outboxItemCreated } from "../inngest-events";
 
 // Delivers one outbox item with the same steps as the embedded runner: claim (with a lease;
 // on a provider line only its oldest item, paced),

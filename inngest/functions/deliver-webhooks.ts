@@ -1,7 +1,7 @@
 import { cron, type Inngest } from "inngest";
 import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt } from "@/server/webhooks/delivery";
-import { inngest } from "../client";
-import { webhooksDue } from "../events";
+import { inngest } from "../inngest-client";
+import { webhooksDue } from "../inngest-events";
 
 // Sends due webhook deliveries with the embedded sender's steps (claim with a lease, signed
 // POST, attempt log, retry schedule kept on the delivery rows). Runs when a change with

@@ -2,8 +2,8 @@ import { cron, type Inngest } from "inngest";
 import { overduePending } from "@/server/outbox/queue";
 import { heldDueSoon } from "@/server/outbox/holds";
 import { CHORES } from "@/server/engine/chores";
-import { inngest } from "../client";
-import { outboxItemCreated } from "../events";
+import { inngest } from "../inngest-client";
+import { outboxItemCreated } from "../inngest-events";
 
 // Every minute: the periodic chores (server/engine/chores.ts, the list the embedded engine
 // runs too), one step each: expired claims back to pending, stranded sends failed, provider

@@ -6,6 +6,7 @@ import { checkFfmpeg } from "../audio/ffmpeg";
 import { bootstrap } from "./bootstrap";
 import { releaseExpiredDeliveries } from "../webhooks/delivery";
 import { startEngine } from "../engine";
+import { inngestAnnouncer } from "../../inngest/announcer";
 import { seedDevAccount } from "./dev-seed";
 import { ownSignals } from "./lifecycle";
 import { installHttpHook, switchObservabilityOnSignal } from "../transports/ops/http-hook";
@@ -75,7 +76,7 @@ async function start(options: StartOptions): Promise<void> {
     const deliveries = await releaseExpiredDeliveries(new Date(), { all: true });
     if (deliveries) log().warn({ webhook_deliveries: deliveries }, "deliveries under way before a crash will be sent again (same delivery IDs)");
   }
-  await startEngine();
+  await startEngine({ announcer: inngestAnnouncer });
   const db = await getDb();
   const accounts = await db.account.count();
   const seed = !c.isProduction && accounts === 0 && c.EMBEDDED_SEED !== false ? await seedDevAccount() : null;

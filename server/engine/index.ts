@@ -4,7 +4,6 @@ import { log } from "../kernel/log";
 import { catchUpAll, catchUpLine } from "../services/lines/line-monitor";
 import { processSingleton } from "../kernel/singleton";
 import { startChores, stopChores } from "./chores";
-import { startAnnouncer, stopAnnouncer } from "./inngest-announcer";
 import { startRunner, stopRunner } from "./outbox-runner";
 import { claimedDeliveries, startWebhookRunner, stopWebhookRunner } from "./webhook-runner";
 
@@ -13,12 +12,19 @@ import { claimedDeliveries, startWebhookRunner, stopWebhookRunner } from "./webh
 // this process only announces committed work (inngest/functions run the same steps), and
 // catches up its provider lines once on start.
 
-const state = processSingleton("engine", () => ({ offRecovered: null as (() => void) | null }));
+/** How committed work reaches the Inngest functions: inngest/announcer.ts, handed in at boot (engine/ imports nothing of inngest/). */
+export interface Announcer {
+  start(): void;
+  stop(): void;
+}
 
-export async function startEngine(): Promise<void> {
+const state = processSingleton("engine", () => ({ offRecovered: null as (() => void) | null, announcer: null as Announcer | null }));
+
+export async function startEngine(options: { announcer: Announcer }): Promise<void> {
   const onStart = () => catchUpAll().catch((err: unknown) => log().error({ err }, "catch-up on start failed"));
   if (config().deliveryEngine === "inngest") {
-    startAnnouncer();
+    state.announcer = options.announcer;
+    options.announcer.start();
     void onStart();
     return;
   }
@@ -34,7 +40,8 @@ export async function startEngine(): Promise<void> {
 export async function stopEngine(graceMs: number): Promise<void> {
   state.offRecovered?.();
   state.offRecovered = null;
-  stopAnnouncer();
+  state.announcer?.stop();
+  state.announcer = null;
   await Promise.all([stopRunner(graceMs), stopWebhookRunner(graceMs), stopChores()]);
 }
 

@@ -3,7 +3,7 @@
 // docs/inngest.md). Otherwise the embedded runner delivers and this path is an ordinary JSON 404.
 import type { NextRequest } from "next/server";
 import { serve } from "inngest/next";
-import { inngest } from "@/inngest/client";
+import { inngest } from "@/inngest/inngest-client";
 import { functions } from "@/inngest/functions";
 import { config } from "@/server/kernel/config";
 import { ApiError } from "@/server/kernel/errors";
