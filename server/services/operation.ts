@@ -5,9 +5,7 @@ import type { Actor } from "./access/actor";
 import type { CurrentSecret } from "./access/idempotency";
 import type { Scope } from "./access/scopes";
 
-// A /v1 operation, declared once beside the service it calls (docs/development.md, "Adding an
-// operation"). The HTTP route, the production fast path, the OpenAPI document, the client
-// library's types and the MCP tools that mirror it are all derived from the declaration.
+// Declared once beside its service: the route, the fast path, OpenAPI, the client's types and MCP tools derive from it.
 
 export type Method = "GET" | "POST" | "PATCH" | "DELETE";
 
@@ -15,7 +13,6 @@ export interface OperationContext<Q, B> {
   actor: Actor;
   query: Q;
   body: B;
-  /** The request body, already in storage, for operations declared with `upload`. */
   upload: StoredBlob | undefined;
   requestId: string;
   request: Request;
@@ -26,39 +23,28 @@ type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 export interface Operation<QS extends z.ZodType | undefined = z.ZodType | undefined, BS extends z.ZodType | undefined = z.ZodType | undefined, RS extends z.ZodType | undefined = z.ZodType | undefined> {
   method: Method;
   path: string;
-  /** One line: the reference's title for it. */
   summary: string;
-  /** A paragraph for the reference. */
   description?: string;
   tag: string;
   /** Scope the key needs; when absent, every key may call it. */
   scope?: Scope;
   query?: QS;
   body?: BS;
-  /** Success status (default 200). */
   status?: number;
-  /** Success body; absent for a redirect or a stream. */
   response?: RS;
   redirect?: boolean;
-  /** Answers server-sent events (each `data` a WebhookEvent). */
   stream?: boolean;
   /** Errors besides authentication, scope and rate limit, which every operation may answer. */
   errors: readonly ErrorCode[];
-  /** A request body or query to show in the reference. */
   example?: Record<string, unknown>;
-  /** Serve repeated identical reads from the change-versioned read cache. */
   cache?: boolean;
-  /**
-   * The body is the file's raw bytes, streamed into storage (at most maxBytes); `check` refuses
-   * bad headers before the body is read.
-   */
+  /** The body is the raw bytes, streamed into storage; `check` refuses bad headers before it is read. */
   upload?: { maxBytes: number; check?: (request: Request) => void };
   /** The answer's `secret` as it is now: an Idempotency-Key replay shows it only while unchanged. */
   replaySecret?: CurrentSecret;
   handler(ctx: OperationContext<Out<QS>, Out<BS>>): Promise<object | Response>;
 }
 
-/** Types a declaration: the handler's context from its schemas, the rest as written. */
 export const operation = <QS extends z.ZodType | undefined = undefined, BS extends z.ZodType | undefined = undefined, RS extends z.ZodType | undefined = undefined>(
   op: Operation<QS, BS, RS> & { response?: RS },
 ): Operation<QS, BS, RS> & { query: QS; body: BS; response: RS } => op as Operation<QS, BS, RS> & { query: QS; body: BS; response: RS };
@@ -86,7 +72,6 @@ export const WRITE_ERRORS: ErrorCode[] = [
   "recipient_not_allowed",
   "chat_paused",
 ];
-/** The key guardrails' limits on sends they count, on top of WRITE_ERRORS. */
 export const COUNTED_ERRORS: ErrorCode[] = ["reply_required", "key_send_limit_exceeded"];
 /** Another line's webhook is 403, as every object of a line the key may not use. */
 export const WEBHOOK_ERRORS: ErrorCode[] = ["webhook_not_found", "line_not_accessible", "invalid_parameter_value"];

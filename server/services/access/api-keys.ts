@@ -64,7 +64,6 @@ export async function createApiKey(input: CreateKeyInput): Promise<{ id: string;
   return { id, secret };
 }
 
-/** Revokes by secret; returns false when no such key exists. */
 export async function revokeApiKeyBySecret(secret: string): Promise<boolean> {
   const db = await getDb();
   const hash = hashKey(secret);
@@ -84,7 +83,6 @@ interface CachedKey {
 const cache = processSingleton("api-key-cache", () => new Map<string, CachedKey>());
 const lastUsedWritten = processSingleton("api-key-last-used", () => new Map<string, number>());
 
-/** Forgets a key in this process's cache (after a revocation here). */
 export function forgetKey(hash: string): void {
   cache.delete(hash);
 }
@@ -149,7 +147,6 @@ function touchLastUsed(keyId: string, now: number): void {
     .catch((err: unknown) => log().error({ err }, "could not record last_used_at"));
 }
 
-/** Resolves the Authorization header to an Actor or throws the SPEC.md failure code. */
 export async function authenticate(authorization: string | null): Promise<Actor> {
   if (authorization === null || authorization.trim() === "") {
     throw new ApiError(

@@ -2,14 +2,9 @@ import { createHash } from "node:crypto";
 import { ApiError } from "../../kernel/errors";
 import { slidingHit as hit, type WindowState } from "./rate-limit";
 
-// Sign-in and sign-up attempts per client address and per email, in the shared database
-// windows (every app instance counts together; sliding, so a burst across a window boundary
-// gets no second budget). Every attempt counts, successful or not, so
-// the limit also bounds the password hashing (about 0.4 s of a core each) a client can cause.
-// Addresses come from clientIp() (the connection's, or X-Forwarded-For's under
-// TRUST_PROXY_HOPS): null means unknown, and all such clients share one larger budget, which
-// still bounds the hashing done for the whole instance. The sign-in email limit counts per
-// email and address.
+// Every attempt counts, successful or not, so the limit also bounds the password hashing (about 0.4 s of a core each) a
+// client can cause. Sliding windows, shared by every instance. Clients of unknown address (clientIp() null) share one
+// larger budget, which still bounds the hashing for the whole instance.
 
 const WINDOW_MS = 15 * 60_000;
 
@@ -23,7 +18,6 @@ export type AuthAttempt = keyof typeof AUTH_LIMITS;
 /** Emails are not kept in the counters table, only a digest of the normalised address. */
 const emailBucket = (email: string) => createHash("sha256").update(email.trim().toLowerCase()).digest("base64url").slice(0, 22);
 
-/** Counts one attempt; throws 429 rate_limit_exceeded (with Retry-After) once a window is used up. */
 export async function throttleAuthAttempt(kind: AuthAttempt, who: { ip: string | null; email?: string | null }, now = Date.now()): Promise<void> {
   const limits = AUTH_LIMITS[kind];
   const windows: Promise<WindowState>[] = [

@@ -4,14 +4,8 @@ import { getDb } from "../../db";
 import { ApiError, invalidParam } from "../../kernel/errors";
 import { newId } from "../../kernel/ids";
 
-// Idempotency-Key on POST, with Stripe's semantics: the first request with a key runs and its
-// response (any status below 500) is kept for 24 hours; a retry with the same key and the same
-// request gets that response again without running anything; the same key with a different
-// request is a 400; a retry while the first is still running waits for it. Keys are per API
-// key: another key of the same account (say one restricted to other lines) neither replays
-// nor collides with them. A secret in a response (a webhook's signing secret) is never stored:
-// the record keeps its SHA-256, and a replay re-reads the secret from where it lives, showing it
-// only while it is unchanged (docs/api.md, "Conventions").
+// Stripe's semantics (docs/api.md, "Conventions"), per API key. A secret in a response is never stored: the record
+// keeps its SHA-256, and a replay re-reads it, showing it only while unchanged.
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 const WAIT_FOR_FIRST_MS = 10_000;
@@ -46,10 +40,6 @@ export function parseIdempotencyKey(header: string | null): string | null {
   return header;
 }
 
-/**
- * For routes whose response carries a secret in `secret`: reads the secret as it is now, for
- * a replay (null when it is gone).
- */
 export type CurrentSecret = (actor: Actor, body: object) => Promise<string | null>;
 
 const digest = (secret: string) => createHash("sha256").update(secret).digest("hex");
@@ -93,7 +83,6 @@ async function claim(actor: Actor, key: string, hash: string, method: string, pa
   }
 }
 
-/** The replayed body with its secret, re-read, when it is still the one the first response showed. */
 async function withSecret(actor: Actor, body: object, secretDigest: string | null, currentSecret?: CurrentSecret): Promise<object> {
   if (!secretDigest || !currentSecret) return body;
   const secret = await currentSecret(actor, body);
@@ -101,10 +90,7 @@ async function withSecret(actor: Actor, body: object, secretDigest: string | nul
   return { ...body, secret };
 }
 
-/**
- * Runs `execute` at most once per (API key, key) within 24 h. Returns the response to send and
- * whether it was replayed. Failures of 500 and above are not kept, so a retry may run again.
- */
+/** Failures of 500 and above are not kept, so a retry may run again. */
 export async function idempotent(
   actor: Actor,
   key: string,
@@ -141,7 +127,6 @@ export async function idempotent(
   return { ...result, replayed: false };
 }
 
-/** Deletes records past their 24 hours (each key's own expired record also goes when it is reused). */
 export async function deleteExpiredIdempotencyRecords(now = new Date()): Promise<number> {
   const db = await getDb();
   const { count } = await db.idempotencyRecord.deleteMany({ where: { expiresAt: { lt: now } } });

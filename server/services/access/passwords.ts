@@ -61,7 +61,6 @@ function parse(stored: string): Parsed | null {
   return { n: N, r: R, p: P, salt: Buffer.from(salt, "base64url"), hash: expected };
 }
 
-/** Whether a stored hash was made with other parameters than today's (rehash it on the next sign-in). */
 export function needsRehash(stored: string): boolean {
   const parsed = parse(stored);
   const { N, r, p } = SCRYPT_PARAMS;

@@ -2,23 +2,19 @@ import { getDb } from "../../db";
 import { processSingleton } from "../../kernel/singleton";
 import { windowStart, type WindowState } from "./rate-limit";
 
-// The hourly API limit without a database write per request. Each app instance leases a batch
-// of tokens from the shared fixed-window counter with one atomic increment and spends them
-// locally. Grants never overlap, so all instances together admit at most `limit` requests per
-// window; batches shrink to one token as the window's quota runs low, so little quota sits
-// unused in other instances near the limit. Cost: one round trip per batch (up to 100).
+// Each app instance leases a batch of tokens from the shared fixed-window counter with one atomic increment and spends
+// them locally. Grants never overlap, so all instances together admit at most `limit` per window; batches shrink to one
+// token as the quota runs low, so little of it sits unused in other instances.
 
 const MAX_BATCH = 100;
 
 interface Lease {
   windowStart: number;
-  /** Tokens this instance holds and has not spent. */
   available: number;
   /** The counter's value (tokens granted to all instances) after our last lease. */
   globalGranted: number;
   /** Set when a lease came back empty: the window is spent for this limit. */
   exhaustedAt: number | null;
-  /** Serialises leasing per bucket within this instance. */
   pending: Promise<void> | null;
 }
 
@@ -44,11 +40,10 @@ async function lease(bucket: string, state: Lease, limit: number, windowMs: numb
   if (granted === 0) state.exhaustedAt = limit;
 }
 
-/** One app instance's leases. The process uses one; tests make several to act as instances. */
+/** Tests make several to act as instances. */
 export class QuotaLeaser {
   private readonly leases = new Map<string, Lease>();
 
-  /** Spends one token of the bucket's current window. */
   async consume(bucket: string, limit: number, windowMs: number, now = Date.now()): Promise<WindowState> {
     const start = windowStart(now, windowMs);
     let state = this.leases.get(bucket);

@@ -7,7 +7,6 @@ export interface WindowState {
   count: number;
   limit: number;
   remaining: number;
-  /** Unix ms when the window ends. */
   resetAt: number;
   allowed: boolean;
 }
@@ -16,7 +15,6 @@ export function windowStart(now: number, windowMs: number): number {
   return Math.floor(now / windowMs) * windowMs;
 }
 
-/** Adds `amount` to the bucket's current window and reports the new state. */
 export async function hit(bucket: string, limit: number, windowMs: number, amount = 1, now = Date.now()): Promise<WindowState> {
   const db = await getDb();
   const start = windowStart(now, windowMs);
@@ -31,13 +29,8 @@ export async function hit(bucket: string, limit: number, windowMs: number, amoun
   return { count, limit, remaining: Math.max(0, limit - count), resetAt, allowed: count <= limit };
 }
 
-/**
- * Adds `amount` like hit(), but judges it against a sliding window: the previous window's count,
- * weighted by how much of it still overlaps the last `windowMs`, plus the current one. A fixed
- * window lets a client spend its budget just before a boundary and again just after it (twice
- * the limit within seconds); this estimate does not. Used where a burst is the threat
- * (sign-in and sign-up attempts).
- */
+// Judged against a sliding window (the previous window's count weighted by its overlap, plus the current one): a fixed
+// window lets a client spend its budget just before a boundary and again just after it. For sign-in and sign-up.
 export async function slidingHit(bucket: string, limit: number, windowMs: number, amount = 1, now = Date.now()): Promise<WindowState> {
   const [current, previous] = await Promise.all([hit(bucket, limit, windowMs, amount, now), peek(bucket, limit, windowMs, now - windowMs)]);
   const start = windowStart(now, windowMs);
@@ -52,7 +45,6 @@ export async function slidingHit(bucket: string, limit: number, windowMs: number
   return { count, limit, remaining: Math.max(0, limit - count), resetAt: Math.max(resetAt, now + 1000), allowed: count <= limit };
 }
 
-/** Reads the bucket's current window without changing it. */
 export async function peek(bucket: string, limit: number, windowMs: number, now = Date.now()): Promise<WindowState> {
   const db = await getDb();
   const start = windowStart(now, windowMs);

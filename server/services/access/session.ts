@@ -9,9 +9,7 @@ import { verifyCredentials } from "../accounts/accounts";
 import type { Actor } from "./actor";
 import { SCOPES } from "./scopes";
 
-// Dashboard sessions (next-auth): email and password against the users the dashboard's
-// sign-up and the operator CLI create, in a signed JWT cookie. The signing secret is
-// NEXTAUTH_SECRET, or an instance secret kept in the database so `npm run dev` needs none.
+// The JWT's signing secret is NEXTAUTH_SECRET, or an instance secret kept in the database so `npm run dev` needs none.
 
 declare module "next-auth" {
   interface Session {
@@ -73,10 +71,7 @@ export function authOptions(): Promise<AuthOptions> {
   return options;
 }
 
-/**
- * The signed-in user's account as an Actor (every scope, every line), or null. The account
- * must still exist and still be owned by the session's user.
- */
+/** The account must still exist and still be owned by the session's user. */
 export async function sessionActor(): Promise<Actor | null> {
   const session = await getServerSession(await authOptions());
   const accountId = session?.user?.accountId;
@@ -87,7 +82,6 @@ export async function sessionActor(): Promise<Actor | null> {
   return { ...sessionActorFor(account.id), userId: session.user.id };
 }
 
-/** The Actor of a dashboard session on an account. */
 export function sessionActorFor(accountId: string): Actor {
   return {
     accountId,

@@ -50,7 +50,6 @@ export const SignUpBody = z.object({
   name: z.string().trim().max(100).optional(),
 });
 
-/** Dashboard sign-up: a user and the account they own; limited per client address and email. */
 export async function signUp(input: z.output<typeof SignUpBody>, client: { ip: string | null }): Promise<Account> {
   await throttleAuthAttempt("sign_up", { ip: client.ip, email: input.email });
   return createAccount({ email: input.email, password: input.password, name: input.name });
@@ -60,7 +59,6 @@ export async function signUp(input: z.output<typeof SignUpBody>, client: { ip: s
 // password and sign-in does not reveal which addresses have accounts.
 let decoyHash: Promise<string> | undefined;
 
-/** The user's account for an email and password, or null; accounts made by the CLI work too. */
 export async function verifyCredentials(email: string, password: string): Promise<{ userId: string; accountId: string; email: string } | null> {
   const parsed = EmailSchema.safeParse(email);
   const db = await getDb();
@@ -81,7 +79,6 @@ export async function verifyCredentials(email: string, password: string): Promis
   return account ? { userId: user.id, accountId: account.id, email: user.email } : null;
 }
 
-/** Counts for the dashboard's overview. */
 export async function accountOverview(accountId: string) {
   const db = await getDb();
   const [account, lines, chats, keys, webhooks, pending, failed] = await Promise.all([

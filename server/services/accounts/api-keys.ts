@@ -15,11 +15,8 @@ import { guardrailsOf, GuardrailsInput, serializeGuardrails, withGuardrails } fr
 export const CreateApiKeyBody = z.object({
   name: z.string().trim().min(1, "must not be empty").max(100),
   scopes: z.array(z.enum(SCOPES)).min(1, "choose at least one scope"),
-  /** Restrict the key to these lines (IDs); null or absent: every line of the account. */
   line_ids: z.array(z.string().trim().min(1).max(100)).max(100).nullable().optional(),
-  /** Unix ms; must be in the future. */
   expires_at: z.number().int().positive().nullable().optional(),
-  /** For a key handed to an automated sender (docs/agents.md). */
   guardrails: GuardrailsInput.optional(),
 });
 
@@ -61,10 +58,7 @@ export async function createAccountApiKey(actor: Actor, input: z.output<typeof C
   return { ...serializeApiKey(await db.apiKey.findUniqueOrThrow({ where: { id } })), secret };
 }
 
-/**
- * Changes a key's guardrails (fields left out keep their value, null clears one). Every
- * instance applies them within API_KEY_CACHE_SECONDS, this one at once.
- */
+/** Fields left out keep their value, null clears one; every instance applies them within API_KEY_CACHE_SECONDS. */
 export async function setApiKeyGuardrails(actor: Actor, input: z.output<typeof SetGuardrailsBody>) {
   const key = await findKey(actor, input.id);
   const next = withGuardrails(key, input.guardrails);
@@ -83,7 +77,6 @@ export async function revokeAccountApiKey(actor: Actor, input: z.output<typeof A
   return serializeApiKey(revoked);
 }
 
-/** Revokes a key and creates one with the same name, scopes, lines and rate limit. */
 export async function replaceAccountApiKey(actor: Actor, input: z.output<typeof ApiKeyIdBody>) {
   const key = await findKey(actor, input.id);
   const db = await getDb();

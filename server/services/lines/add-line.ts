@@ -8,18 +8,11 @@ import type { ProbeResult } from "../../platform/types";
 import { connectLine, describeLine, testUnsaved, validateSettings } from "./line-connections";
 import { createLine, forgetCachedLines } from "./lines";
 
-// "Add a line" on the dashboard: the owner picks a provider, types its settings and the line's
-// handle (or leaves it to the provider, when the provider names it: a BlueBubbles Mac's Apple
-// ID), and the connection is tested before anything is stored. A failing test stores nothing
-// unless the owner confirms saving it; a passing one creates the line and connects it.
-
 export const AddLineBody = z.object({
   provider: z.enum(PROVIDER_NAMES),
   provider_config: z.record(z.string(), z.unknown()).default({}),
-  /** The line's phone number or Apple ID; may be left out when the provider names it. */
   handle: z.string().trim().max(320).optional(),
   label: z.string().trim().max(100).nullable().optional(),
-  /** Store the line even though its connection test failed (the owner confirmed). */
   save_failing: z.boolean().optional(),
 });
 
@@ -32,7 +25,6 @@ export interface AddLineReport {
   handle: string | null;
 }
 
-/** Tests, then (when it passes, or the owner confirmed) creates and connects a provider line of `accountId`. */
 export async function addLine(accountId: string, input: z.input<typeof AddLineBody>): Promise<AddLineReport> {
   const body = AddLineBody.parse(input);
   const provider = findProvider(body.provider)!;

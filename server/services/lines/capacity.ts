@@ -10,9 +10,6 @@ import { sendsSerially } from "../../outbox/serial";
 import { poolLines } from "../pools/pools";
 import { resolveLine } from "./lines";
 
-// GET /v1/capacity: what each line can still send, and what waits. For a pool, every line of
-// it the caller may use.
-
 export const CapacityQuery = z.object({
   from: z.string().trim().min(1, "must not be empty").max(320).describe("A line (handle or ln_ ID) or a pool (pool_ ID)"),
 });

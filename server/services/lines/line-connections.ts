@@ -16,18 +16,14 @@ import { catchUpLine } from "./line-monitor";
 import { normalizeHandle } from "../../kernel/handles";
 import { createLine, type CreateLineInput, forgetCachedLines, isSimulatedNumber } from "./lines";
 
-// Connecting a line to its provider: validate the provider's settings, store them (secrets
-// encrypted), probe what the line can do, and point the provider's webhooks at the line's
-// inbound URL. One function for the operator CLI, the dashboard and GraphQL.
+// One function for the operator CLI, the dashboard and GraphQL.
 
 export const TestLineBody = z.object({ line_id: z.string().trim().min(1).max(100) });
 
 export const ConnectLineBody = z.object({
   line_id: z.string().trim().min(1).max(100),
   provider: z.enum(PROVIDER_NAMES),
-  /** The provider's settings (for BlueBubbles: url, password, sendTimeoutSeconds). */
   provider_config: z.record(z.string(), z.unknown()).default({}),
-  /** Sends per second on this line (provider lines pace their sends); default 1. */
   send_rate_per_second: z.number().positive().max(100).optional(),
 });
 export type ConnectLineInput = z.input<typeof ConnectLineBody>;
@@ -45,13 +41,11 @@ function invalidConfig(err: ZodError): ApiError {
   return new ApiError("invalid_parameter_value", `Invalid provider settings: ${detail}.`, { param: "provider_config" });
 }
 
-/** A provider URL whose host name resolves to an address the provider guard refuses (PROVIDER_ALLOW_PRIVATE off). */
 async function refuseLocalDestination(provider: AnyProvider, settings: unknown): Promise<void> {
   const problem = await destinationProblem(provider, settings);
   if (problem) throw new ApiError("invalid_parameter_value", `Invalid provider settings: ${problem}.`, { param: "provider_config" });
 }
 
-/** Settings a provider accepts, at an address it may reach; refused with invalid_parameter_value on provider_config. */
 export async function validateSettings(provider: AnyProvider, rawConfig: unknown): Promise<void> {
   try {
     const parsed = provider.configSchema.parse(rawConfig);
@@ -62,7 +56,7 @@ export async function validateSettings(provider: AnyProvider, rawConfig: unknown
   }
 }
 
-/** A line for operators and owners: the public shape plus provider settings (secrets never) and health. */
+/** Provider settings (secrets never) and health besides the public shape. */
 export function describeLine(line: Line) {
   const provider = findProvider(line.provider);
   let settings: Record<string, string | number | boolean | null> = {};
@@ -82,7 +76,6 @@ export function describeLine(line: Line) {
   };
 }
 
-/** What the owner should fix for this line to work fully: empty for lines that are not monitored (simulated). */
 function lineWarnings(line: Line): string[] {
   const provider = findProvider(line.provider);
   if (!provider?.monitored) return [];
@@ -95,7 +88,7 @@ function lineWarnings(line: Line): string[] {
   return [...urlWarnings(provider.name), ...(provider.warnings?.(settings) ?? [])];
 }
 
-/** Warnings a working connection may still deserve: a provider cannot call back a local URL (the server's: the CLI may only guess it). */
+/** A provider cannot call back a local URL (the server's: the CLI may only guess it). */
 function urlWarnings(providerName: string): string[] {
   if (!isMonitored(providerName) || !publicUrlIsServers()) return [];
   const url = new URL(config().PUBLIC_URL);
@@ -107,10 +100,7 @@ function urlWarnings(providerName: string): string[] {
   return [];
 }
 
-/**
- * Tests settings before anything is stored: the provider's probe of a line that has them, but
- * no inbound URL yet (so nothing is registered and no health is written).
- */
+/** No inbound URL yet, so nothing is registered and no health is written. */
 export async function testUnsaved(provider: AnyProvider, rawConfig: unknown, line: Pick<Line, "id" | "handle" | "service" | "advancedFeatures">): Promise<ProbeResult> {
   try {
     return await provider.probe(unsavedProviderLine(provider, rawConfig, line));
@@ -121,20 +111,13 @@ export async function testUnsaved(provider: AnyProvider, rawConfig: unknown, lin
 }
 
 export interface ConnectOptions {
-  /**
-   * Test the new settings before saving them (the dashboard): when the test fails, nothing is
-   * saved unless `saveFailing` (the owner confirmed), and the report says `saved: false`.
-   */
+  /** When the test fails, nothing is saved unless `saveFailing` (the owner confirmed). */
   testFirst?: { saveFailing: boolean };
-  /**
-   * Register the provider's webhooks now, with this process's PUBLIC_URL (the server: dashboard,
-   * GraphQL). The operator CLI passes false: it does not know the running server's address, so
-   * the server registers them itself at its next line check (the line is made due for one).
-   */
+  /** The operator CLI passes false: it does not know the running server's address, so the server registers them at
+   * its next line check (the line is made due for one). */
   registerWebhooks?: boolean;
 }
 
-/** Connects (or reconnects, or switches back to simulated) a line of `accountId` (any account when null). */
 export async function connectLine(accountId: string | null, input: ConnectLineInput, options: ConnectOptions = {}): Promise<ConnectionReport> {
   const register = options.registerWebhooks !== false;
   const body = ConnectLineBody.parse(input);
@@ -188,7 +171,6 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
     }
   }
   if (probe.ok) {
-    // Whatever arrived since the connection (or since the last message taken in, on a reconnect).
     const caught = await catchUpLine(probed.id);
     if (caught.error) warnings.push(`Catch-up failed: ${caught.error}`);
   }
@@ -202,12 +184,8 @@ export async function connectLine(accountId: string | null, input: ConnectLineIn
   return { saved: true, line: describeLine(await db.line.findUniqueOrThrow({ where: { id: probed.id } })), probe, warnings: [...new Set(warnings)] };
 }
 
-/**
- * An owner's line carries a simulated number until the provider itself names the handle it
- * sends as (a BlueBubbles Mac's Apple ID): the line takes it then, when no other line has it.
- * An owner's typed handle is taken only by Add a line, once the connection test passed with
- * the owner's credentials (services/lines/add-line.ts; docs/dashboard.md).
- */
+// A line carries a simulated number until the provider itself names the handle it sends as (a BlueBubbles Mac's Apple
+// ID), when no other line has it; a typed handle only through Add a line, after a passed test (add-line.ts).
 async function adoptProvenHandle(line: Line, named: string): Promise<Line> {
   const handle = normalizeHandle(named);
   if (!handle || handle === line.handle || !isSimulatedNumber(line.handle)) return line;
@@ -223,7 +201,6 @@ async function adoptProvenHandle(line: Line, named: string): Promise<Line> {
   }
 }
 
-/** Probes a line again (operator `line test`, the dashboard's button). */
 export async function testLine(accountId: string | null, lineId: string): Promise<ConnectionReport> {
   const db = await getDb();
   const line = await db.line.findUnique({ where: { id: lineId } });
@@ -234,7 +211,6 @@ export async function testLine(accountId: string | null, lineId: string): Promis
   return { saved: true, line: describeLine(probed), probe, warnings: probe.ok ? lineWarnings(probed) : [] };
 }
 
-/** Creates a line and connects it to its provider in one step (operator CLI). */
 export async function createConnectedLine(
   input: CreateLineInput & { provider?: string; providerConfig?: Record<string, unknown>; sendRatePerSecond?: number },
   options: ConnectOptions = {},
@@ -255,7 +231,6 @@ export async function createConnectedLine(
   }, options);
 }
 
-/** Every line of one account, or of all accounts (operator). */
 export async function listConnections(accountId: string | null) {
   const db = await getDb();
   const lines = await db.line.findMany({ where: accountId ? { accountId } : {}, orderBy: { id: "asc" } });

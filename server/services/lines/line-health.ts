@@ -10,15 +10,8 @@ import { log } from "../../kernel/log";
 import { prismaUnitOfWork } from "../../write/unit";
 import { findLine, forgetCachedLines } from "./lines";
 
-// A provider line's health: connected while its provider answers; degraded after a failed
-// call or probe; disconnected after DISCONNECT_AFTER in a row. Sends wait while a line is
-// disconnected (up to PROVIDER_SEND_WINDOW_SECONDS), and recovery is automatic: the next probe
-// or event that gets through makes it connected again. Every change is recorded with its
-// reason and told to webhooks subscribed to line.status_changed.
-
 type LineStatus = "connected" | "degraded" | "disconnected";
 
-/** Consecutive failures (calls or probes) after which a line is disconnected. */
 const DISCONNECT_AFTER = 3;
 
 type Extra = Pick<Prisma.LineUncheckedUpdateInput, "failures" | "lastEventAt" | "lastProbeAt" | "capabilities" | "advancedFeatures">;
@@ -66,15 +59,13 @@ async function setStatus(line: Line, status: LineStatus, reason: string | null, 
   return updated;
 }
 
-/** A line nobody monitors (switched to simulated) has no health to keep: it is connected, a change recorded like any other. */
 export function noteUnmonitored(line: Line): Promise<Line> {
   return setStatus(line, "connected", null);
 }
 
-/** How long the history of status changes is kept (the overview shows 14 days). */
+/** The overview shows 14 days. */
 const STATUS_HISTORY_MS = 30 * 86_400_000;
 
-/** Forgets status changes older than STATUS_HISTORY_MS (a chore). */
 export async function forgetOldStatusChanges(now = Date.now()): Promise<number> {
   const rows = await sql(`DELETE FROM "LineStatusChange" WHERE at < $1 RETURNING 1`, [new Date(now - STATUS_HISTORY_MS)]);
   return rows.length;
@@ -85,27 +76,21 @@ async function load(lineId: string): Promise<Line | null> {
   return db.line.findUnique({ where: { id: lineId } });
 }
 
-// Webhooks that do not arrive: once this process has seen a line's registration in place, a
-// message catch-up finds that the webhook never brought (older than WEBHOOK_GRACE.ms) makes the
-// line degraded with a reason saying so, until a webhook arrives again or it is registered anew.
-
 /** How old a message catch-up finds must be before its missing webhook counts (webhooks in flight, provider clocks). */
 export const WEBHOOK_GRACE = { ms: 60_000 };
 
 const webhookWatch = processSingleton("webhook-watch", () => ({ since: new Map<string, number>(), missing: new Map<string, string>() }));
 
-/** This process saw (or made) the line's webhook registration at `at`: messages after it should arrive by webhook. */
 export function noteWebhooksInPlace(lineId: string, options: { renewed: boolean }, at = Date.now()): void {
   if (options.renewed || !webhookWatch.since.has(lineId)) webhookWatch.since.set(lineId, at);
   if (options.renewed) webhookWatch.missing.delete(lineId);
 }
 
-/** Since when messages should have arrived by webhook (null: this process does not know). */
 export function webhooksExpectedSince(lineId: string): number | null {
   return webhookWatch.since.get(lineId) ?? null;
 }
 
-/** Catch-up found messages the webhook never brought: degraded (without counting a failure), with the reason. */
+/** Without counting a failure. */
 export async function noteWebhooksMissing(lineId: string, reason: string): Promise<void> {
   webhookWatch.missing.set(lineId, reason);
   const line = await load(lineId);
@@ -113,18 +98,12 @@ export async function noteWebhooksMissing(lineId: string, reason: string): Promi
   await setStatus(line, "degraded", reason);
 }
 
-// A line whose account is past its storage quota (ACCOUNT_STORAGE_QUOTA_MB) takes in messages
-// without their media: it shows that as degraded with the reason (without counting a failure),
-// until media is stored again or the account is under its quota.
-
 const storageFull = processSingleton("storage-full", () => new Map<string, string>());
 
-/** Why the line is degraded whatever its provider answers (webhooks missing, storage full), or null. */
 function standingReason(lineId: string): string | null {
   return webhookWatch.missing.get(lineId) ?? storageFull.get(lineId) ?? null;
 }
 
-/** Received media was not stored: the account is past its storage quota. */
 export async function noteStorageFull(lineId: string, reason: string): Promise<void> {
   storageFull.set(lineId, reason);
   const line = await load(lineId);
@@ -133,7 +112,6 @@ export async function noteStorageFull(lineId: string, reason: string): Promise<v
   await setStatus(line, "degraded", shown);
 }
 
-/** The account may store media again: the line's storage warning, if it shows one, is lifted. */
 export async function noteStorageAvailable(lineId: string): Promise<void> {
   const reason = storageFull.get(lineId);
   if (reason === undefined) return;
@@ -156,10 +134,7 @@ processSingleton("line-health-subscription", () =>
   ),
 );
 
-/**
- * The provider answered (a call, or a webhook `via: "webhook"`): the line is connected again if
- * it was not; while its webhooks are missing, only a webhook makes it so.
- */
+/** While its webhooks are missing, only a webhook makes the line connected again. */
 export async function noteProviderUp(lineId: string, via: "call" | "webhook" = "call"): Promise<void> {
   if (via === "webhook") webhookWatch.missing.delete(lineId);
   const cached = await findLine(lineId); // the hot inbound path: no read of its own while healthy
@@ -179,7 +154,6 @@ export async function noteProviderUp(lineId: string, via: "call" | "webhook" = "
   await setStatus(line, missing ? "degraded" : "connected", missing ?? null, { failures: 0, lastEventAt: new Date(now) });
 }
 
-/** A call to the provider went unanswered: degraded, then disconnected after DISCONNECT_AFTER. */
 export async function noteProviderDown(lineId: string, reason: string): Promise<void> {
   const line = await load(lineId);
   if (!line || !isMonitored(line.provider)) return;
@@ -187,7 +161,6 @@ export async function noteProviderDown(lineId: string, reason: string): Promise<
   await setStatus(line, failures >= DISCONNECT_AFTER ? "disconnected" : "degraded", reason, { failures });
 }
 
-/** Stores what a probe found: capabilities, advanced features, and the health it implies. */
 async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> {
   const now = new Date();
   if (!probe.ok) {
@@ -211,7 +184,6 @@ async function applyProbe(line: Line, probe: ProbeResult): Promise<Line> {
   return setStatus(line, reason ? "degraded" : "connected", reason, fields);
 }
 
-/** Probes a line's provider and stores what it found. */
 export async function probeLine(line: Line): Promise<{ line: Line; probe: ProbeResult }> {
   const provider = findProvider(line.provider);
   let probe: ProbeResult;

@@ -16,16 +16,8 @@ import { log } from "../../kernel/log";
 import { withTimeout } from "../../kernel/timeout";
 import { fairSlots } from "../../platform/download-slots";
 
-// Nothing missed while away: webhooks are lost while this service is down or the provider's
-// host sleeps. Catch-up asks the provider for the messages after the newest one taken in (the
-// line's catch-up cursor), a page at a time, through the same dedupe path as webhooks. It runs
-// on connect, on start, when a line comes back from disconnected, and after every periodic
-// probe (so even a webhook the provider dropped arrives within a probe interval).
-
 const PAGE = 500;
-/** Catch-up re-reads this much before its cursor. */
 const CATCH_UP_OVERLAP_MS = 5 * 60_000;
-/** A bound on one catch-up: 100 pages of 500. */
 const MAX_PAGES = 100;
 
 const running = processSingleton("catch-up-running", () => new Map<string, Promise<CatchUpReport>>());
@@ -86,11 +78,8 @@ async function runCatchUp(lineId: string): Promise<CatchUpReport> {
   return report;
 }
 
-/**
- * One caught-up event, isolated: an event we fail to take in (a bug of ours, or something the
- * database refuses in it) is logged and skipped, so it never blocks the events after it or
- * makes the line look down. The database itself failing still ends the catch-up.
- */
+// An event we fail to take in is logged and skipped, never blocking the ones after it nor making the line look down;
+// the database itself failing still ends the catch-up.
 async function ingestIsolated(line: Line, pl: ProviderLine, event: ProviderInbound): Promise<InboundOutcome> {
   try {
     return await ingestProviderEvent(line, pl, event);
@@ -101,11 +90,7 @@ async function ingestIsolated(line: Line, pl: ProviderLine, event: ProviderInbou
   }
 }
 
-/**
- * Makes the provider's webhooks for this line point at this server's own inbound URL (from its
- * PUBLIC_URL), registering again, and removing registrations under an old address, when they
- * do not. Providers whose webhook the operator sets (Twilio) are left as they are.
- */
+/** Providers whose webhook the operator sets (Twilio) are left as they are. */
 async function syncWebhooks(line: Line): Promise<void> {
   const provider = findProvider(line.provider);
   if (!provider?.inbound || line.isSandbox || !line.isActive) return;
@@ -131,7 +116,7 @@ async function syncWebhooks(line: Line): Promise<void> {
   }
 }
 
-/** Catches a line up with its provider; concurrent calls for one line share one run. */
+/** Concurrent calls for one line share one run. */
 export function catchUpLine(lineId: string): Promise<CatchUpReport> {
   let run = running.get(lineId);
   if (!run) {
@@ -141,21 +126,15 @@ export function catchUpLine(lineId: string): Promise<CatchUpReport> {
   return run;
 }
 
-// Line checks (probe and catch-up) run a bounded number at a time per process, shared fairly
-// between accounts (fairSlots), each with a deadline: a provider that hangs holds one slot for
-// PROVIDER_CHECK_TIMEOUT_SECONDS at most and never delays another line's check, nor the
-// monitor's next tick. A line has one check at a time, so an account's wait is bounded by its lines.
+// A provider that hangs holds a check slot for PROVIDER_CHECK_TIMEOUT_SECONDS at most; a line has one check at a time,
+// so an account's wait is bounded by its lines.
 
 const checks = processSingleton("line-check-slots", () => ({
   slots: fairSlots({ perProcess: () => config().PROVIDER_CHECK_CONCURRENCY }),
   lines: new Set<string>(),
 }));
 
-/**
- * Runs `work` for one line in a slot, within the deadline; resolves when it ended or timed out.
- * A line whose earlier check is still under way here is skipped. Work past its deadline goes on
- * (its calls have their own timeouts) but frees the slot, and the line is degraded.
- */
+/** Work past its deadline goes on (its calls have their own timeouts) but frees the slot, and the line is degraded. */
 async function checkLine(line: Line, what: string, work: () => Promise<unknown>): Promise<void> {
   const lineId = line.id;
   if (checks.lines.has(lineId)) return;
@@ -176,7 +155,6 @@ async function checkLine(line: Line, what: string, work: () => Promise<unknown>)
   }
 }
 
-/** The line's probe, then (when the provider answered) its webhook registration and catch-up. */
 async function probeAndCatchUp(line: Line): Promise<void> {
   const { line: probed, probe } = await probeLine(line);
   if (!probe.ok) return;
@@ -184,11 +162,7 @@ async function probeAndCatchUp(line: Line): Promise<void> {
   await catchUpLine(line.id);
 }
 
-/**
- * Probes every provider line not probed for PROVIDER_PROBE_SECONDS (one instance per line: the
- * probe time is claimed in the database first), then catches up the ones that answer, a bounded
- * number at a time, each within its deadline. `wait: false` returns once they are under way.
- */
+/** One instance per line: the probe time is claimed in the database first. `wait: false` returns once they are under way. */
 export async function probeDueLines(now = new Date(), options: { wait?: boolean } = {}): Promise<number> {
   const due = new Date(now.getTime() - config().PROVIDER_PROBE_SECONDS * 1000);
   const claimed = await sql<{ id: string }>(
@@ -209,14 +183,13 @@ export async function probeDueLines(now = new Date(), options: { wait?: boolean 
 /** How long provider event keys are kept for dedupe: BlueBubbles replays up to a week after a restart. */
 const PROVIDER_EVENT_RETENTION_MS = 30 * 86_400_000;
 
-/** Forgets provider event keys and delivery reports older than their retention (Message rows keep their own GUIDs). */
+/** Message rows keep their own GUIDs. */
 export async function sweepProviderEvents(now = Date.now()): Promise<number> {
   const rows = await sql(`DELETE FROM "ProviderEvent" WHERE "createdAt" < $1 RETURNING 1`, [new Date(now - PROVIDER_EVENT_RETENTION_MS)]);
   const reports = await sql(`DELETE FROM "DeliveryReport" WHERE "createdAt" < $1 RETURNING 1`, [new Date(now - DELIVERY_REPORT_RETENTION_MS)]);
   return rows.length + reports.length;
 }
 
-/** Webhook registration and catch-up for every provider line (on start). */
 export async function catchUpAll(): Promise<void> {
   const db = await getDb();
   const lines = await db.line.findMany({ where: { provider: { in: MONITORED_PROVIDERS }, isSandbox: false, isActive: true } });

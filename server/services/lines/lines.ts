@@ -14,8 +14,6 @@ import { notifyChange } from "../../cache/changes";
 import { requireSandboxOwner, sandboxStatus } from "./sandbox-state";
 import { linesForActor } from "./tenancy";
 
-// Lines and the access rules every line-scoped request goes through.
-
 /** Throws unless the caller may use this line (which must be its own or the sandbox). */
 export async function assertLineAccess(actor: Actor, line: Pick<Line, "id" | "isSandbox">): Promise<void> {
   if (line.isSandbox) {
@@ -34,7 +32,6 @@ export async function assertLineAccess(actor: Actor, line: Pick<Line, "id" | "is
 }
 export { findLine, forgetCachedLines } from "../../db/line-cache";
 
-/** Resolves a line handle (or ln_ ID) the caller may use, or throws the SPEC.md code. */
 export async function resolveLine(actor: Actor, ref: string, param = "from"): Promise<Line> {
   const value = ref.trim();
   const line = await findLine(value);
@@ -45,7 +42,6 @@ export async function resolveLine(actor: Actor, ref: string, param = "from"): Pr
   return line;
 }
 
-/** Loads a line by ID for an object the caller already owns, and checks access to it. */
 export async function assertLineIdAccess(actor: Actor, lineId: string): Promise<Line> {
   const line = await findLine(lineId);
   if (!line) throw new Error(`line ${lineId} vanished`);
@@ -98,21 +94,15 @@ export async function createLine(input: CreateLineInput): Promise<Line> {
   return line;
 }
 
-// The owner's line management (dashboard): simulated lines get a free +1555 01xx xxxx handle.
-
 export const CreateSimulatedLineBody = z.object({
   label: z.string().trim().max(100).nullable().optional(),
   service: z.enum(["imessage", "sms", "auto"]).default("imessage"),
   advanced_features: z.boolean().default(false),
-  /**
-   * A specific simulated number (+1 555 01xx xxxx, a range no real phone has); a free one when
-   * absent. A real number or Apple ID becomes a line's handle only by the operator (CLI), so no
-   * account can claim one it does not hold and lock its owner out.
-   */
+  /** A real number or Apple ID becomes a line's handle only by the operator (CLI), so no account can claim one it does
+   * not hold and lock its owner out. */
   handle: z.string().trim().min(4).max(320).optional(),
 });
 
-/** The fictional range simulated lines are numbered in: +1 555 01xx xxxx. */
 export function isSimulatedNumber(handle: string): boolean {
   return /^\+155501\d{5}$/.test(normalizeHandle(handle));
 }
@@ -150,7 +140,6 @@ export async function createSimulatedLine(actor: Actor, input: z.output<typeof C
   return serializeLine(line);
 }
 
-/** Renames, deactivates (writes then answer `invalid_parameter_value` on `from`) or reactivates a line. */
 export async function updateLine(actor: Actor, input: z.output<typeof UpdateLineBody>) {
   const db = await getDb();
   const line = await db.line.findFirst({ where: { id: input.id, accountId: actor.accountId } });

@@ -4,12 +4,10 @@ import type { Line } from "../../generated/prisma/client";
 import { normalizeHandle } from "../../kernel/handles";
 import { newId } from "../../kernel/ids";
 
-// The shared sandbox line: one per service, used by every account that activates the sandbox.
 // Its own module, below both lines.ts and tenancy.ts, which each need it.
 
 let sandboxLinePromise: Promise<Line> | undefined;
 
-/** The shared sandbox line, created (or renamed to SANDBOX_LINE_HANDLE) on first use. */
 export function sandboxLine(): Promise<Line> {
   sandboxLinePromise ??= (async () => {
     const db = await getDb();

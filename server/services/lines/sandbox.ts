@@ -7,9 +7,6 @@ import { notifyChange } from "../../cache/changes";
 import { sandboxLine } from "./sandbox-line";
 import { requireSandboxOwner } from "./sandbox-state";
 
-// The sandbox: one shared line every key may use once its account has paired a phone by
-// texting the activation code. 50 messages per account per UTC day (SANDBOX_DAILY_LIMIT).
-
 export const DAY_MS = 86_400_000;
 export const sandboxQuotaBucket = (accountId: string) => `sandbox:${accountId}`;
 
@@ -46,7 +43,6 @@ export async function getSandbox(actor: Actor, now = Date.now()) {
   };
 }
 
-/** Starts activation: issues the code to text (idempotent while pending or active). */
 export async function activateSandbox(actor: Actor) {
   requireSandboxOwner(actor);
   const db = await getDb();

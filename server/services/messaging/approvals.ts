@@ -16,17 +16,10 @@ import { keysetAsc, PageQuery, toPage } from "../../wire/pagination";
 import { serializeChat, serializeOutboxItem } from "../../wire/serializers";
 import { getChat } from "./chats";
 
-// Approval of sends by keys with require_approval (docs/agents.md): the owner approves or
-// rejects each held send (dashboard, POST /v1/outbox/approve and /reject with the
-// outbox:approve scope, GraphQL). The opt-in webhook event outbox.approval_requested tells the
-// owner's tooling that one waits.
-
-/** Who reviewed or paused: the signed-in user, else the API key. */
 export function actorName(actor: Actor): string {
   return actor.userId ?? actor.keyId ?? actor.accountId;
 }
 
-/** The webhook event of a send that waits for approval, written with the item. */
 export async function requestApproval(unit: Unit, id: string): Promise<void> {
   const [item] = await unit.query<OutboxItem>(`SELECT * FROM "OutboxItem" WHERE id = $1`, [id]);
   if (!item) return;
@@ -41,7 +34,7 @@ async function notReviewable(actor: Actor, id: string): Promise<ApiError> {
   return new ApiError("outbox_item_not_reviewable", `Outbox item ${id} is ${what}: only a send waiting for approval can be approved or rejected.`, { param: "id" });
 }
 
-/** Approves a send waiting for approval: it goes now, or at the send_at it asked for. */
+/** It goes now, or at the send_at it asked for. */
 export async function approveSend(actor: Actor, id: string) {
   const item = await findOutboxItem(actor, id);
   const approved = await approveHeld(item.id, actorName(actor));
@@ -51,7 +44,6 @@ export async function approveSend(actor: Actor, id: string) {
   return serializeOutboxItem(approved);
 }
 
-/** Rejects a send waiting for approval: it ends failed with error "rejected" and never goes. */
 export async function rejectSend(actor: Actor, id: string) {
   const item = await findOutboxItem(actor, id);
   const rejected = await rejectHeld(item, actorName(actor));
@@ -59,10 +51,8 @@ export async function rejectSend(actor: Actor, id: string) {
   return serializeOutboxItem(rejected);
 }
 
-// The dashboard's approval queue: each waiting send with what it carries, its chat, line and
-// key, and the chat's last messages, in a fixed number of queries whatever the page's size.
+// The dashboard's queue, in a fixed number of queries whatever the page's size.
 
-/** Messages of each chat shown around a waiting send. */
 const CONTEXT_MESSAGES = 5;
 
 export const ApprovalQueueQuery = PageQuery.extend({
@@ -72,7 +62,6 @@ export const ApprovalQueueQuery = PageQuery.extend({
 /** Waiting for approval, read through the (status, availableAt) index: such an item's due time is NEVER until it is reviewed. */
 const waitingWhere = { status: "held", holdReason: "approval", availableAt: { gte: NEVER } };
 
-/** How many sends wait for the caller's approval (the nav's badge). */
 export async function countWaitingApprovals(actor: Actor): Promise<number> {
   const db = await getDb();
   return db.outboxItem.count({ where: { ...(await outboxScope(actor)), ...waitingWhere } });
@@ -89,7 +78,7 @@ interface ContextRow {
   attachments: number;
 }
 
-/** The last `n` messages of each chat, newest first: one index probe per chat (chatId, sentAt desc). */
+/** One index probe per chat (chatId, sentAt desc). */
 function lastMessagesOf(accountId: string, chatIds: string[], n: number) {
   return sql<ContextRow>(
     `SELECT m.* FROM unnest($1::text[]) AS c(id) CROSS JOIN LATERAL (
@@ -102,7 +91,6 @@ function lastMessagesOf(accountId: string, chatIds: string[], n: number) {
 
 const unique = (values: (string | null | undefined)[]) => [...new Set(values.filter((v): v is string => !!v))];
 
-/** Sends waiting for the caller's approval, oldest first, each with its context. */
 export async function listApprovalQueue(actor: Actor, input: z.output<typeof ApprovalQueueQuery>) {
   const db = await getDb();
   const page = keysetAsc(input.cursor);
@@ -156,7 +144,6 @@ export async function listApprovalQueue(actor: Actor, input: z.output<typeof App
         chat: chat ? serializeChat(chat) : null,
         line: line ? { id: line.id, handle: line.handle, label: line.isSandbox ? "Sandbox" : line.label } : { id: item.lineId, handle: item.lineId, label: null },
         api_key: key ? { id: key.id, name: key.name, prefix: key.prefix } : item.apiKeyId ? { id: item.apiKeyId, name: null, prefix: null } : null,
-        /** The chat's last messages, oldest first. */
         context: (item.chatId ? (contextOf.get(item.chatId) ?? []) : [])
           .map((m) => ({ id: m.id, text: m.text, is_from_me: m.isFromMe, is_audio_message: m.isAudioMessage ?? false, sender: m.sender, sent_at: m.sentAt.getTime(), attachments: m.attachments }))
           .reverse(),
@@ -165,7 +152,7 @@ export async function listApprovalQueue(actor: Actor, input: z.output<typeof App
   };
 }
 
-/** Who an ID recorded as pausedBy or reviewedBy (actorName) is, as the owner reads it; tenancy: only this account's user, keys and itself. */
+/** Tenancy: only this account's user, keys and the account itself. */
 async function whoIs(actor: Actor, id: string | null): Promise<{ id: string; kind: "user" | "api_key" | "account" | "unknown"; name: string } | null> {
   if (!id) return null;
   const db = await getDb();
@@ -182,7 +169,6 @@ async function whoIs(actor: Actor, id: string | null): Promise<{ id: string; kin
   return { id, kind: "unknown", name: id };
 }
 
-/** A chat's takeover state: since when automated sending is paused, and who paused it (an email or a key's name). */
 export async function chatTakeover(actor: Actor, chatId: string) {
   const chat = await getChat(actor, chatId);
   return { object: "chat_takeover" as const, chat_id: chat.id, paused_at: chat.paused_at, paused_by: chat.paused_at ? await whoIs(actor, chat.paused_by) : null };

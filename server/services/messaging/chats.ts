@@ -10,7 +10,6 @@ import { rejectForeignId } from "../access/id-params";
 import { assertLineAccess, resolveLine } from "../lines/lines";
 import { whereOnLine } from "../lines/tenancy";
 
-/** The chat named by `to` (cht_ ID, phone number or account ID) on a line, for this account. */
 export async function resolveChat(actor: Actor, line: Line, to: string, param = "to"): Promise<Chat> {
   const db = await getDb();
   const value = to.trim();
@@ -26,11 +25,7 @@ export async function resolveChat(actor: Actor, line: Line, to: string, param = 
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/**
- * The one-to-one chat with `to` on the line, created when the line never talked to it: a line
- * whose contact-first rule is off may message people first. `to` must be a phone number (E.164
- * after normalizing), or on an iMessage line an email address.
- */
+/** Created when the line never talked to `to`: a line whose contact-first rule is off may message people first. */
 export async function openChat(actor: Actor, line: Line, to: string): Promise<Chat> {
   const identifier = normalizeHandle(to);
   const sms = line.service === "sms";
@@ -72,7 +67,6 @@ export async function listChats(
   return toPage(rows, input.limit, serializeChat, (c) => [c.lastMessageAt?.getTime() ?? null, c.id]);
 }
 
-/** One chat by cht_ ID (the dashboard's conversation view). */
 export async function getChat(actor: Actor, id: string) {
   const db = await getDb();
   const chat = await db.chat.findFirst({ where: { id, accountId: actor.accountId }, include: { line: true } });
@@ -81,14 +75,13 @@ export async function getChat(actor: Actor, id: string) {
   return { ...serializeChat(chat), line_handle: chat.line.handle };
 }
 
-/** The owner opened the chat: what arrived until now is read (the marker only moves forward). */
+/** The marker only moves forward. */
 export async function markChatRead(actor: Actor, id: string, at = new Date()) {
   const chat = await getChat(actor, id);
   await moveReadMarker(actor.accountId, chat.id, at);
   return { object: "chat_read" as const, chat_id: chat.id, read_at: at.getTime() };
 }
 
-/** What arrived in a chat until `at` is read: the owner opened it, or sent a read receipt to it. */
 export async function moveReadMarker(accountId: string, chatId: string, at = new Date()): Promise<void> {
   const db = await getDb();
   await db.chat.updateMany({ where: { id: chatId, accountId, OR: [{ lastReadAt: null }, { lastReadAt: { lt: at } }] }, data: { lastReadAt: at } });

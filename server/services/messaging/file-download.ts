@@ -5,11 +5,8 @@ import { ApiError } from "../../kernel/errors";
 import { storage } from "../../storage";
 import { verifyFileUrl } from "../../storage/signed-urls";
 
-// GET /api/files/<file_id>?expires=&signature=: the bytes behind a signed link. Uploads are the
-// uploader's bytes under the uploader's Content-Type, and by default this route shares the
-// dashboard's origin, so a file must never render as an active document there: only inert
-// types (raster images, audio, video, PDF) are shown inline, everything else is a download,
-// and every response carries a sandbox CSP (no scripts, no same-origin access, no subresources)
+// Uploads are the uploader's bytes under the uploader's Content-Type, and this route shares the dashboard's origin by
+// default: only inert types are shown inline, everything else is a download, and every response carries a sandbox CSP
 // and nosniff. FILES_PUBLIC_URL moves downloads to an origin of their own.
 
 /** Types a browser displays without running anything from the file. SVG is not one (it runs scripts). */
@@ -43,7 +40,6 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 
 const FILE_RESPONSE_CSP = "sandbox; default-src 'none'";
 
-/** Content-Type and Content-Disposition for a stored file. */
 function fileDisposition(mimeType: string, filename: string): { contentType: string; disposition: string } {
   const type = mimeType.toLowerCase();
   const contentType = MIME.test(type) ? type : "application/octet-stream";
@@ -55,12 +51,8 @@ function fileDisposition(mimeType: string, filename: string): { contentType: str
   return { contentType, disposition: `${mode}; filename="${ascii}"; filename*=UTF-8''${utf8}` };
 }
 
-/**
- * The host a browser addressed: X-Forwarded-Host behind a proxy, else Host. A client may name
- * any host there, but only in its own requests: a page cannot make a visitor's browser send
- * X-Forwarded-Host or another Host on a navigation or a subresource, so a file still never
- * renders on the dashboard's origin, and answers are private (no shared cache keeps one).
- */
+// A client may name any host here, but only in its own requests: a page cannot make a visitor's browser send another
+// Host or X-Forwarded-Host, so a file still never renders on the dashboard's origin (and answers are private).
 function requestHost(request: Request): string {
   const forwarded = request.headers.get("x-forwarded-host")?.split(",")[0]?.trim();
   return (forwarded || request.headers.get("host") || new URL(request.url).host).toLowerCase();

@@ -8,10 +8,6 @@ import { fileUrlSigner } from "../../storage/signed-urls";
 import { requireIdKind } from "../access/id-params";
 import { fileInScope } from "../lines/tenancy";
 
-// Uploaded files (POST /v1/files): raw bytes with their Content-Type and an optional
-// X-Filename, referenced later by messages and audio messages. Downloads go through signed,
-// expiring URLs (GET /v1/files?id= answers 302 to one).
-
 export const MAX_FILE_BYTES = 100 * 1024 * 1024;
 const MIME = /^[\w.+-]+\/[\w.+-]+$/;
 
@@ -48,7 +44,6 @@ export function serializeFile(file: File, url: (id: string) => string) {
   };
 }
 
-/** The file's MIME type from a Content-Type header (parameters dropped). */
 export function mimeTypeOf(contentType: string | null): string {
   const type = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (!type) return "application/octet-stream";
@@ -56,7 +51,6 @@ export function mimeTypeOf(contentType: string | null): string {
   return type;
 }
 
-/** A safe display name: no path, no control characters, at most 255 characters. */
 export function cleanFilename(raw: string | null, mimeType: string): string {
   let name = raw ?? "";
   try {
@@ -69,7 +63,6 @@ export function cleanFilename(raw: string | null, mimeType: string): string {
   return `file.${EXTENSIONS[mimeType] ?? "bin"}`;
 }
 
-/** Whether s is base64: its alphabet, ASCII whitespace anywhere, at most two trailing '='. One pass. */
 export function isBase64(s: string): boolean {
   let padding = 0;
   for (let i = 0; i < s.length; i++) {
@@ -87,14 +80,12 @@ export function isBase64(s: string): boolean {
 
 const BASE64_DATA = /[A-Za-z0-9+/]+/g;
 
-/** How many bytes base64 text (checked with isBase64) decodes to. */
 export function base64Size(s: string): number {
   let chars = 0;
   for (const [run] of s.matchAll(BASE64_DATA)) chars += run.length;
   return Math.floor((chars * 3) / 4);
 }
 
-/** The bytes of base64 text (checked with isBase64), decoded a slice at a time rather than all at once. */
 export function* base64Chunks(s: string, sliceChars = 256 * 1024): Generator<Uint8Array> {
   let pending = "";
   for (const [run] of s.matchAll(BASE64_DATA)) {
@@ -107,10 +98,7 @@ export function* base64Chunks(s: string, sliceChars = 256 * 1024): Generator<Uin
   if (pending) yield Buffer.from(pending, "base64");
 }
 
-/**
- * A new File of the caller's account from an upload already in storage (POST /v1/files streams
- * it there; GraphQL uploadFile decodes it there). The blob is the caller's to discard if this throws.
- */
+/** The blob is the caller's to discard if this throws. */
 export async function uploadFile(actor: Actor, input: { blob: StoredBlob; contentType: string | null; filename: string | null }) {
   if (input.blob.size === 0) throw new ApiError("empty_file", "The uploaded file is empty (0 bytes).");
   const mimeType = mimeTypeOf(input.contentType);
@@ -118,7 +106,6 @@ export async function uploadFile(actor: Actor, input: { blob: StoredBlob; conten
   return serializeFile(file, await fileUrlSigner());
 }
 
-/** Stores bytes as a new File of the caller's account (files the service makes). */
 export async function storeFile(actor: Actor, input: { bytes: Uint8Array; mimeType: string; filename: string }): Promise<File> {
   return createFileRow(actor, await storeBlob(input.bytes), input.mimeType, input.filename);
 }
@@ -138,14 +125,13 @@ async function createFileRow(actor: Actor, blob: StoredBlob, mimeType: string, f
   });
 }
 
-/** The stored bytes of a file found with findFile, as a stream. */
 export async function openFileBytes(file: File): Promise<AsyncIterable<Uint8Array>> {
   const blob = await storage().open(file.storageKey);
   if (!blob) throw new Error(`the bytes of ${file.id} are missing from storage (${file.storageKey})`);
   return blob.stream;
 }
 
-/** A file of the caller's account, or file_not_found; line_not_accessible for a file received on a line the key may not use. */
+/** line_not_accessible for a file received on a line the key may not use. */
 export async function findFile(actor: Actor, id: string, param = "id"): Promise<File> {
   requireIdKind("file", id, param);
   const db = await getDb();

@@ -8,10 +8,8 @@ import { resolveLine } from "../lines/lines";
 import { whereForActor, whereOnLine } from "../lines/tenancy";
 import { chatSearch, getChat } from "./chats";
 
-// The dashboard's inbox: the account's chats (every line, or one), each with its last message,
-// its unread count (inbound messages after the owner last opened it) and the state of its last
-// send; and a chat's sends that have no message yet (pending or failed), which the conversation
-// shows from the database, so a failed send stays until it is sent again.
+// A chat's sends that have no message yet (pending or failed) come from the outbox, so a failed send stays in the
+// conversation until it is sent again.
 
 export const InboxQuery = PageQuery.extend({
   line: z.string().trim().min(1).max(320).optional().describe("One line's handle or ln_ ID; all lines when absent"),
@@ -29,7 +27,7 @@ interface LastMessageRow {
   attachments: number;
 }
 
-/** Each chat's newest message: one index probe per chat (chatId, sentAt desc). */
+/** One index probe per chat (chatId, sentAt desc). */
 function lastMessages(chatIds: string[]) {
   return sql<LastMessageRow>(
     `SELECT m.* FROM unnest($1::text[]) AS c(id) CROSS JOIN LATERAL (
@@ -40,7 +38,6 @@ function lastMessages(chatIds: string[]) {
   );
 }
 
-/** Inbound messages after each chat's read marker (all of them when it was never opened). */
 function unreadCounts(accountId: string, chatIds: string[]) {
   return sql<{ chatId: string; unread: number }>(
     `SELECT m."chatId", count(*)::int AS unread FROM "Message" m JOIN "Chat" c ON c.id = m."chatId"
@@ -51,7 +48,6 @@ function unreadCounts(accountId: string, chatIds: string[]) {
   );
 }
 
-/** Each chat's newest send that has no message yet (pending, held, claimed or failed; not canceled, not sent again). */
 function lastUnsent(chatIds: string[]) {
   return sql<{ chatId: string; id: string; status: string; error: string | null; createdAt: Date }>(
     `SELECT o.* FROM unnest($1::text[]) AS c(id) CROSS JOIN LATERAL (
@@ -105,10 +101,6 @@ export async function listInbox(actor: Actor, input: z.output<typeof InboxQuery>
   };
 }
 
-/**
- * A chat's sends that have no message yet: pending, being sent, or failed and not sent again
- * (newest first, at most `limit`). The conversation shows them among its messages by time.
- */
 export async function unsentSends(actor: Actor, chatId: string, limit = 50) {
   const chat = await getChat(actor, chatId);
   const db = await getDb();

@@ -13,11 +13,7 @@ import { searchMessages } from "./search";
 
 export type MessageJson = ReturnType<typeof serializeMessage>;
 
-/**
- * Finds a message of the caller's account by msg_ ID or platform GUID, checking line access.
- * A GUID is unique per line, so one account may hold it on several lines: the one in
- * `inChat` (the chat a reply or reaction goes to) wins.
- */
+/** A GUID is unique per line, so one account may hold it on several: the one in `inChat` wins. */
 export async function findMessage(actor: Actor, ref: string, param: string, inChat?: string): Promise<Message> {
   const db = await getDb();
   const value = ref.trim();
@@ -38,7 +34,6 @@ export async function getMessage(actor: Actor, id: string): Promise<MessageJson>
   return serializeMessage(full, await fileUrlSigner());
 }
 
-/** A line's (or one chat's) messages, newest first; with `query`, only those whose text matches it (search.ts). */
 export async function listMessages(
   actor: Actor,
   input: { from: string; to?: string; limit: number; cursor?: string; fromMe?: boolean; query?: string },
@@ -65,10 +60,7 @@ export async function listMessages(
   return toPage(rows, input.limit, (m) => serializeMessage(m, url), (m) => [m.sentAt.getTime(), m.id]);
 }
 
-/**
- * A page of a chat's messages, newest first, with each message's current reactions and the
- * message it replies to (dashboard conversation view): three queries whatever the page size.
- */
+/** Three queries whatever the page size. */
 export async function listConversation(actor: Actor, input: { chat_id: string; limit: number; cursor?: string }) {
   const chat = await getChat(actor, input.chat_id);
   const db = await getDb();

@@ -18,20 +18,15 @@ import { scheduledTime } from "./schedule";
 
 export { OUTBOX_STATUSES, type OutboxStatus };
 
-/**
- * A key with guardrails (an automated sender) reaches only the sends it made: it may not read,
- * cancel or move the owner's or another agent's. Other callers reach every send of their lines.
- */
+/** A key with guardrails reaches only the sends it made; other callers reach every send of their lines. */
 function ownSends(actor: Actor): { apiKeyId?: string | null } {
   return actor.guardrails ? { apiKeyId: actor.keyId } : {};
 }
 
-/** The outbox items the caller reaches: on its lines (or on one it resolved), its own sends when guarded. */
 export async function outboxScope(actor: Actor, line?: Pick<Line, "id"> | null) {
   return { ...(line ? whereOnLine(actor, line) : await whereForActor(actor)), ...ownSends(actor) };
 }
 
-/** An outbox item the caller reaches (outboxScope), or outbox_item_not_found. */
 export async function findOutboxItem(actor: Actor, id: string) {
   requireIdKind("outbox", id, "id");
   const db = await getDb();
@@ -45,12 +40,11 @@ export async function getOutboxItem(actor: Actor, id: string) {
   return outboxItemView(await findOutboxItem(actor, id));
 }
 
-/** An item the caller may read, as GET /v1/outbox shows it (with what holds it up on its line). */
 export async function outboxItemView(item: OutboxItem) {
   return serializeOutboxItem(item, (await lineHolds([item])).get(item.id) ?? null);
 }
 
-/** The filter of a status as the API names it: held items are pending on the wire. */
+/** Held items are pending on the wire. */
 function statusWhere(status: OutboxStatus | undefined) {
   if (!status) return {};
   return { status: status === "pending" ? { in: ["pending", "held"] } : status };
@@ -58,19 +52,14 @@ function statusWhere(status: OutboxStatus | undefined) {
 
 export type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
 
-/** Held items of one reason (a scheduled send stored before reasons were: none). */
+/** A scheduled send stored before reasons were has none. */
 function holdWhere(reason: StoredHoldReason) {
   return { status: "held", ...(reason === "scheduled" ? { OR: [{ holdReason: reason }, { holdReason: null }] } : { holdReason: reason }) };
 }
 
-/** The status as the API names it (for messages). */
 const wireStatus = (status: string) => (status === "held" ? "pending" : status);
 
-/**
- * What holds up due pending items on provider lines, read from their line (never stored): a
- * disconnected line (line_unavailable, until it is back), else the line's pace (line_rate,
- * until its next send slot). Simulated lines send at once: nothing.
- */
+/** Read from the line, never stored: disconnected (line_unavailable), else its pace (line_rate). */
 async function lineHolds(items: OutboxItem[], now = new Date()): Promise<Map<string, LineHold>> {
   const out = new Map<string, LineHold>();
   for (const item of items) {
@@ -89,7 +78,6 @@ interface OutboxFilter {
   hold_reason?: StoredHoldReason;
 }
 
-/** The items a listing shows (GET /v1/outbox, GraphQL outbox): the caller's scope, narrowed by the filters. */
 export async function outboxWhere(actor: Actor, input: OutboxFilter) {
   const scope = await outboxScope(actor, input.from ? await resolveLine(actor, input.from) : null);
   return { ...scope, ...(input.hold_reason ? holdWhere(input.hold_reason) : statusWhere(input.status)) };
@@ -107,12 +95,8 @@ export async function listOutbox(actor: Actor, input: OutboxFilter & { limit: nu
   return toPage(rows, input.limit, (o) => serializeOutboxItem(o, holds.get(o.id) ?? null), (o) => [o.id]);
 }
 
-/**
- * DELETE /v1/outbox?id=: a pending item (scheduled, held, or waiting its turn) ends failed
- * with error "canceled". The update only matches a pending row, so a claim or an approval
- * racing it leaves exactly one winner: a claimed item, or one the owner approved to go now, is
- * on its way and can no longer be canceled.
- */
+// The update only matches a pending row, so a claim or an approval racing it leaves exactly one winner: a claimed
+// item, or one the owner approved to go now, is on its way and can no longer be canceled.
 export async function cancelOutboxItem(actor: Actor, id: string) {
   const item = await findOutboxItem(actor, id);
   const canceled = await cancelPending(item.id);
@@ -131,7 +115,6 @@ export const RescheduleBody = z
   .object({ send_at: z.number().int("must be a whole number of Unix milliseconds").describe("The new time (Unix ms): in the future, at most 365 days ahead") })
   .strict();
 
-/** PATCH /v1/outbox?id=: moves a pending item's send to `send_at` (held as scheduled until then). */
 export async function rescheduleOutboxItem(actor: Actor, id: string, input: z.output<typeof RescheduleBody>) {
   const at = scheduledTime(input.send_at)!;
   const item = await findOutboxItem(actor, id);

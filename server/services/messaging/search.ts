@@ -11,27 +11,12 @@ import { assertLineAccess, findLine, resolveLine } from "../lines/lines";
 import { sandboxLine } from "../lines/sandbox-line";
 import { rejectForeignId } from "../access/id-params";
 
-/** A message as the wire shows it (the same as GET /v1/messages). */
 type MessageJson = ReturnType<typeof serializeMessage>;
 
-// Full-text search over message text: the account's messages, or one line's, or one chat's,
-// that match a web-search style query (words, "a phrase", -excluded, or), newest first and
-// paged like GET /v1/messages. "Message"."textSearch" is to_tsvector('simple', text), a stored
-// generated column with a GIN index (migration 20261127090542_message_text_search).
-//
-// Newest first is what makes this more than one statement. The GIN index finds the matches
-// of a rare word at once but returns them unordered, so a common word ("the", 18% of the
-// bench's million messages) costs a sort of every match (~400 ms); reading a line's messages
-// newest first by its (lineId, accountId, sentAt, id) index and testing each one is cheap for a
-// common word and reads the whole line for a rare one. PostgreSQL's choice between the two
-// rests on its statistics of lexemes, which misjudge the rare ones (measured: 375 ms for a
-// 24-match word on one line), so the choice is made here, by looking: first the newest
-// WINDOW messages of each line in scope; when they hold a full page of matches newer than
-// every unfinished window, that is the page. Otherwise their share of matches says how far
-// to read for a page: a second, larger window when that stays under MAX_SCANNED messages,
-// else the GIN index (a word that rare has few matches to sort).
+// Newest first is the hard part (docs/benchmarks.md, "Search"): the newest WINDOW messages of each line in scope are
+// tested first; when they do not hold a page newer than every window's edge, their share of matches says how far a
+// second window must read (up to MAX_SCANNED), and a rarer word goes to the GIN index.
 
-/** The search text (REST `query`, GraphQL `query`, tRPC `query`). */
 export const SearchText = z
   .string()
   .trim()
@@ -41,17 +26,13 @@ export const SearchText = z
 
 interface SearchMessagesInput {
   query: string;
-  /** The line's handle or ln_ ID; every line the caller may read when absent. */
   line?: string;
-  /** Only this chat: cht_ ID, or a contact of `line`. */
   chat?: string;
   limit: number;
   cursor?: string;
 }
 
-/** Messages read newest first per line before anything else is tried. */
 const WINDOW = 1000;
-/** The most messages a second window may read in all; past that the GIN index answers. */
 const MAX_SCANNED = 20_000;
 const CONFIG = "simple";
 
@@ -68,7 +49,6 @@ interface WindowRow {
   hit_ats: number[] | null;
 }
 
-/** Whether key a comes before key b newest first ((sentAt, id) descending). */
 const newer = (a: Hit, b: Hit) => a.at > b.at || (a.at === b.at && a.id > b.id);
 
 interface Scope {
@@ -89,10 +69,7 @@ function scopeWhere(scope: Scope, params: unknown[], lineExpr: string): string {
   return parts.join(" AND ");
 }
 
-/**
- * The newest `size` messages of each line in scope: how many there were, the oldest of them,
- * and the first `take` matches. Empty when the query has no lexeme (only punctuation).
- */
+/** Empty when the query has no lexeme (only punctuation). */
 async function windows(query: string, scope: Scope, size: number, take: number): Promise<WindowRow[]> {
   const params: unknown[] = [query, scope.lineIds];
   const where = scopeWhere(scope, params, `m."lineId" = l.id`);
@@ -114,7 +91,6 @@ async function windows(query: string, scope: Scope, size: number, take: number):
   );
 }
 
-/** Every match in scope through the GIN index, sorted: the first `take`. */
 async function indexed(query: string, scope: Scope, take: number): Promise<Hit[]> {
   const params: unknown[] = [query, scope.lineIds];
   const where = scopeWhere(scope, params, `m."lineId" = ANY($2::text[])`);
@@ -128,7 +104,6 @@ async function indexed(query: string, scope: Scope, take: number): Promise<Hit[]
   );
 }
 
-/** The newest `take` matches (fewer when there are no more), by the windows, else the index. */
 async function newestMatches(query: string, scope: Scope, take: number): Promise<Hit[]> {
   let size = Math.max(100, Math.ceil(WINDOW / Math.max(1, scope.lineIds.length)));
   for (let pass = 0; pass < 2; pass++) {
@@ -160,7 +135,6 @@ async function linesInScope(actor: Actor): Promise<string[]> {
   return [...new Set([...own.map((l) => l.id), sandbox])];
 }
 
-/** A chat named without a line: by cht_ ID only. */
 async function chatById(actor: Actor, ref: string): Promise<Chat> {
   rejectForeignId(ref, "chat", "to");
   if (!ref.startsWith("cht_")) throw missingParam("from");
@@ -172,11 +146,7 @@ async function chatById(actor: Actor, ref: string): Promise<Chat> {
   return chat;
 }
 
-/**
- * Messages whose text matches `query`, newest first, as GET /v1/messages pages them: of one
- * chat (`chat`: cht_ ID, or a contact of `line`), of one line (`line`: handle or ln_ ID), or
- * of every line the caller may read. The rows, for GraphQL; searchMessages serializes them.
- */
+/** The rows, for GraphQL; searchMessages serializes them. */
 export async function searchMessageRows(actor: Actor, input: SearchMessagesInput): Promise<Page<MessageWithAttachments>> {
   const line = input.line ? await resolveLine(actor, input.line) : null;
   const chat = input.chat ? (line ? await resolveChat(actor, line, input.chat) : await chatById(actor, input.chat)) : null;
@@ -194,7 +164,6 @@ export async function searchMessageRows(actor: Actor, input: SearchMessagesInput
   return toPage(ordered, input.limit, (m) => m, (m) => [m.sentAt.getTime(), m.id]);
 }
 
-/** searchMessageRows as the wire's Message objects (GET /v1/messages?query=, the dashboard). */
 export async function searchMessages(actor: Actor, input: SearchMessagesInput): Promise<Page<MessageJson>> {
   const page = await searchMessageRows(actor, input);
   const url = await fileUrlSigner();

@@ -7,11 +7,6 @@ import { findFile, openFileBytes, storeFile } from "./files";
 import { enforceSandboxQuota, enqueue, fromPool, handle, parentGuid, prepareWrite, replyTo, target } from "./send";
 import { scheduledTime, sendAt } from "./schedule";
 
-// POST /v1/audio-messages: an uploaded recording goes out as a native voice memo. The upload is
-// converted (server/audio/ffmpeg.ts) before the request is answered, so a file that is not
-// usable audio is refused at once; the converted file is stored as a File of its own and sent
-// as the message's one attachment.
-
 export const SendAudioMessageBody = z.object({
   from: handle,
   to: handle,

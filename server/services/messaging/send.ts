@@ -29,13 +29,9 @@ import { checkContactFirst, policyOf } from "../../kernel/send-policy";
 import { openChat } from "./chats";
 import { choosePoolLine } from "../pools/pools";
 
-// The write side: validate, apply every policy synchronously, store a pending outbox item
-// and answer at once. Delivery happens after, in server/outbox.
-
 export const handle = z.string().trim().min(1, "must not be empty").max(320);
 
 export const replyTo = z.string().trim().min(1).max(200).nullable().optional();
-
 
 export const SendMessageBody = z.object({
   from: handle.describe("The line: its handle or ln_ ID; or a pool_ ID (extension), whose line is chosen per contact"),
@@ -47,16 +43,12 @@ export const SendMessageBody = z.object({
 });
 export type SendMessageInput = z.output<typeof SendMessageBody>;
 
-/**
- * Chats that passed the contact-first rule, per line, account and `to`. Passing never
- * reverts (a contact that messaged a line has messaged it) and a chat's identity never
- * changes, so the hot send path skips the lookup; the entry only expires to bound memory.
- */
+// Passing the contact-first rule never reverts and a chat's identity never changes, so the hot send path skips the
+// lookup; entries expire only to bound memory.
 const sendableChats = processSingleton("sendable-chats", () => new Map<string, { chat: Chat; until: number }>());
 const SENDABLE_CACHE_MS = 60_000;
 const SENDABLE_CACHE_MAX = 50_000;
 
-/** The chat a send goes to, enforcing the contact-first rule and the sandbox pairing. */
 async function targetChat(actor: Actor, line: Line, to: string): Promise<Chat> {
   const db = await getDb();
   if (line.isSandbox) {
@@ -120,10 +112,7 @@ function requireAdvanced(line: Line, what: string): void {
   }
 }
 
-/**
- * The line and chat of a write, after line access, activity, contact-first and sandbox checks.
- * `advanced` names what needs advanced features; `richOnly` what SMS lines cannot send.
- */
+/** `advanced` names what needs advanced features; `richOnly` what SMS lines cannot send. */
 export async function prepareWrite(actor: Actor, from: string, to: string, options: { advanced?: string; richOnly?: string } = {}) {
   const line = await resolveLine(actor, from);
   if (!line.isActive) throw invalidParam("from", `Line ${line.handle} is deactivated.`);
@@ -137,9 +126,7 @@ export async function prepareWrite(actor: Actor, from: string, to: string, optio
 }
 
 export interface EnqueueOptions {
-  /** The failed item this one sends again. */
   retryOf?: string | null;
-  /** Held until then (a scheduled send). */
   sendAt?: Date | null;
   poolId?: string | null;
 }
@@ -165,7 +152,7 @@ export async function enqueue(actor: Actor, line: Line, kind: OutboxKind, payloa
 
 export const target = (chat: Chat) => ({ chat_id: chat.id, to: chat.identifier, is_group: chat.isGroup });
 
-/** The GUID of the message `reply_to` names, which must be in the chat being sent to. */
+/** Which must be in the chat being sent to. */
 export async function parentGuid(actor: Actor, chat: Chat, replyTo: string | null | undefined): Promise<string | null> {
   if (!replyTo) return null;
   const parent = await findMessage(actor, replyTo, "reply_to", chat.id);
@@ -195,7 +182,6 @@ export async function sendMessage(actor: Actor, input: SendMessageInput, request
   return enqueue(actor, line, "message", payload, requestId, { sendAt: at, poolId: picked?.poolId });
 }
 
-/** A send whose `from` is a pool (pool_...): the line chosen for `to`. Null for a line. */
 export async function fromPool(actor: Actor, from: string, to: string) {
   const value = from.trim();
   return value.startsWith("pool_") ? choosePoolLine(actor, value, to) : null;
@@ -243,12 +229,8 @@ export async function sendReceipt(actor: Actor, input: z.output<typeof SendRecei
   return item;
 }
 
-/**
- * Sends a failed message again (the dashboard's Retry): a new outbox item with the same text,
- * attachments and reply, through every check a new send passes (the line active, the contact
- * first rule, the sandbox quota). The failed item stays failed; the new one names it (retryOf),
- * so the conversation shows the message once. A send already retried is not retried twice.
- */
+// The failed item stays failed; the new one names it (retryOf), so the conversation shows the message once. A send
+// already retried is not retried twice.
 export async function retrySend(actor: Actor, outboxId: string, requestId: string) {
   const item = await findOutboxItem(actor, outboxId);
   if (item.kind !== "message" || item.status !== "failed") {

@@ -8,13 +8,9 @@ import { assertLineIdAccess } from "../lines/lines";
 import { serializeChat } from "../../wire/serializers";
 import { actorName } from "./approvals";
 
-// Human takeover (docs/agents.md): the owner pauses automated sending in one chat (dashboard,
-// GraphQL, POST /v1/chats/pause and /resume). While it is paused, sends to it by keys with any
-// guardrail are refused with chat_paused; the owner's own sends (dashboard, keys without
-// guardrails) still go. The send path reads a guarded key's chat fresh, so a pause holds at
-// once on every instance.
+// Sends by keys with any guardrail are refused with chat_paused; the owner's own still go. The send path reads a
+// guarded key's chat fresh, so a pause holds at once on every instance.
 
-/** A chat of the caller's account on a line it may use, by cht_ ID. */
 async function findChat(actor: Actor, id: string): Promise<Chat> {
   requireIdKind("chat", id, "id");
   const db = await getDb();

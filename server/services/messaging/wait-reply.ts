@@ -8,12 +8,8 @@ import { resolveLine } from "../lines/lines";
 import { resolveChat } from "./chats";
 import { getMessage, type MessageJson } from "./messages";
 
-// Waiting for a contact's answer (the MCP tool wait_for_reply): the next inbound message in one
-// chat, or a timeout. The wait holds no database connection: it listens to the live events
-// (server/events/live.ts), which every instance hears through one shared LISTEN connection,
-// and reads the message once it has arrived. It takes one of the caller's stream slots, like
-// GET /v1/listen, and checks the key again every few seconds so that a revoked key's wait ends
-// within the key cache window.
+// The wait holds no database connection: it listens to the live events and reads the message once it has arrived. It
+// takes a stream slot, like GET /v1/listen, and rechecks the key every few seconds.
 
 const MAX_WAIT_SECONDS = 120;
 const DEFAULT_WAIT_SECONDS = 50;
@@ -42,13 +38,10 @@ export const WaitForReplyInput = z
 export type WaitResult = { object: "wait_result"; status: "replied"; message: MessageJson } | { object: "wait_result"; status: "timeout"; waited_seconds: number };
 
 export interface WaitOptions {
-  /** Ends the wait early (the client went away, the server stops). */
   signal?: AbortSignal;
-  /** Throws the ApiError a new request with the same key would get now (revoked, expired). */
   recheckKey: () => Promise<void>;
 }
 
-/** The first inbound message of the chat stored after `since` (our clock), if any: one indexed read. */
 async function storedSince(chatId: string, since: number): Promise<string | null> {
   const db = await getDb();
   const row = await db.message.findFirst({

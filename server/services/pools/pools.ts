@@ -11,10 +11,8 @@ import { lineBudgetUse } from "../../outbox/budgets";
 import { notifyChange } from "../../cache/changes";
 import { requireIdKind } from "../access/id-params";
 
-// Sender pools (pool_...): a named set of lines of one account. A send whose `from` is a pool
-// goes from one of its lines: the line that already talks with the contact (sticky, so a
-// conversation never changes number), otherwise the connected line with the most new-contact
-// capacity left, round-robin on ties. The choice is the outbox item's line_id.
+// A pool send goes from the line that already talks with the contact (sticky: a conversation never changes number),
+// else the connected line with the most new-contact capacity left, round-robin on ties.
 
 export const PoolName = z.string().trim().min(1, "must not be empty").max(100, "must be at most 100 characters");
 
@@ -42,10 +40,8 @@ async function poolOf(accountId: string | null, id: string, param = "id"): Promi
   return pool;
 }
 
-/** At most this many lines in a pool. */
 const MAX_POOL_LINES = 100;
 
-/** Lines by ID that must all be lines of the account (not the sandbox). */
 async function accountLines(accountId: string, lineIds: string[], param: string): Promise<Line[]> {
   const lines: Line[] = [];
   const unique = [...new Set(lineIds)];
@@ -71,7 +67,6 @@ export async function listPools(actor: Actor): Promise<{ data: PoolView[]; has_m
   return { data, has_more: false, next_cursor: null }; // an account has few pools: one page
 }
 
-/** Every pool of an account, or of all accounts (the operator CLI). */
 export async function listAccountPools(accountId: string | null): Promise<(PoolView & { account_id: string })[]> {
   const db = await getDb();
   const pools = await db.pool.findMany({
@@ -121,7 +116,6 @@ export async function deletePool(accountId: string | null, poolId: string): Prom
   return { object: "pool", id: pool.id, deleted: true };
 }
 
-/** The pool's lines the caller may use (active ones), or line_not_accessible when it may use none. */
 export async function poolLines(actor: Actor, poolId: string): Promise<{ pool: PoolWithLines; lines: Line[] }> {
   const pool = await poolOf(actor.accountId, poolId, "from");
   const visible = visibleTo(actor);
@@ -138,7 +132,6 @@ export async function poolLines(actor: Actor, poolId: string): Promise<{ pool: P
   return { pool, lines };
 }
 
-/** The line of the pool that already talks with `to` (or is about to): the newest conversation. */
 async function stickyLine(actor: Actor, lines: Line[], to: string): Promise<Line | null> {
   const ids = lines.map((l) => l.id);
   const rows = to.startsWith("cht_")
@@ -152,13 +145,12 @@ async function stickyLine(actor: Actor, lines: Line[], to: string): Promise<Line
   return lines.find((l) => l.id === rows[0]?.lineId) ?? null;
 }
 
-/** Remaining new-contact sends of a line today (the tighter of its windows); Infinity without budgets. */
+/** The tighter of its windows; Infinity without budgets. */
 async function roomOf(line: Line, now: number): Promise<number> {
   const use = await lineBudgetUse(line.id, policyOf(line), now);
   return Math.min(use.hour.remaining ?? Infinity, use.day.remaining ?? Infinity);
 }
 
-/** Which line of pool `poolId` a send to `to` goes from. */
 export async function choosePoolLine(actor: Actor, poolId: string, to: string, now = Date.now()): Promise<{ line: Line; poolId: string }> {
   const { pool, lines } = await poolLines(actor, poolId);
   const sticky = await stickyLine(actor, lines, to);

@@ -3,9 +3,6 @@ import { PageQuery } from "../../wire/pagination";
 import { OUTBOX_STATUSES } from "../messaging/outbox";
 import { SearchText } from "../messaging/search";
 
-// One zod schema per /v1 read operation, shared by REST parsing and (later) GraphQL, tRPC and
-// the OpenAPI document.
-
 const handle = z.string().trim().min(1, "must not be empty").max(320);
 
 export const ListLinesQuery = PageQuery;
@@ -13,7 +10,6 @@ const line = handle.describe("The line: its handle or ln_ ID");
 const contact = handle.describe("A phone number, platform account ID or cht_ chat ID");
 export const ListChatsQuery = PageQuery.extend({ from: line });
 export const ListMessagesQuery = PageQuery.extend({
-  /** Fetch one message by msg_ ID or GUID instead of listing. */
   id: z.string().trim().min(1).max(200).optional().describe("One message by msg_ ID or GUID (instead of a page)"),
   from: line.optional(),
   to: contact.optional().describe("Only this chat"),
@@ -35,11 +31,8 @@ export const OutboxQuery = PageQuery.extend({
     .describe("Extension. Only pending items held for this reason (approval: the sends waiting for the owner)"),
 });
 
-/** DELETE and PATCH /v1/outbox?id= */
 export const OutboxIdQuery = z.object({ id: z.string().trim().min(1, "must not be empty").max(100).describe("The obx_ ID") });
 
-/** POST /v1/chats/pause?id= and /resume */
 export const ChatIdQuery = z.object({ id: z.string().trim().min(1, "must not be empty").max(100).describe("The cht_ ID") });
 
-/** GET /v1/files?id= */
 export const FileQuery = z.object({ id: z.string().trim().min(1).max(100) });

@@ -4,23 +4,12 @@ import { sql } from "../../db";
 import { processSingleton } from "../../kernel/singleton";
 import { simulatorEnabled } from "../inbound/simulated-phone";
 
-// The dashboard overview's figures: per-day buckets over the last DAYS days, counted in SQL in
-// the browser's time zone (days start at local midnight, DST included; UTC when the zone is
-// unknown to the database). Each chart is one statement over an indexed range:
-// - messages: Message rows by sentAt, per line (lineId, accountId, sentAt index);
-// - delivery: outgoing messages (outbox kind "message") by the day their send completed
-//   (accountId, completedAt index): sent, delivered (the provider reported it, SMS), undelivered
-//   (the provider reported it undelivered or failed after accepting it) and failed (never sent);
-// - webhooks: deliveries of the day's events to the account's HTTP webhooks by their outcome
-//   (webhookId, status, createdAt index): succeeded (2xx, first attempt or a retry), failed
-//   (retries ran out, or 410 Gone) and retrying (attempted, not yet accepted);
-// - line health: each line's worst status in each day, from LineStatusChange (kept 30 days) and
-//   the line's current status.
+// Per-day buckets over the last DAYS days in the browser's time zone (local midnights, DST included; UTC when the
+// database does not know the zone). Each chart is one statement over an indexed range.
 
 const DAYS = 14;
 
 export const OverviewStatsQuery = z.object({
-  /** The browser's IANA time zone (Intl.DateTimeFormat().resolvedOptions().timeZone). */
   time_zone: z.string().trim().min(1).max(64).regex(/^[A-Za-z0-9_+\-/]+$/, "must be an IANA time zone name").optional(),
 });
 
@@ -31,7 +20,6 @@ interface DayWindow {
   now: Date;
 }
 
-/** The days of the window, oldest first: local midnights in `tz` (generate_series over local time). */
 const DAYS_CTE = `days AS (
   SELECT d::date AS day, d AT TIME ZONE $2 AS day_start, (d + interval '1 day') AT TIME ZONE $2 AS day_end
   FROM generate_series(date_trunc('day', $1::timestamptz AT TIME ZONE $2) - interval '${DAYS - 1} days',
@@ -43,12 +31,10 @@ const DAYS_CTE = `days AS (
 const SINCE = "(SELECT since FROM span)";
 const UNTIL = "(SELECT until FROM span)";
 
-/** A day bucket of a row's time `col`, in the window's zone, as the days CTE names it. */
 const bucket = (col: string) => `(date_trunc('day', ${col} AT TIME ZONE $2))::date`;
 
 const zones = processSingleton("overview-time-zones", () => new Map<string, boolean>());
 
-/** The zone if the database knows it (remembered per process), else UTC. */
 async function knownZone(tz: string | undefined): Promise<string> {
   if (!tz || tz === "UTC") return "UTC";
   let known = zones.get(tz);
@@ -77,7 +63,7 @@ interface LineRow {
   isSandbox: boolean;
 }
 
-/** The lines whose figures the caller may see: the account's (a restricted key's only), and the shared sandbox line. */
+/** A restricted key's lines only, and the shared sandbox line. */
 async function visibleLines(actor: Actor): Promise<LineRow[]> {
   const rows = await sql<LineRow>(
     `SELECT id, handle, label, platform AS provider, status, "statusReason", "statusChangedAt", "isSandbox"
@@ -99,7 +85,7 @@ interface MessageRow {
   received: number;
 }
 
-/** Messages sent and received per day on each line (the account's rows only, on the sandbox line too). */
+/** The account's rows only, on the sandbox line too. */
 function messageCounts(w: DayWindow, accountId: string, lineIds: string[]): Promise<MessageRow[]> {
   return sql<MessageRow>(
     `WITH ${DAYS_CTE}
@@ -120,7 +106,6 @@ interface DeliveryRow {
   failed: number;
 }
 
-/** Outgoing messages by the day their send completed, and how it ended. */
 function deliveryCounts(w: DayWindow, accountId: string, lineIds: string[] | null): Promise<DeliveryRow[]> {
   return sql<DeliveryRow>(
     `WITH ${DAYS_CTE}
@@ -144,7 +129,6 @@ interface WebhookRow {
   retrying: number;
 }
 
-/** Deliveries to the account's HTTP webhooks (not listen streams) by the day of their event. */
 function webhookCounts(w: DayWindow, accountId: string, lineIds: string[] | null): Promise<WebhookRow[]> {
   return sql<WebhookRow>(
     `WITH ${DAYS_CTE}
@@ -167,12 +151,8 @@ interface HealthRow {
   changes: number;
 }
 
-/**
- * Each line's worst status in each day. The status at a moment is the previous status of the
- * first change after it, or the line's current status when none came after; a day's worst is
- * the worse of its status at the start and every status it changed to that day. Null before
- * the line existed.
- */
+// The status at a moment is the previous status of the first change after it, or the current one when none came after;
+// a day's worst is the worse of its status at the start and every status it changed to.
 function healthDays(w: DayWindow, accountId: string, lineIds: string[]): Promise<HealthRow[]> {
   return sql<HealthRow>(
     `WITH ${DAYS_CTE},
@@ -206,10 +186,8 @@ interface FailingWebhookRow {
   last_error: string | null;
 }
 
-/** How far back a failed delivery makes a webhook need attention. */
 const RECENT_FAILURES_MS = 7 * 86_400_000;
 
-/** HTTP webhooks that are disabled, failing now, or had deliveries fail for good in the last 7 days. */
 function failingWebhooks(now: Date, accountId: string, lineIds: string[] | null): Promise<FailingWebhookRow[]> {
   return sql<FailingWebhookRow>(
     `SELECT w.id, w.url, w."lineId" AS line_id, w."isActive" AS is_active, w."disabledReason" AS disabled_reason,
@@ -246,7 +224,6 @@ function setupSteps(accountId: string): Promise<SetupRow[]> {
   );
 }
 
-/** Successes over everything that ended (or is retrying), or null when nothing did. */
 const rate = (good: number, total: number) => (total ? good / total : null);
 
 function byDay<R extends { day: string }>(rows: R[], dayList: string[], zero: Omit<R, "day">): R[] {
@@ -254,7 +231,6 @@ function byDay<R extends { day: string }>(rows: R[], dayList: string[], zero: Om
   return dayList.map((day) => found.get(day) ?? ({ ...zero, day } as R));
 }
 
-/** The overview's charts, the lines and webhooks that need attention, and the setup steps done. */
 export async function overviewStats(actor: Actor, input: z.output<typeof OverviewStatsQuery>, now = new Date()) {
   const w: DayWindow = { now, tz: await knownZone(input.time_zone) };
   const lines = await visibleLines(actor);

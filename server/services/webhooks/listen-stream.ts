@@ -11,16 +11,10 @@ import { renderBody } from "../../webhooks/delivery";
 import { errorEnvelope } from "../../wire/error-envelope";
 import { log } from "../../kernel/log";
 
-/** The reconnection delay a stream ended by shutdown suggests (SSE `retry`), in ms. */
 const SHUTDOWN_RETRY_MS = 500;
 
-// GET /v1/listen's response: server-sent events. First `session` (the lsn_ ID to resume
-// with, the lines and events), then one SSE event per delivery: `id` the dlv_ ID, `event` its
-// name, `data` exactly the body a webhook receives. A comment line every 15 s keeps proxies
-// from closing an idle stream. The key is checked again on every turn of the loop (each poll, and
-// each wake-up by an event, before anything is claimed); authentication's cache reloads it from
-// the database every API_KEY_CACHE_SECONDS. Once it is revoked or expired (or lacks the scope),
-// an `error` event carrying the /v1 error envelope (e.g. invalid_api_key) ends the stream.
+// The key is checked again on every turn of the loop, before anything is claimed (authentication's cache reloads it
+// every API_KEY_CACHE_SECONDS); a comment line every 15 s keeps proxies from closing an idle stream.
 
 const POLL_MS = 500;
 const KEEPALIVE_MS = 15_000;
@@ -30,9 +24,7 @@ interface ListenStreamOptions {
   accountId: string;
   requestId: string;
   requestSignal: AbortSignal;
-  /** Throws the ApiError a new request with the same key would get now (revoked, expired). */
   recheckKey: () => Promise<void>;
-  /** Called once when the stream ends (frees its stream slot). */
   onEnd: () => void;
 }
 
@@ -54,7 +46,6 @@ function listenStream(session: ListenSession, { accountId, requestId, requestSig
       send(`retry: 2000\nevent: session\ndata: ${JSON.stringify({ session: session.id, lines: session.lines, events: session.events })}\n\n`);
       let lastSend = Date.now();
       let lastTouch = Date.now();
-      /** False once the key no longer authenticates: the client got the `error` event. */
       const keyStillValid = async () => {
         try {
           await recheckKey();
@@ -103,8 +94,7 @@ function listenStream(session: ListenSession, { accountId, requestId, requestSig
         signal.removeEventListener("abort", onAbort);
         release();
         onEnd();
-        // The resume window starts now. A client that left stops hearing events at once; a
-        // stream the server ended (shutdown) keeps them for the client's resume.
+          // A client that left stops hearing events at once; a stream the server ended keeps them for the resume.
         const serverEnded = shutdownSignal().aborted;
         await (serverEnded ? touchListenSession(session) : closeListenSession(session)).catch((err: unknown) => log().warn({ err }, "could not close a listen session"));
         try {
@@ -127,7 +117,6 @@ function listenStream(session: ListenSession, { accountId, requestId, requestSig
   });
 }
 
-/** GET /v1/listen: a stream slot, the session, then the stream; refused while the server stops. */
 export async function openListenStream(actor: Actor, query: z.output<typeof ListenQuery>, request: Request, requestId: string): Promise<Response> {
   if (shutdownSignal().aborted) {
     // Connection: close, so the client's next attempt cannot reuse this socket and keep a

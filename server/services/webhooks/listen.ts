@@ -9,15 +9,9 @@ import { OPT_IN_EVENTS, WEBHOOK_EVENTS, type WebhookEvent } from "../../webhooks
 import { assertLineAccess, resolveLine } from "../lines/lines";
 import { linesForActor } from "../lines/tenancy";
 
-// `listen` sessions (GET /v1/listen, the CLI's `listen --forward-to`): the account's events
-// streamed to a developer's machine without exposing it. A session is a webhook of kind
-// "stream" per line, so events fan out to it exactly as to any webhook (same data, same
-// delivery IDs, written in the change's transaction); instead of the sender POSTing them, the
-// connected client's request claims and streams them. A session hears events only while a
-// client is connected: when the client goes, its webhooks are switched off and what was not
-// streamed yet is dropped, so an idle session costs nothing per event. A client that
-// reconnects with its session ID within SESSION_TTL_MS hears events again from then on. Only
-// a stream the server ended (shutdown) keeps hearing them, so a restart loses nothing.
+// A session is a webhook of kind "stream" per line, so events fan out to it as to any webhook, and the connected
+// client's request claims and streams them. It hears events only while a client is connected (an idle session costs
+// nothing per event); a stream the server ended (shutdown) keeps hearing them, so a restart loses nothing.
 
 export const SESSION_TTL_MS = 10 * 60_000;
 const LEASE_MS = 30_000;
@@ -40,10 +34,7 @@ export interface ListenSession {
   webhookIds: string[];
   lines: string[];
   events: WebhookEvent[];
-  /**
-   * The lastSeenAt this stream last wrote: a client that reconnected meanwhile (on this or
-   * another instance) has written a later one, and then this stream's end leaves the session on.
-   */
+  /** A client that reconnected meanwhile wrote a later one, and then this stream's end leaves the session on. */
   seenAt: Date;
 }
 
@@ -55,7 +46,6 @@ function parseEvents(raw: string | undefined): WebhookEvent[] {
   return names as WebhookEvent[];
 }
 
-/** Opens a session (or resumes `session`) on the requested lines. */
 export async function openListenSession(actor: Actor, input: z.output<typeof ListenQuery>): Promise<ListenSession> {
   const db = await getDb();
   const url = (id: string) => `stream:${id}`;
@@ -105,7 +95,6 @@ export async function openListenSession(actor: Actor, input: z.output<typeof Lis
   return { id, webhookIds: rows.map((r) => r.id), lines: usable.map((l) => l.handle), events, seenAt: now };
 }
 
-/** Claims the session's pending deliveries, oldest first, for streaming. */
 export async function claimSessionDeliveries(session: ListenSession, limit = 100): Promise<WebhookDelivery[]> {
   return sql<WebhookDelivery>(
     `UPDATE "WebhookDelivery" SET status = 'delivering', "leaseExpiresAt" = $2, attempts = attempts + 1
@@ -117,7 +106,6 @@ export async function claimSessionDeliveries(session: ListenSession, limit = 100
   ).then((rows) => rows.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id)));
 }
 
-/** Marks streamed deliveries done (written to the client's connection). */
 export async function markStreamed(deliveryIds: string[]): Promise<void> {
   if (!deliveryIds.length) return;
   await sql(
@@ -126,7 +114,6 @@ export async function markStreamed(deliveryIds: string[]): Promise<void> {
   );
 }
 
-/** Keeps the session alive (while connected, and at the disconnect for the resume window). */
 export async function touchListenSession(session: ListenSession): Promise<void> {
   const db = await getDb();
   const seenAt = new Date();
@@ -134,10 +121,7 @@ export async function touchListenSession(session: ListenSession): Promise<void> 
   session.seenAt = seenAt;
 }
 
-/**
- * The client went away: the session stops hearing events at once (no delivery is written for
- * it) and what it had not streamed is dropped. Its resume window starts now.
- */
+/** Stops hearing events at once and drops what was not streamed; the resume window starts now. */
 export async function closeListenSession(session: ListenSession): Promise<void> {
   await sqlTransaction(async (query) => {
     // Unless the client is back already (it resumed, and wrote a later lastSeenAt).
@@ -150,7 +134,6 @@ export async function closeListenSession(session: ListenSession): Promise<void> 
   });
 }
 
-/** Deletes sessions not connected for SESSION_TTL_MS (their deliveries go with them). */
 export async function deleteStaleListenSessions(now = Date.now()): Promise<number> {
   const db = await getDb();
   const { count } = await db.webhook.deleteMany({ where: { kind: "stream", lastSeenAt: { lt: new Date(now - SESSION_TTL_MS) } } });

@@ -3,10 +3,8 @@ import { config } from "../../kernel/config";
 import { ApiError } from "../../kernel/errors";
 import { processSingleton } from "../../kernel/singleton";
 
-// Caps on long-lived streams (GET /v1/listen and GraphQL subscriptions), each holding a
-// connection, a poll loop or a live-event subscriber for as long as the client stays: at most
-// MAX_STREAMS_PER_KEY open at once per API key and MAX_STREAMS_PER_ACCOUNT per account, counted
-// per app instance (a stream lives on the instance that serves it).
+// Each stream holds a connection, a poll loop or a live subscriber as long as its client stays: capped per key and per
+// account, counted per app instance (a stream lives on the instance that serves it).
 
 /** Seconds a refused client is told to wait: streams end when their clients go. */
 const STREAM_RETRY_AFTER_SECONDS = 30;
@@ -19,10 +17,7 @@ const bump = (map: Map<string, number>, id: string, by: number) => {
   else map.delete(id);
 };
 
-/**
- * Takes one stream slot for the caller, or throws 429 too_many_streams. Returns the release
- * function (idempotent), to call when the stream ends however it ends.
- */
+/** Throws 429 too_many_streams; the release is idempotent, to call however the stream ends. */
 export function acquireStreamSlot(actor: Actor): () => void {
   const { MAX_STREAMS_PER_KEY: perKey, MAX_STREAMS_PER_ACCOUNT: perAccount } = config();
   const refuse = (what: string, limit: number) =>
@@ -42,7 +37,6 @@ export function acquireStreamSlot(actor: Actor): () => void {
   };
 }
 
-/** Streams open on this instance for an account (tests, diagnostics). */
 export function openStreams(accountId: string): number {
   return open.byAccount.get(accountId) ?? 0;
 }

@@ -10,11 +10,7 @@ import { fire } from "../../kernel/signals";
 import { requireIdKind } from "../access/id-params";
 import { findWebhook } from "./webhooks";
 
-// The owner's view of webhook deliveries: the log with every attempt, resending, secret
-// rotation and re-enabling a disabled webhook.
-
 export const DELIVERY_STATUSES = ["pending", "delivering", "succeeded", "failed"] as const;
-/** How long the previous secret still verifies (and is signed with) after a rotation. */
 const PREVIOUS_SECRET_TTL_MS = 24 * 3_600_000;
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
@@ -47,13 +43,11 @@ export function serializeDelivery(d: WebhookDelivery, attempts?: WebhookAttempt[
 }
 
 export const ListDeliveriesQuery = PageQuery.extend({
-  /** One delivery, with its data and every attempt. */
   id: z.string().trim().max(100).optional().describe("One delivery (dlv_ ID), with its data and every attempt"),
   webhook_id: z.string().trim().max(100).optional().describe("The webhook whose deliveries to list"),
   status: z.enum(DELIVERY_STATUSES).optional(),
 });
 
-/** A delivery of one of the caller's webhooks (see findWebhook), or delivery_not_found. */
 export async function findDelivery(actor: Actor, id: string) {
   const notFound = () => new ApiError("delivery_not_found", `No webhook delivery with ID '${id}'.`, { param: "id" });
   requireIdKind("delivery", id, "id");
@@ -64,7 +58,6 @@ export async function findDelivery(actor: Actor, id: string) {
   return delivery;
 }
 
-/** One delivery with its data and every attempt. */
 export async function getDelivery(actor: Actor, id: string) {
   const delivery = await findDelivery(actor, id);
   const db = await getDb();
@@ -72,7 +65,6 @@ export async function getDelivery(actor: Actor, id: string) {
   return serializeDelivery(delivery, attempts) as ReturnType<typeof serializeDelivery> & { data: unknown; attempt_log: ReturnType<typeof serializeAttempt>[] };
 }
 
-/** A webhook's deliveries, newest first. */
 export async function listWebhookDeliveries(actor: Actor, input: z.output<typeof ListDeliveriesQuery> & { webhook_id: string }) {
   const webhook = await findWebhook(actor, input.webhook_id, "webhook_id");
   const db = await getDb();
@@ -85,7 +77,6 @@ export async function listWebhookDeliveries(actor: Actor, input: z.output<typeof
   return toPage(rows, input.limit, (d) => serializeDelivery(d), (d) => [d.id]) as Page<ReturnType<typeof serializeDelivery>>;
 }
 
-/** GET /v1/webhooks/deliveries: one delivery by ?id=, or a webhook's list. */
 export async function listDeliveries(actor: Actor, input: z.output<typeof ListDeliveriesQuery>) {
   if (input.id) return getDelivery(actor, input.id);
   if (!input.webhook_id) throw new ApiError("missing_required_parameter", "Pass webhook_id (or id for one delivery).", { param: "webhook_id" });
@@ -93,17 +84,13 @@ export async function listDeliveries(actor: Actor, input: z.output<typeof ListDe
 }
 
 export const ResendBody = z.object({
-  /** One delivery to send again, whatever its status. */
   id: z.string().trim().max(100).optional(),
-  /**
-   * Or every failing delivery of this webhook created at or after `since` (Unix ms): those whose
-   * retries ran out and those waiting for their next retry, which is brought forward to now.
-   */
+  /** Or every failing delivery of this webhook since `since`: those whose retries ran out and those waiting, brought forward to now. */
   webhook_id: z.string().trim().max(100).optional(),
   since: z.number().int().min(0).optional(),
 });
 
-/** Schedules deliveries again at once; the receiver sees the same delivery ID. */
+/** The receiver sees the same delivery ID. */
 export async function resendDeliveries(actor: Actor, input: z.output<typeof ResendBody>) {
   const db = await getDb();
   const again = { status: "pending", nextAttemptAt: new Date(), completedAt: null, leaseExpiresAt: null };
@@ -150,7 +137,6 @@ export async function rotateWebhookSecret(actor: Actor, input: z.output<typeof W
   return serializeWebhook(updated, { secret });
 }
 
-/** Re-enables a webhook disabled by 410 Gone or continuous failure; pending deliveries resume. */
 export async function enableWebhook(actor: Actor, input: z.output<typeof WebhookIdBody>) {
   const webhook = await findWebhook(actor, input.id);
   const db = await getDb();
@@ -159,7 +145,7 @@ export async function enableWebhook(actor: Actor, input: z.output<typeof Webhook
   return serializeWebhook(updated);
 }
 
-/** Stops deliveries to a webhook without deleting it (events meanwhile are not recorded for it). */
+/** Events meanwhile are not recorded for it. */
 export async function disableWebhook(actor: Actor, input: z.output<typeof WebhookIdBody>) {
   const webhook = await findWebhook(actor, input.id);
   const db = await getDb();

@@ -13,9 +13,6 @@ import { requireIdKind } from "../access/id-params";
 import { assertLineIdAccess, resolveLine } from "../lines/lines";
 import { whereForActor, whereOnLine } from "../lines/tenancy";
 
-// Webhook subscriptions: one line each, HTTPS URLs that are not private addresses, and only
-// the events SPEC.md delivers (plus the opt-in message.failed extension).
-
 export {  type WebhookEvent };
 /** Names clients may try that are never delivered (SPEC.md "Events"). */
 const NOT_DELIVERED = new Set(["typing.started", "typing.stopped", "receipt.read"]);
@@ -98,11 +95,7 @@ export async function listWebhooks(
   return toPage(rows, input.limit, (w) => serializeWebhook(w), (w) => [w.id]);
 }
 
-/**
- * A webhook of the caller's account, or webhook_not_found; on a line its key may not use, 403
- * line_not_accessible, as for every other object of the account's other lines (SPEC.md
- * "Authentication" 3).
- */
+/** On a line its key may not use, 403 line_not_accessible, as for every other object of those lines. */
 export async function findWebhook(actor: Actor, id: string, param = "id") {
   requireIdKind("webhook", id, param);
   const db = await getDb();
@@ -119,10 +112,7 @@ export async function deleteWebhook(actor: Actor, input: z.output<typeof DeleteW
   return { id: webhook.id, deleted: true as const };
 }
 
-/**
- * The signing secret of the webhook a create or rotate-secret response showed, for an
- * Idempotency-Key replay by the same key; null when the webhook is gone or out of reach.
- */
+/** For an Idempotency-Key replay by the same key; null when the webhook is gone or out of reach. */
 export async function currentWebhookSecret(actor: Actor, body: object): Promise<string | null> {
   const id = (body as { id?: unknown }).id;
   if (typeof id !== "string") return null;
@@ -132,7 +122,6 @@ export async function currentWebhookSecret(actor: Actor, body: object): Promise<
   );
 }
 
-/** One webhook, without its secret. */
 export async function getWebhook(actor: Actor, id: string) {
   return serializeWebhook(await findWebhook(actor, id));
 }
