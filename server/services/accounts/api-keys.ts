@@ -9,9 +9,6 @@ import { serializeApiKey } from "../../wire/serializers";
 import { checkApprovalScope } from "../access/guardrails";
 import { guardrailsOf, GuardrailsInput, serializeGuardrails, withGuardrails } from "../../kernel/guardrails";
 
-// The owner's view of API keys (dashboard): create with scopes, an optional line restriction
-// and expiry and guardrails, list with last use, revoke, replace, change guardrails. The secret is returned once, at creation.
-
 export const CreateApiKeyBody = z.object({
   name: z.string().trim().min(1, "must not be empty").max(100),
   scopes: z.array(z.enum(SCOPES)).min(1, "choose at least one scope"),

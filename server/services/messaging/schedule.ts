@@ -2,9 +2,6 @@ import { z } from "zod";
 import { invalidParam } from "../../kernel/errors";
 import { MAX_SCHEDULE_MS } from "../../outbox/holds";
 
-// Scheduled sends: the `send_at` of POST /v1/messages and /v1/audio-messages, and of a
-// reschedule (PATCH /v1/outbox).
-
 export const sendAt = z
   .number()
   .int("must be a whole number of Unix milliseconds")
