@@ -1,10 +1,6 @@
-// Which database the operator CLI works on, said on stderr before a command writes, and the
-// running server's: on PostgreSQL it connects to DATABASE_URL directly; on embedded PGlite it
-// reaches a running server's database through the Unix socket the server opened in
-// DATA_DIR/run (only the server's OS user may connect), or opens DATA_DIR itself when no
-// server runs. A server running on DATA_DIR leaves DATA_DIR/server.json
-// (server/boot/server-info.ts): the CLI refuses to use another kind of database than it
-// serves, and takes its PUBLIC_URL.
+// On embedded PGlite the CLI reaches a running server's database through the Unix socket it opened in DATA_DIR/run (only
+// the server's OS user may connect), or opens DATA_DIR itself when no server runs. It refuses another kind of database
+// than the server's (DATA_DIR/server.json) and takes its PUBLIC_URL.
 import net from "node:net";
 import path from "node:path";
 import { postgresLocation, runningServerInfo, SERVER_INFO_FILE, type ServerInfo } from "../server/boot/server-info";
@@ -12,7 +8,6 @@ import { config, resetConfig } from "../server/kernel/config";
 import { markPublicUrlGuessed } from "../server/kernel/public-url";
 import { ENV_FILES } from "./admin-env";
 
-/** Whether a server answers on the Unix socket `host`/.s.PGSQL.`port` (libpq's naming). */
 function canConnect(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ path: path.join(host, `.s.PGSQL.${port}`) });
@@ -26,7 +21,6 @@ function canConnect(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** The running server's embedded database socket as a connection URL, when it opened one and answers on it. */
 async function socketUrl(info: ServerInfo | null): Promise<string | null> {
   if (!info?.pgliteSocket) return null;
   const { host, port } = info.pgliteSocket;
@@ -37,13 +31,11 @@ async function socketUrl(info: ServerInfo | null): Promise<string | null> {
   return `postgresql://postgres@localhost:${port}/postgres?host=${encodeURIComponent(host)}`;
 }
 
-/** The database socket of a server running on DATA_DIR (for backup), or null. */
 export async function runningServerUrl(): Promise<string | null> {
   const { dataDir } = config();
   return dataDir ? socketUrl(runningServerInfo(dataDir)) : null;
 }
 
-/** A directory as the operator would type it: ./data under the working directory, else absolute. */
 function shown(dir: string): string {
   const relative = path.relative(process.cwd(), dir);
   return relative && !relative.startsWith("..") && !path.isAbsolute(relative) ? `./${relative}` : dir;
@@ -54,11 +46,7 @@ function describe(kind: "pglite" | "postgresql", dataDir: string | null, at: str
   return dataDir ? `the embedded database in ${shown(dataDir)}` : "an in-memory embedded database (DATA_DIR=:memory:, nothing is kept)";
 }
 
-/**
- * Points the CLI at the database of the server running on DATA_DIR, or refuses when that
- * server serves another kind of database (it would write where the server never reads, with
- * another credentials key). A command that writes says on stderr which database it uses.
- */
+/** It would write where the server never reads, with another credentials key. */
 export async function useServersDatabase(options: { write: boolean }): Promise<void> {
   const c = config();
   const kind = c.DATABASE_URL ? "postgresql" : "pglite";

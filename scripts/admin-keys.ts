@@ -1,9 +1,4 @@
-// Operator CLI commands of API keys (see admin.ts for the rest):
-//   admin key create --account E --name N [--scopes all|s1,s2] [--lines H1,H2] [--rate-limit N] [--expires-at UNIX_MS]
-//                    [--allow-to A,B] [--require-approval] [--max-sends-per-chat-without-reply N] [--max-sends-per-day N]
-//   admin key guard --key sk_live_...|key_... --json '{"allow_to":["+15551230001"],"max_sends_per_day":50}'
-//   admin key list [--account E] [--json]
-//   admin key revoke --key sk_live_...|key_...
+// Operator CLI commands of API keys (docs/operator-cli.md; admin.ts has the rest).
 import { parseArgs } from "node:util";
 import type { Guardrails } from "../server/kernel/guardrails";
 import type { Actor } from "../server/services/access/actor";
@@ -20,7 +15,6 @@ export const KEY_USAGE = `  admin key create --account E --name N [--scopes all|
   admin key revoke --key sk_live_...|key_...
       revokes at once: every instance refuses the key within its key cache window`;
 
-/** Whether argv is one of these commands. */
 export const isKeyCommand = (argv: string[]): boolean => argv[0] === "key";
 
 function need(values: Record<string, unknown>, name: string): string {
@@ -42,7 +36,6 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The guardrail flags of `key create`, as GuardrailsInput fields (none given: an unguarded key). */
 function guardrailFlags(values: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   const allowTo = values["allow-to"];
@@ -59,7 +52,6 @@ function guardrailFlags(values: Record<string, unknown>): Record<string, unknown
   return out;
 }
 
-/** A line of `key list`: the guardrails in force, or "unguarded". */
 function guardrailsText(g: Guardrails): string {
   const parts = [
     g.allow_to ? `allow_to=${g.allow_to.join(",")}` : "",
@@ -96,7 +88,7 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
   const { createApiKey, hashKey } = await import("../server/services/access/api-keys");
   const { GuardrailsInput } = await import("../server/kernel/guardrails");
   const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
-  /** A key by its secret or its ID, and its account's owner, as whom the operator acts (the owner may change any of its keys). */
+  /** The operator acts as the key's account owner, who may change any of its keys. */
   const keyOf = async (ref: string) => {
     const trimmed = ref.trim();
     const key = await (await getDb()).apiKey.findUnique({ where: trimmed.startsWith("sk_live_") ? { hash: hashKey(trimmed) } : { id: trimmed } });

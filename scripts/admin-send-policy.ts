@@ -1,11 +1,4 @@
-// Operator CLI commands of the send policy (see admin.ts for the rest):
-//   admin line policy --line ln_... --show
-//   admin line policy --line ln_... --json '{"quiet_hours":{"start":"21:00","end":"08:00","timezone":"America/New_York"}}'
-//   admin pool create --account E --name N --lines ln_a,ln_b
-//   admin pool add-line --pool pool_... --line ln_...
-//   admin pool remove-line --pool pool_... --line ln_...
-//   admin pool delete --pool pool_...
-//   admin pool list [--account E] [--json]
+// Operator CLI commands of the send policy and pools (docs/operator-cli.md; admin.ts has the rest).
 import { parseArgs } from "node:util";
 
 export class UsageError extends Error {}
@@ -19,7 +12,6 @@ export const SEND_POLICY_USAGE = `  admin line policy --line ln_... --show | --j
   admin pool delete --pool pool_...
   admin pool list [--account E] [--json]`;
 
-/** Whether argv is one of these commands. */
 export const isSendPolicyCommand = (argv: string[]): boolean => (argv[0] === "line" && argv[1] === "policy") || argv[0] === "pool";
 
 function need(values: Record<string, unknown>, name: string): string {

@@ -1,16 +1,5 @@
-// Operator CLI: non-interactive, for scripts. Results on stdout, errors on stderr, exit 1.
-//   npm run -s admin -- account create --email E [--password P] [--no-owner]
-//   npm run -s admin -- line create --account E --handle H [--label L] [--service imessage|sms|auto] [--advanced]
-//                                   [--provider NAME --provider-config JSON|- | --provider-config-file PATH|-] [--rate N]
-//   npm run -s admin -- line connect --line ln_... --provider NAME --provider-config JSON|- | --provider-config-file PATH|- [--rate N]
-//   npm run -s admin -- line test --line ln_...
-//   npm run -s admin -- line list [--account E] [--json]
-//   npm run -s admin -- line policy --line ln_... --show | --json '{...}'   (and pool ...: admin-send-policy.ts)
-//   npm run -s admin -- key create | guard | list | revoke ...   (admin-keys.ts)
-//   npm run -s admin -- backup --out FILE [--force]
-//   npm run -s admin -- restore --from FILE [--force]
-// It reads the server's configuration (admin-env.ts: the environment, the .env files, the
-// production defaults) and works on the running server's database (admin-database.ts).
+// Operator CLI (docs/operator-cli.md): results on stdout, errors on stderr, exit 1. It reads the server's configuration
+// (admin-env.ts) and works on the running server's database (admin-database.ts).
 import "./admin-env";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -36,7 +25,6 @@ ${SEND_POLICY_USAGE}
 ${KEY_USAGE}
   admin backup --out FILE [--force]     embedded database, files and credentials key in one .tar.gz (works while the server runs)
   admin restore --from FILE [--force]   into DATA_DIR, server stopped; --force moves existing data to DATA_DIR.before-restore-<time>`;
-
 
 /** Provider webhooks are registered by the running server, at its own PUBLIC_URL (docs/operator-cli.md), never from here. */
 const SERVER_REGISTERS = { registerWebhooks: false };
@@ -64,17 +52,12 @@ function positiveNumber(value: string, name: string): number {
 /** Provider settings are small; a larger input is a mistake (a wrong file, a binary). */
 const MAX_PROVIDER_CONFIG_BYTES = 64 * 1024;
 
-/** All of stdin (a pipe, a file or a here-document), for `-`. */
 function readStdin(): string {
   if (process.stdin.isTTY) console.error("Reading the provider settings (JSON) from the terminal; end with Ctrl-D.");
   return readFileSync(0, "utf8");
 }
 
-/**
- * The provider settings: `--provider-config JSON` (or `-`: read from stdin) or
- * `--provider-config-file PATH` (or `-`: stdin), so passwords and tokens can stay off the
- * command line and out of shell history and `ps`.
- */
+/** Also from a file or stdin, so passwords and tokens can stay off the command line and out of shell history and `ps`. */
 function providerConfig(values: { "provider-config"?: string; "provider-config-file"?: string }): Record<string, unknown> {
   const inline = values["provider-config"];
   const file = values["provider-config-file"];
@@ -117,7 +100,6 @@ function printWarnings(report: Report): void {
   for (const w of report.warnings) console.error(`warning: ${w}`);
 }
 
-/** The probe's result: a line per fact, capabilities last; --json prints the whole report. */
 function printReport(report: Report, json: boolean): void {
   if (json) {
     console.log(JSON.stringify(report, null, 2));
@@ -138,7 +120,6 @@ function appVersion(): string {
   return (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }
 
-/** backup and restore: the embedded database only, opened by server/backup/backup.ts and restore.ts themselves. */
 async function backupCommand(command: "backup" | "restore", values: { out?: string; from?: string; force?: boolean }): Promise<void> {
   if (process.env.DATABASE_URL) {
     throw new Error(

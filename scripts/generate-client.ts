@@ -1,7 +1,5 @@
-// npm run client:generate - writes packages/client/src/generated.ts: the request and response
-// types of every /v1 operation, emitted from the zod schemas of their declarations
-// (server/services/operations.ts), plus the operation table the client dispatches on. Derived,
-// not committed: npm install, npm test and client:build write it.
+// npm run client:generate: the request and response types of every /v1 operation, from the zod schemas of their
+// declarations, and the operation table the client dispatches on. Derived, not committed.
 import { readFileSync, writeFileSync } from "node:fs";
 import { z } from "zod";
 import type { Operation } from "../server/services/operation";
@@ -72,7 +70,6 @@ function emitType(type: string, schema: JsonSchema, indent: string): string {
 
 const defs = new Map<string, string>();
 
-/** Converts a zod schema; its named sub-schemas (`.meta({ id })`) become shared named types. */
 function convert(schema: z.ZodType, io: "input" | "output"): string {
   const json = z.toJSONSchema(schema, { io, target: "draft-2020-12" }) as JsonSchema;
   for (const [name, def] of Object.entries(json.$defs ?? {})) {
@@ -130,7 +127,6 @@ export const WEBHOOK_EVENTS = ${JSON.stringify(WEBHOOK_EVENTS)} as const;
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
 `;
 
-/** Writes generated.ts where it differs from what the declarations give; true when it did. */
 export function writeGeneratedClient(): boolean {
   const target = new URL("../packages/client/src/generated.ts", import.meta.url);
   let current = "";

@@ -1,6 +1,5 @@
 // npm run db:migrate -- --name X   create prisma/migrations/<timestamp>_X from schema changes
 // npm run db:deploy                apply pending migrations to DATABASE_URL or DATA_DIR
-//
 // Works offline: the diff runs in Prisma's WebAssembly schema engine against a scratch
 // in-memory PGlite that has the existing migrations applied; no native engine is needed.
 // The server's configuration (the environment, then its .env files), as for the operator CLI.

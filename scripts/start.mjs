@@ -1,16 +1,6 @@
-// npm start: the production server. It serves the production build (`npm run build`) the way
-// `next start` does (same request handler, same options: -p/--port or PORT, -H/--hostname,
-// --keepAliveTimeout; SIGTERM and SIGINT stop it gracefully, see server/boot/lifecycle.ts),
-// and answers the routes of server/transports/http/fast-routes.ts (provider webhooks, and the /v1 routes of
-// app/v1/route-table.ts) on Node's own request and response before Next's request handling,
-// which costs more than the work of a small request (taking in a provider event, reading a
-// page of chats): see docs/benchmarks.md. Their answers are compressed as Next compresses its
-// own (its compression middleware, with next.config's default compress: true). Plain JavaScript
-// on purpose: the route table comes from the app's own bundle (published on globalThis at
-// startup), so no second copy of the server code is loaded.
-// package.json runs it with --max-semi-space-size=64: a request through Next allocates a lot of
-// short-lived objects, and a 64 MB young generation (V8's default is 16 MB) means fewer
-// scavenges and less promoted to the old generation; see docs/benchmarks.md.
+// npm start: Next's request handler as `next start` runs it, behind the fast routes of server/transports/http/fast-routes.ts
+// on Node's own request and response (docs/benchmarks.md). Plain JavaScript on purpose: the route table comes from the
+// app's own bundle (published on globalThis at startup), so no second copy of the server code is loaded.
 import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
 import { createRequire } from "node:module";
@@ -29,19 +19,15 @@ function option(...names) {
   return undefined;
 }
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-// In the standalone tree (deploy/prepare-standalone.mjs copies this file to scripts/start.mjs
-// there; the Docker image runs it) there is no next.config: the build's resolved config is in
-// .next/required-server-files.json, and it is passed to Next as the tree's own server.js passes
-// it. There, as with server.js, HOSTNAME and KEEP_ALIVE_TIMEOUT also set the address and timeout.
+// The standalone tree has no next.config: the build's resolved config is in .next/required-server-files.json, passed to
+// Next as the tree's server.js passes it (HOSTNAME and KEEP_ALIVE_TIMEOUT too).
 const standalone = !existsSync(path.join(dir, "next.config.mjs")) && existsSync(path.join(dir, ".next", "required-server-files.json"));
 if (standalone) {
   process.chdir(dir);
   const { config } = JSON.parse(readFileSync(path.join(dir, ".next", "required-server-files.json"), "utf8"));
   process.env.__NEXT_PRIVATE_STANDALONE_CONFIG ??= JSON.stringify(config);
 }
-// The .env files, as Next loads them for the server (production: .env.production.local,
-// .env.local, .env.production, .env; none overrides the environment), here before PORT and
-// HOSTNAME are read. The operator CLI loads the same files (scripts/admin-env.ts).
+// Before PORT and HOSTNAME are read; the operator CLI loads the same files (scripts/admin-env.ts).
 nextEnv.loadEnvConfig(dir, false, { info: () => {}, error: (...a) => console.error(...a) });
 const port = Number(option("-p", "--port") ?? process.env.PORT ?? 3000);
 const hostname = option("-H", "--hostname") ?? (standalone ? process.env.HOSTNAME : undefined);
@@ -52,8 +38,7 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
 }
 // As `next start` does, before Next is loaded.
 process.env.NODE_ENV = "production";
-// server/boot/startup.ts calls this once the app has started (instrumentation.ts): "Ready" is
-// printed then, never before a refusal to start (which exits 1).
+// "Ready" is printed once the app has started, never before a refusal to start (which exits 1).
 const started = new Promise((resolve) => {
   globalThis[Symbol.for("relay.on-started")] = resolve;
 });
@@ -61,15 +46,12 @@ const { default: next } = await import("next");
 
 const app = next({ dev: false, dir, hostname: hostname ?? "localhost", port });
 const handle = app.getRequestHandler();
-// What Next's router does to every response it sends (next/dist/server/lib/router-server.js):
-// gzip or deflate for a client that accepts it, from 1 KiB, Vary: Accept-Encoding; and on a
-// client that went away, the zlib stream released (releaseCompressionStream).
+// As Next's router compresses (router-server.js): gzip or deflate from 1 KiB, and the zlib stream released when the client goes.
 const require = createRequire(import.meta.url);
 const compress = require("next/dist/compiled/compression")();
 const { releaseCompressionStream } = require("next/dist/server/lib/release-compression-stream");
 await app.prepare(); // then instrumentation.ts runs: the database, the runners and the route table
 
-/** The fast route table startServer published (server/transports/http/fast-routes.ts). */
 const fastRoutes = () => globalThis[Symbol.for("relay.fast-routes")];
 // instrumentation.ts runs just after prepare() returns (Next does not wait for it), so the table
 // appears a moment later; until then requests simply go through Next.
@@ -82,7 +64,6 @@ const server = http.createServer((req, res) => {
     if (!res.writableFinished) releaseCompressionStream(res);
   });
   handler(req, res).catch((err) => {
-    // The request's ID (the HTTP hook set it on the response), in the log and the envelope.
     const requestId = String(res.getHeader("request-id") ?? "");
     console.error(`[start] fast route failed (request ${requestId})`, err);
     if (!res.headersSent) res.writeHead(500, { "Content-Type": "application/json; charset=utf-8", Connection: "close" });
@@ -101,10 +82,6 @@ server.listen(port, hostname, () => {
   void started.then(() => console.log(`> Ready on http://${hostname ?? "localhost"}:${bound}`));
 });
 
-// Methods no route serves (TRACE, PROPFIND, …) and requests Node's parser refuses (431, control
-// characters, unknown methods) are answered in the JSON envelope by the HTTP hook, which sees
-// every server of the process, this one included (server/transports/http/methods.ts).
+// Methods no route serves and requests Node's parser refuses get the JSON envelope from the HTTP hook (methods.ts).
 
-// SIGTERM and SIGINT belong to the app (server/boot/lifecycle.ts): it stops accepting connections on
-// this server, lets sends, webhook attempts and requests under way finish (SHUTDOWN_GRACE_SECONDS),
-// returns unfinished work to the queue and exits 0.
+// SIGTERM and SIGINT belong to the app (server/boot/lifecycle.ts).
