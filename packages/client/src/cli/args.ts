@@ -3,20 +3,13 @@ import path from "node:path";
 import type { parseArgs } from "node:util";
 import type { Style } from "./ui.js";
 
-// The \`relay\` command's table of commands and options, its exit codes, and the helpers that read
-// arguments and print tables (run.ts runs the commands).
-
 export const EXIT = {
   ok: 0,
-  /** The API refused the request (validation, not found, rate limit, server error). */
   apiError: 1,
-  /** Bad command line. */
   usage: 2,
-  /** No key, or the key was refused. */
   auth: 3,
   /** Network failure, or a wait that ended with the send still pending (held, or not sent within it). */
   network: 4,
-  /** The message was accepted but ended `failed`. */
   deliveryFailed: 5,
   /** Ctrl-C during a wait (listen and messages --follow end with 0: that is how they stop). */
   interrupted: 130,
@@ -26,14 +19,11 @@ export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   env: Record<string, string | undefined>;
-  /** What `relay mcp` reads its JSON-RPC messages from (process.stdin). */
   stdin?: AsyncIterable<Uint8Array | string>;
   /** For the API (tests pass an in-process one); forwarding in `listen` uses the global fetch. */
   fetch?: typeof fetch;
   signal?: AbortSignal;
-  /** Colour stdout (a TTY, NO_COLOR unset): see colorWanted. */
   color?: boolean;
-  /** stderr is a TTY: spinners instead of progress lines. */
   interactive?: boolean;
 }
 
@@ -42,7 +32,6 @@ export class UsageError extends Error {}
 export const REACTION_TYPES = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
 export const isReactionType = (t: string): t is (typeof REACTION_TYPES)[number] => (REACTION_TYPES as readonly string[]).includes(t);
 
-/** Each command's usage and what it does: `relay --help` lists them, `relay CMD --help` shows one. */
 export const COMMANDS: Record<string, { usage: string[]; about: string }> = {
   login: { usage: ["login --key sk_live_... [--base-url URL]"], about: "Checks the key and saves it with the base URL in the config file (mode 600)." },
   logout: { usage: ["logout"], about: "Deletes the config file that login wrote (the key itself stays valid: revoke it in the dashboard)." },
@@ -164,7 +153,6 @@ export function table(rows: Record<string, unknown>[], columns: string[], ui?: S
 export const time = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
 
 const DELAY_UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-/** How far ahead the API lets a send be scheduled. */
 const MAX_AHEAD_MS = 365 * 86_400_000;
 const ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?(Z|[+-]\d{2}:\d{2})?$/i;
 
@@ -182,11 +170,7 @@ function isoTime(flag: string, value: string, match: RegExpExecArray): number {
   return wall - (zone.startsWith("-") ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
 }
 
-/**
- * A scheduled send's time (`--at`) as Unix ms: an ISO time with its zone, Unix ms, or a delay
- * from now (+30s, +10m, +2h, +1d). Anything else, a date that does not exist, a time not in the
- * future or more than 365 days ahead is a usage error naming the flag, before any request.
- */
+/** An ISO time with its zone, Unix ms, or a delay (+30s, +10m, +2h, +1d); anything else is a usage error naming the flag, before any request. */
 export function sendAtOf(raw: string, now = Date.now(), flag = "--at"): number {
   const value = raw.trim();
   const delay = /^\+(\d{1,7})([smhd])$/.exec(value);
@@ -226,7 +210,6 @@ export async function fileArg(file: string): Promise<{ bytes: Uint8Array; filena
   }
 }
 
-/** IDs already handled, for dropping repeats after a reconnect; keeps the latest `limit`. */
 export function recentIds(limit = 10_000) {
   const ids = new Set<string>();
   return {

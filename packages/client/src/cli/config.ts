@@ -3,16 +3,12 @@ import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 
-// Where the CLI finds its key and base URL: flags, then RELAY_API_KEY / RELAY_BASE_URL, then
-// the config file written by `relay login` (mode 600, in $RELAY_CONFIG_DIR or ~/.config/relay).
+// Flags, then RELAY_API_KEY / RELAY_BASE_URL, then the file `relay login` writes (mode 600).
 
 export interface CliConfig {
   apiKey?: string;
   baseUrl?: string;
-  /**
-   * `relay listen`'s signing secrets, one per server and key (as `stripe listen` keeps one per
-   * login): "<base URL> <first 16 hex of the key's SHA-256>" -> whsec_ secret.
-   */
+  /** One per server and key, as `stripe listen` keeps one per login; the key itself never appears in the name. */
   listenSecrets?: Record<string, string>;
 }
 
@@ -38,7 +34,6 @@ export async function writeConfig(dir: string, config: CliConfig): Promise<strin
   return file;
 }
 
-/** Deletes the config file; its path, or null when there was none. */
 export async function removeConfig(dir: string): Promise<string | null> {
   const file = path.join(dir, "config.json");
   try {
@@ -50,17 +45,12 @@ export async function removeConfig(dir: string): Promise<string | null> {
   }
 }
 
-/** Where a server and key's listen secret is kept: the key itself never appears in the name. */
 function listenSlot(baseUrl: string, apiKey: string): string {
   let end = baseUrl.length;
   while (end > 0 && baseUrl[end - 1] === "/") end--;
   return `${baseUrl.slice(0, end)} ${createHash("sha256").update(apiKey).digest("hex").slice(0, 16)}`;
 }
 
-/**
- * The signing secret `relay listen` uses for this server and key: the saved one, or a new one
- * saved in the config file (mode 600) beside the login; `rotate` replaces it.
- */
 export async function listenSecret(dir: string, baseUrl: string, apiKey: string, options: { rotate?: boolean } = {}): Promise<{ secret: string; created: boolean }> {
   const config = await readConfig(dir);
   const slot = listenSlot(baseUrl, apiKey);

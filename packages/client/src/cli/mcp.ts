@@ -2,13 +2,9 @@ import { buildUrl } from "../http.js";
 import { readServerSentEvents } from "../sse.js";
 import { UsageError } from "./args.js";
 
-// `relay mcp`: the server's MCP tools over stdio, for desktop agent apps that start a local
-// command rather than call a URL. Each newline-delimited JSON-RPC message on stdin is POSTed to
-// the server's /api/mcp (stateless Streamable HTTP) with the login's key, and each JSON-RPC
-// message of the answer is written to stdout as one line. stdout carries nothing else; notes
-// go to stderr (the app's log). Whatever goes wrong on the way (no key, a refused key, a body
-// too large, the server down) is answered as a JSON-RPC error with the request's id, so the
-// app shows it, and the next message is served as usual.
+// Each newline-delimited JSON-RPC message on stdin is POSTed to /api/mcp with the login's key, and each message of the
+// answer is written to stdout as one line (stdout carries nothing else). Whatever goes wrong on the way is answered as a
+// JSON-RPC error with the request's id, so the app shows it, and the next message is served as usual.
 
 type Json = Record<string, unknown>;
 type Id = string | number | null;
@@ -30,10 +26,8 @@ const INVALID_REQUEST = -32600;
 const SERVER_ERROR = -32000;
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
-/** A request carries a method and an id; a notification a method alone; a response an id alone. */
 const isRequest = (m: Json) => typeof m.method === "string" && "id" in m && m.id !== null;
 
-/** The lines of a byte stream, without their line ends (\n or \r\n); the last one even without \n. */
 async function* lines(input: AsyncIterable<Uint8Array | string>): AsyncGenerator<string> {
   const decoder = new TextDecoder();
   let buffer = "";
@@ -49,7 +43,7 @@ async function* lines(input: AsyncIterable<Uint8Array | string>): AsyncGenerator
   if (buffer) yield buffer.replace(/\r$/, "");
 }
 
-/** Serves until stdin ends (then the requests under way are answered first) or the signal aborts. */
+/** When stdin ends, the requests under way are answered first. */
 export async function serveMcpOverStdio(options: McpProxyOptions): Promise<void> {
   const { stdout, stderr, signal } = options;
   let endpoint: string;
@@ -61,8 +55,7 @@ export async function serveMcpOverStdio(options: McpProxyOptions): Promise<void>
   const fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const inFlight = new Map<string, AbortController>();
   const pending = new Set<Promise<void>>();
-  // Set by the server's answers: the protocol version initialize agreed on, and a session if a
-  // server ever hands one out (this one is stateless).
+  // Set by the server's answers: the protocol version initialize agreed on, and a session if one is ever handed out.
   let protocolVersion: string | undefined;
   let sessionId: string | undefined;
 
@@ -70,14 +63,14 @@ export async function serveMcpOverStdio(options: McpProxyOptions): Promise<void>
   const errorFor = (id: Id, code: number, message: string, data?: unknown) =>
     write({ jsonrpc: "2.0", id, error: { code, message, ...(data === undefined ? {} : { data }) } });
 
-  /** The same error for every request among `messages`; a notification's failure is only logged. */
+  /** A notification's failure is only logged. */
   const failAll = (messages: Json[], code: number, message: string, data?: unknown) => {
     const requests = messages.filter(isRequest);
     if (!requests.length) stderr(`relay mcp: ${message}\n`);
     for (const m of requests) errorFor(m.id as Id, code, message, data);
   };
 
-  /** A JSON-RPC message of the server's answer; an error the server could not tie to a request (id null) gets ours. */
+  /** An error the server could not tie to a request (id null) gets ours. */
   const relayMessage = (message: unknown, messages: Json[]) => {
     if (isObject(message) && message.id === null && isObject(message.error)) {
       const { code, message: text, data } = message.error as { code?: unknown; message?: unknown; data?: unknown };
@@ -158,7 +151,6 @@ export async function serveMcpOverStdio(options: McpProxyOptions): Promise<void>
     }
   }
 
-  /** One line of stdin: answered locally when it must be, else forwarded. */
   function handle(line: string): void {
     if (!line.trim()) return;
     let parsed: unknown;

@@ -1,7 +1,5 @@
-// A small QR code encoder (ISO/IEC 18004, byte mode, error correction L or M, versions 1-40)
-// so `relay sandbox activate` can draw its sms: link in the terminal without a dependency.
-// The construction follows the standard step by step; tests compare every mask's matrix with
-// an independent implementation (the `qrcode` package the dashboard uses).
+// QR encoder (ISO/IEC 18004, byte mode, ECC L or M) so `relay sandbox activate` draws its sms: link without a
+// dependency; tests compare every mask's matrix with the `qrcode` package the dashboard uses.
 
 export type QrErrorCorrection = "L" | "M";
 
@@ -21,12 +19,10 @@ const BLOCKS: Record<QrErrorCorrection, number[]> = {
   L: [-1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 4, 4, 4, 4, 4, 6, 6, 6, 6, 7, 8, 8, 9, 9, 10, 12, 12, 12, 13, 14, 15, 16, 17, 18, 19, 19, 20, 21, 22, 24, 25],
   M: [-1, 1, 1, 1, 2, 2, 4, 4, 4, 5, 5, 5, 8, 9, 9, 10, 10, 11, 13, 14, 16, 17, 17, 18, 20, 21, 23, 25, 26, 28, 29, 31, 33, 35, 37, 38, 40, 43, 45, 47, 49],
 };
-/** The two format bits of each level. */
 const FORMAT_BITS: Record<QrErrorCorrection, number> = { L: 1, M: 0 };
 
 const bit = (value: number, i: number) => ((value >>> i) & 1) !== 0;
 
-/** Modules available for data and error correction in a version. */
 function rawDataModules(version: number): number {
   let result = (16 * version + 128) * version + 64;
   if (version >= 2) {
@@ -73,7 +69,6 @@ function reedSolomonRemainder(data: number[], divisor: number[]): number[] {
   return result;
 }
 
-/** Data codewords split into blocks, each followed by its error correction, interleaved. */
 function addErrorCorrection(data: number[], version: number, ecl: QrErrorCorrection): number[] {
   const blockCount = BLOCKS[ecl][version]!;
   const eccLength = ECC_PER_BLOCK[ecl][version]!;
@@ -213,7 +208,7 @@ function applyMask(m: Matrix, mask: number) {
   for (let y = 0; y < m.size; y++) for (let x = 0; x < m.size; x++) if (!m.reserved[y]![x] && test(x, y)) m.modules[y]![x] = !m.modules[y]![x];
 }
 
-/** The standard's penalty score (rules N1-N4): lower is easier to scan. */
+/** Rules N1-N4: lower is easier to scan. */
 export function penalty(modules: boolean[][]): number {
   const size = modules.length;
   let score = 0;
@@ -249,10 +244,7 @@ export function penalty(modules: boolean[][]): number {
   return score;
 }
 
-/**
- * Encodes text (UTF-8, byte mode) in the smallest version that fits; `mask` forces a mask
- * pattern (0-7), otherwise the one with the lowest penalty is used.
- */
+/** The smallest version that fits; `mask` forces a pattern (0-7), else the lowest penalty wins. */
 export function encodeQr(text: string, { ecl = "M", mask, version: forcedVersion }: { ecl?: QrErrorCorrection; mask?: number; version?: number } = {}): QrCode {
   const bytes = new TextEncoder().encode(text);
   let version = forcedVersion ?? 1;
@@ -298,11 +290,7 @@ export function encodeQr(text: string, { ecl = "M", mask, version: forcedVersion
   return best!;
 }
 
-/**
- * The code as text for a terminal: two module rows per line with half blocks, inside a quiet
- * zone. With `color`, dark-on-light is forced with ANSI colours so it scans on dark terminal
- * themes too; without, dark modules are drawn as ink (for light backgrounds and files).
- */
+/** With `color`, dark-on-light is forced with ANSI colours so it scans on dark terminal themes too. */
 export function renderQr(code: QrCode, { color = false, quietZone = 2 }: { color?: boolean; quietZone?: number } = {}): string {
   const size = code.modules.length;
   const dark = (x: number, y: number) => x >= 0 && y >= 0 && x < size && y < size && code.modules[y]![x]!;

@@ -2,20 +2,12 @@ import type { Capacity, LineCapacity, Message, OutboxItem } from "../generated.j
 import { table, time, UsageError } from "./args.js";
 import type { Style } from "./ui.js";
 
-// How the \`relay\` command shows API objects to a person: table rows, health and hold notes,
-// and the flag values it checks before any request (run.ts prints them; --json skips all this).
-
-/** A line's provider health, coloured: green connected, yellow degraded, red disconnected. */
 export const health = (ui: Style, status: string, reason?: string | null) =>
   (status === "connected" ? ui.green : status === "degraded" ? ui.yellow : ui.red)(status) + (reason ? ` (${reason})` : "");
 
-/** Why a pending item waits, for the human output of an outbox item (empty when it does not). */
 export const held = (item: OutboxItem) => (item.hold_reason ? ` (held: ${item.hold_reason}${item.not_before ? ` until ${time(item.not_before)} UTC` : ""})` : "");
 
-/**
- * What a send still pending at the end of `--wait` waits for, and what to do about it: a hold
- * is no server that is down, and approval is a person's decision, which no wait brings about.
- */
+/** A hold is no server that is down, and approval is a person's decision, which no wait brings about. */
 export function pendingText(item: OutboxItem, baseUrl: string, waitedMs: number): string {
   const until = item.not_before ? ` until ${time(item.not_before)} UTC` : "";
   const follow = `Follow it with: relay outbox get ${item.id} --wait`;
@@ -41,7 +33,6 @@ export function pendingText(item: OutboxItem, baseUrl: string, waitedMs: number)
   }
 }
 
-/** `relay capacity`: one row per line, new-contact budgets as used/limit. */
 export function capacityText(capacity: Capacity, ui: Style): string {
   const budget = (w: LineCapacity["new_contacts"]["hour"]) => (w.limit === null ? `${w.used} (no limit)` : `${w.used}/${w.limit}`);
   const now = Date.now();
@@ -75,7 +66,6 @@ export const holdReasonOf = (raw: string | undefined) => {
   throw new UsageError(`--hold must be one of ${HOLD_REASONS.join(", ")}`);
 };
 
-/** One outbox item as a table row: to whom, and what (the text, the attachments, the reaction). */
 export function outboxRow(item: OutboxItem) {
   const p = (item.payload ?? {}) as { to?: unknown; text?: unknown; attachments?: unknown; is_audio_message?: unknown; type?: unknown; is_typing?: unknown };
   const files = Array.isArray(p.attachments) ? p.attachments.length : 0;

@@ -11,25 +11,17 @@ import { follow, listen } from "./streams.js";
 import { spinner, style, type Style } from "./ui.js";
 import { EXIT, type CliIo, UsageError, REACTION_TYPES, isReactionType, COMMANDS, help, OPTIONS, type Values, table, time, need, limitOf, fileArg, sendAtOf } from "./args.js";
 
-// The `relay` command. Human output by default, `--json` for scripts; exit codes scripts can
-// rely on (EXIT). runCli takes its I/O as arguments, so tests drive it in-process. The command
-// table, options and argument helpers are in args.ts, how objects are shown in rows.ts, and
-// the commands on the live stream in streams.ts.
+// runCli takes its I/O as arguments, so tests drive it in-process.
 
 export { EXIT, type CliIo };
 
-/**
- * Whether a pending item's hold ends after `deadline`, or only by a person's decision
- * (approval): no use waiting it out. A turn under the send rate or a provider coming back is
- * waited for.
- */
+/** Held past `deadline` or for a person's decision (approval): no use waiting. A send-rate turn or a provider coming back is waited for. */
 function outlastsWait(item: OutboxItem, deadline: number): boolean {
   if (item.hold_reason === "approval") return true;
   if (!item.hold_reason || item.hold_reason === "line_rate" || item.hold_reason === "line_unavailable") return false;
   return item.not_before === null || item.not_before > deadline;
 }
 
-/** A wait that ended with the send still pending: what it waits for, in words (pendingText). */
 class StillPending extends Error {
   constructor(
     readonly item: OutboxItem,
@@ -74,11 +66,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const relay = new Relay({ apiKey, baseUrl, fetch: io.fetch });
     const signal = io.signal;
 
-    /**
-     * outbox.wait with a spinner (human output) showing the item's status as it changes, for
-     * timeoutMs (60 s by default). A send held for approval, or until after the wait would end,
-     * stops the wait at once; it and one still pending at the end throw StillPending.
-     */
+    /** A send held for approval, or until after the wait would end, stops the wait at once. */
     const waitFor = async (id: string, timeoutMs = 60_000): Promise<OutboxItem> => {
       const progress = json ? null : spinner(io.stderr, io.interactive === true, `Waiting for ${id}: pending`);
       const deadline = Date.now() + timeoutMs;
@@ -293,7 +281,6 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** `relay sandbox status | activate [--wait]`: activate draws the sms: link as a QR code. */
 async function sandbox(relay: Relay, sub: string | undefined, values: Values, io: CliIo, ui: Style, out: Out, json: boolean): Promise<number> {
   if (sub !== "status" && sub !== "activate") throw new UsageError("usage: relay sandbox status | activate [--wait]");
   const signal = io.signal;
@@ -328,7 +315,6 @@ async function sandbox(relay: Relay, sub: string | undefined, values: Values, io
   );
   return EXIT.ok;
 }
-
 
 type Out = (value: unknown, human: () => string) => void;
 

@@ -7,14 +7,7 @@ import { listenSecret } from "./config.js";
 import { messageRow } from "./rows.js";
 import type { Style } from "./ui.js";
 
-// The \`relay\` commands that stay open on the live event stream (GET /v1/listen):
-// \`messages --follow\` and \`listen --forward-to\`.
-
-/**
- * `relay messages --follow`: the latest messages (oldest first), then each new one as it
- * arrives through GET /v1/listen. The stream is opened before the backlog is read, so nothing
- * falls between them; repeats are dropped by message ID.
- */
+/** The stream is opened before the backlog is read, so nothing falls between them; repeats are dropped by message ID. */
 export async function follow(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean): Promise<number> {
   const from = need(values, "from");
   const to = values.to;
@@ -79,10 +72,7 @@ export async function follow(relay: Relay, values: Values, io: CliIo, ui: Style,
   return EXIT.ok;
 }
 
-/**
- * `relay listen --forward-to URL`: each event, re-signed with this server and key's local secret
- * (kept in the config file), POSTed to URL. `--print-secret` shows the secret and exits.
- */
+/** Each event re-signed with this server and key's local secret (kept in the config file). */
 export async function listen(relay: Relay, values: Values, io: CliIo, ui: Style, json: boolean, login: { dir: string; baseUrl: string; apiKey: string }): Promise<number> {
   const log = (value: unknown, human: string) => io.stdout(`${json ? JSON.stringify(value) : human}\n`);
   const rotate = values["rotate-secret"] === true;
@@ -145,4 +135,3 @@ export async function listen(relay: Relay, values: Values, io: CliIo, ui: Style,
   }
   return EXIT.ok;
 }
-

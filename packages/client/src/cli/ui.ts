@@ -8,7 +8,6 @@ export interface Style {
   green(text: string): string;
   yellow(text: string): string;
   cyan(text: string): string;
-  /** A status word coloured by meaning: green done, red failed, yellow in progress. */
   status(text: string): string;
 }
 
@@ -37,18 +36,13 @@ export function colorWanted(env: Record<string, string | undefined>, isTty: bool
 }
 
 export interface Spinner {
-  /** Replaces the text after the spinner. */
   update(text: string): void;
-  /** Clears the spinner line. */
   stop(): void;
 }
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
-/**
- * A spinner on `write` (stderr) while waiting; when not interactive it writes the text once
- * and each change of it on its own line, so logs still show progress.
- */
+/** Not interactive, it writes each change of the text on its own line, so logs still show progress. */
 export function spinner(write: (text: string) => void, interactive: boolean, text: string): Spinner {
   let current = text;
   if (!interactive) {
