@@ -101,10 +101,12 @@ describe("a production instance (npm start, embedded PGlite)", () => {
 
   it("prints Ready after its banner, which gives the operator CLI's commands with the variables they need and suggests a provider line", async () => {
     const ready = await printed(app, /^> Ready on http:\/\/127\.0\.0\.1:\d+$/);
-    const banner = app.stdout.findIndex((l) => l.startsWith("Relay is ready on "));
+    // The banner is a log record: one JSON line in production.
+    const message = (line: string): string => (line.startsWith("{") ? String((JSON.parse(line) as { msg?: unknown }).msg ?? "") : "");
+    const banner = app.stdout.findIndex((l) => message(l).startsWith("Relay is ready on "));
     expect(banner).toBeGreaterThanOrEqual(0);
     expect(ready).toBeGreaterThan(banner);
-    const text = app.stdout.slice(banner, ready).join("\n");
+    const text = message(app.stdout[banner]!);
     expect(text).toContain(`  DATA_DIR=${dataDir} npm run -s admin -- account create --email you@example.com`);
     expect(text).toContain("--provider bluebubbles --provider-config-file bluebubbles.json");
     expect(text).not.toMatch(/simulat|--advanced|NODE_ENV/);

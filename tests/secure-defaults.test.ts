@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseConfig, resetConfig } from "@/server/kernel/config";
 import { call, db, makeAccount, phone, post } from "./helpers";
+import { captureLog } from "./log-capture";
 
 // Only NODE_ENV=development and test get the insecure conveniences; staging, preview or any
 // other value is production-like: no insecure webhook URLs, GraphiQL, introspection,
@@ -44,17 +45,18 @@ describe("a server started with NODE_ENV=staging", () => {
 
   it("creates no development account and prints no key on first start", async () => {
     staging();
-    const logged: string[] = [];
-    vi.spyOn(console, "log").mockImplementation((...args: unknown[]) => void logged.push(args.join(" ")));
     vi.spyOn(console, "warn").mockImplementation(() => undefined);
     const { startServer } = await import("@/server/boot/startup");
     const { stopEngine } = await import("@/server/engine");
-    try {
-      await startServer();
-    } finally {
-      await stopEngine(5_000);
-    }
-    const banner = logged.join("\n");
+    // The banner is a log record.
+    const { records } = await captureLog(async () => {
+      try {
+        await startServer();
+      } finally {
+        await stopEngine(5_000);
+      }
+    });
+    const banner = records.map((r) => String(r.msg)).join("\n");
     expect(banner).toContain("Create an account, a line and a key with the operator CLI");
     expect(banner).not.toMatch(/sk_(live|test)_/);
     expect(await (await db()).account.count()).toBe(0);

@@ -45,6 +45,7 @@ const ON_STARTED = Symbol.for("relay.on-started");
 
 export function startServer(options: StartOptions = {}): Promise<void> {
   started.run ??= start(options).then(() => {
+    log().flush(); // the log batches its lines: the banner goes out now, not up to 250 ms after "Ready"
     const onStarted = (globalThis as Record<symbol, unknown>)[ON_STARTED];
     if (typeof onStarted === "function") onStarted();
   });
@@ -80,7 +81,7 @@ async function start(options: StartOptions): Promise<void> {
   const db = await getDb();
   const accounts = await db.account.count();
   const seed = !c.isProduction && accounts === 0 && c.EMBEDDED_SEED !== false ? await seedDevAccount() : null;
-  console.log(`\n${readyBanner(c, process.env, seed)}\n`);
+  log().info(readyBanner(c, process.env, seed));
   const keySource = credentialsKeySource();
   if (c.isProduction && keySource !== "env") {
     log().warn(

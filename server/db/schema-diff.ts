@@ -3,6 +3,7 @@ import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { bindMigrationAwareSqlAdapterFactory } from "@prisma/driver-adapter-utils";
 import { PrismaPGlite } from "pglite-prisma-adapter";
+import { log } from "../kernel/log";
 import { applyMigrations, readMigrations } from "./migrations";
 import { pgliteRunner } from "./runners";
 
@@ -30,12 +31,9 @@ async function loadSchemaEngine(pglite: PGlite, schemaText: string): Promise<Sch
   const exports = instance.exports as { __wbindgen_start(): void };
   bg.__wbg_set_wasm(exports);
   exports.__wbindgen_start();
-  const log = (line: string) => {
-    if (process.env.DEBUG) console.error(line);
-  };
   return bg.SchemaEngine.new(
     { datamodels: [[SCHEMA_PATH, schemaText]] },
-    log,
+    (line: string) => log().debug(line),
     bindMigrationAwareSqlAdapterFactory(new PrismaPGlite(pglite)),
   );
 }
