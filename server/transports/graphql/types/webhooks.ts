@@ -151,6 +151,22 @@ const WebhookIdInput = builder.inputType("WebhookIdInput", {
   fields: (t) => ({ id: t.string({ required: true, description: "wh_ ID." }) }),
 });
 
+const CreateWebhookInput = builder.inputType("CreateWebhookInput", {
+  fields: (t) => ({
+    from: t.string({ required: true, description: "The line: handle or ln_ ID." }),
+    url: t.string({ required: true }),
+    events: t.stringList({ required: true, description: "message.received, message.sent, reaction.added, reaction.removed, message.failed." }),
+  }),
+});
+
+const ResendWebhookDeliveryInput = builder.inputType("ResendWebhookDeliveryInput", {
+  fields: (t) => ({
+    id: t.string({ description: "dlv_ ID of one delivery." }),
+    webhookId: t.string(),
+    since: t.field({ type: "Timestamp" }),
+  }),
+});
+
 /** enableWebhook and disableWebhook: { id } in, the webhook out. */
 function switchWebhook(t: MutationBuilder, service: typeof enableWebhook, description: string) {
   return t.prismaField({
@@ -170,21 +186,7 @@ builder.mutationFields((t) => ({
     type: WebhookWithSecret,
     description: "POST /v1/webhooks: subscribe one line's events; the signing secret is returned this once.",
     authScopes: { scope: "webhooks:write" },
-    args: {
-      input: t.arg({
-        required: true,
-        type: builder.inputType("CreateWebhookInput", {
-          fields: (f) => ({
-            from: f.string({ required: true, description: "The line: handle or ln_ ID." }),
-            url: f.string({ required: true }),
-            events: f.stringList({
-              required: true,
-              description: "message.received, message.sent, reaction.added, reaction.removed, message.failed.",
-            }),
-          }),
-        }),
-      }),
-    },
+    args: { input: t.arg({ type: CreateWebhookInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const created = await createWebhook(ctx.actor, parseArgs(CreateWebhookBody, input));
       return { webhookId: created.id, secret: created.secret! };
@@ -201,18 +203,7 @@ builder.mutationFields((t) => ({
     type: ResendResult,
     description: "Send one delivery again (id), or every failing one of a webhook created since a time (webhookId and since).",
     authScopes: { scope: "webhooks:write" },
-    args: {
-      input: t.arg({
-        required: true,
-        type: builder.inputType("ResendWebhookDeliveryInput", {
-          fields: (f) => ({
-            id: f.string({ description: "dlv_ ID of one delivery." }),
-            webhookId: f.string(),
-            since: f.field({ type: "Timestamp" }),
-          }),
-        }),
-      }),
-    },
+    args: { input: t.arg({ type: ResendWebhookDeliveryInput, required: true }) },
     resolve: (_root, { input }, ctx) => resendDeliveries(ctx.actor, parseArgs(ResendBody, input)),
   }),
   rotateWebhookSecret: t.field({
