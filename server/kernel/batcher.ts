@@ -1,8 +1,5 @@
-// Coalesces calls made in the same turn of the event loop into one call on the whole batch
-// (one INSERT for many concurrent writes, like a producer's linger). Each caller gets its own
-// result or error; a batch that fails as a whole is split in halves and each half retried,
-// down to single inputs, so one bad input fails only its own caller (and the rest still go
-// together: a batch too large for one statement gets through in smaller ones).
+// Calls of one event-loop turn go as one call on the batch; a batch that fails is split in halves
+// down to single inputs, so one bad input fails only its own caller.
 
 interface Pending<I, O> {
   input: I;
@@ -11,16 +8,9 @@ interface Pending<I, O> {
 }
 
 export interface BatcherOptions {
-  /** Most inputs per call (default 500). */
   max?: number;
-  /** > 0 waits that long for more calls (a throughput path where a few ms do not matter). */
   lingerMs?: number;
-  /**
-   * Batches in flight at once (default unlimited). With 1, calls made while a batch runs wait
-   * and go together in the next one: on a database with a single connection (embedded
-   * PGlite) a second statement would only queue behind the first anyway, so merging them
-   * saves a statement per batch at no cost in latency.
-   */
+  /** 1 on a single-connection database (PGlite): a second statement would only queue, so calls merge into the next batch. */
   maxInFlight?: () => number;
 }
 

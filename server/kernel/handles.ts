@@ -1,6 +1,4 @@
-// Contact and line handles: phone numbers in E.164-like form (+ and digits), anything else
-// (an email-style platform account ID) lowercased, so "+1 (555) 010-2000" and "+15550102000"
-// name the same person.
+// Phone numbers as + and digits, anything else (an email-style account ID) lowercased.
 
 const PHONE_CHARS = /^\+?[\d\s().-]{4,}$/;
 

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 
-// Prefixed, time-sortable IDs: prefix + 10 chars of millisecond time + 16 random chars, all in
-// Crockford base32 (lowercase). Lexical order is creation order to the millisecond.
+// prefix_ + 10 chars of millisecond time + 16 random, Crockford base32: lexical order is creation order.
 
 export const ID_PREFIXES = {
   user: "usr",
@@ -39,8 +38,7 @@ function encodeTime(ms: number): string {
   return out;
 }
 
-// Random bytes are drawn from a pooled buffer: one call into the CSPRNG per 256 IDs instead
-// of one per ID (IDs are minted on every request).
+// One call into the CSPRNG per 256 IDs, not per ID: IDs are minted on every request.
 const POOL_SIZE = 4096;
 let pool = randomBytes(POOL_SIZE);
 let poolOffset = 0;
@@ -62,13 +60,11 @@ export function newId(kind: IdKind, now = Date.now()): string {
 
 const BODY = /^[0-9a-hjkmnp-tv-z]{26}$/;
 
-/** True when `value` looks like an ID of this kind (right prefix, well-formed body). */
 export function isId(kind: IdKind, value: string): boolean {
   const prefix = `${ID_PREFIXES[kind]}_`;
   return value.startsWith(prefix) && BODY.test(value.slice(prefix.length));
 }
 
-/** True when `value` carries the prefix of this kind, well-formed or not. */
 export function hasPrefix(kind: IdKind, value: string): boolean {
   return value.startsWith(`${ID_PREFIXES[kind]}_`);
 }

@@ -2,16 +2,12 @@ import pino, { type DestinationStream, type Logger } from "pino";
 import { config } from "./config";
 import { processSingleton } from "./singleton";
 
-// The service's log: one JSON object per line on stdout (pino), for a log shipper to read.
-// Under `npm run dev` the same records print as short readable lines instead. What goes in is
-// chosen by the callers: IDs, routes, statuses, durations and outcomes; never a key secret,
-// password, webhook secret, message text or file bytes (the redaction below is a second line
-// of defence for fields with those names, not the way secrets are kept out).
+// One JSON object per line on stdout (pino); readable lines under `npm run dev`. Callers never log
+// secrets or message text: the redaction below is only a second line of defence.
 
 const LEVEL_NAMES: Record<number, string> = { 10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARN", 50: "ERROR", 60: "FATAL" };
 const SKIP = new Set(["level", "time", "pid", "hostname", "msg", "err"]);
 
-/** `12:00:01 INFO  GET /v1/chats 200 3.1ms req_… acct_…`: the dev server's view of a record. */
 export function readableLine(json: string): string {
   let record: Record<string, unknown>;
   try {
@@ -34,18 +30,11 @@ function readableStdout(): DestinationStream {
   return { write: (line: string) => void process.stdout.write(readableLine(line)) };
 }
 
-/** Lines are handed to stdout in batches of about this many characters. */
 const BATCH_CHARS = 16 * 1024;
 
-/**
- * Lines kept in an array and handed to stdout as one string per batch of about 16 KiB (one
- * asynchronous write, not one per request), flushed every 250 ms and when the process exits, so
- * a line is late by at most that and lost only on a crash of the process itself (kill -9).
- *
- * Not SonicBoom's own `minLength` buffering: its write measures the UTF-8 length of the whole
- * pending buffer on every line, which flattens and copies it each time; at a line per request
- * that cost several times what writing the line did (npm run bench, observability).
- */
+// One asynchronous write per ~16 KiB of lines, flushed every 250 ms and on exit (lost only on
+// kill -9). Not SonicBoom's minLength: it measures the whole pending buffer on every line, which
+// cost several times the write itself (npm run bench, observability).
 export class LineBatch implements DestinationStream {
   private lines: string[] = [];
   private chars = 0;
@@ -66,7 +55,6 @@ export class LineBatch implements DestinationStream {
     this.out.write(chunk);
   }
 
-  /** Everything, before the process exits. */
   flushSync(): void {
     this.flush();
     this.out.flushSync?.();
@@ -94,7 +82,7 @@ function isoNow(): string {
   const second = Math.floor(now / 1000);
   if (second !== isoSecond) {
     isoSecond = second;
-    isoPrefix = new Date(second * 1000).toISOString().slice(0, 20); // "2026-11-25T12:00:01."
+    isoPrefix = new Date(second * 1000).toISOString().slice(0, 20);
   }
   const ms = now - second * 1000;
   return `${isoPrefix}${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z`;
@@ -118,15 +106,12 @@ function createLogger(destination: DestinationStream): Logger {
 const state = processSingleton("logger", () => ({
   logger: null as Logger | null,
   destination: undefined as DestinationStream | undefined,
-  /** Where the logger writes (the request log writes there too). */
   stream: null as DestinationStream | null,
-  /** The process's one stdout batch (its flush timer and exit hook are set up once). */
   stdout: null as DestinationStream | null,
   /** The level of a request answered below 400: debug under `next dev`, which prints its own line for each. */
   routineRequestLevel: 30,
 }));
 
-/** The process's logger (created on first use from LOG_LEVEL). */
 export function log(): Logger {
   if (!state.logger) {
     const development = config().NODE_ENV === "development";
@@ -137,12 +122,10 @@ export function log(): Logger {
   return state.logger;
 }
 
-/** What the request log says of one request (server/transports/ops/http-hook.ts). */
 export interface RequestRecord {
   request_id: string;
   method: string;
   route: string;
-  /** The path, when the route template differs from it. */
   path: string | undefined;
   status: number;
   duration_ms: number;
@@ -152,11 +135,7 @@ export interface RequestRecord {
 
 const str = JSON.stringify;
 
-/**
- * One request's line: the same JSON that `log().info(record, "request")` writes (error level for
- * a 5xx; debug for one below 400 under `next dev`), serialized by hand because it is written for every request. Every field is an ID, a
- * route, a number or the path; there is nothing in it to redact.
- */
+/** The JSON `log().info(record, "request")` would write, by hand since it runs per request; nothing in it needs redacting. */
 export function logRequest(r: RequestRecord): void {
   const logger = log();
   const level = r.status >= 500 ? 50 : r.status >= 400 ? 30 : state.routineRequestLevel;
@@ -169,7 +148,6 @@ export function logRequest(r: RequestRecord): void {
   state.stream!.write(`${line},"msg":"request"}\n`);
 }
 
-/** For tests: the next log() call builds the logger from the environment again, writing to `destination` if given. */
 export function resetLogger(destination?: DestinationStream): void {
   state.logger = null;
   state.stream = null;

@@ -1,27 +1,17 @@
 import { processSingleton } from "./singleton";
 
-// In-process signals: a service or the write path fires one after a commit, and whatever
-// drives the work subscribes when it starts (the embedded runners, or the Inngest announcer).
-// So no service imports a runner, and a process that runs no engine (a test, the operator CLI)
-// fires into nothing. A signal is a nudge, never the work itself: everything it points at is
-// already committed, and the runners' own polls find it if a nudge is missed.
+// In-process nudges after a commit (docs/architecture.md, "Signals"): who fires and who subscribes.
 
-/** An outbox item was committed pending. */
 export interface StoredItem {
   id: string;
   lineId: string;
-  /** On a provider line that sends one item at a time (server/outbox/serial.ts). */
   serial: boolean;
 }
 
 export interface Signals {
-  /** Outbox items were committed pending: their engine should claim them. */
   "outbox.stored": StoredItem;
-  /** A change that wrote webhook deliveries committed: the sender should claim them. */
   "webhooks.due": null;
-  /** A provider line answered again after being disconnected: what it missed should be caught up. */
   "line.recovered": { lineId: string };
-  /** A call to a provider line's provider ended: it answered (of any kind), or it could not be reached. */
   "provider.answered": { lineId: string; reachable: boolean; reason: string | null };
 }
 
@@ -30,10 +20,7 @@ type Handler<K extends SignalName> = (payload: Signals[K]) => void | Promise<unk
 
 const handlers = processSingleton("signals", () => new Map<SignalName, Set<Handler<never>>>());
 
-/**
- * Tells the subscribers. Never throws: the change it follows is committed, and a subscriber
- * that fails must not turn the caller's success into an error (its own poll catches up).
- */
+/** Never throws: the change it follows is committed, and a failing subscriber's own poll catches up. */
 export function fire<K extends SignalName>(name: K, ...args: Signals[K] extends null ? [] : [Signals[K]]): void {
   const set = handlers.get(name);
   if (!set) return;
@@ -48,10 +35,6 @@ export function fire<K extends SignalName>(name: K, ...args: Signals[K] extends 
   }
 }
 
-/**
- * Tells the subscribers and waits for what they do (a handler's promise), for a signal whose
- * effect should land before the caller goes on. Never throws either.
- */
 export async function fireAndWait<K extends SignalName>(name: K, payload: Signals[K]): Promise<void> {
   const set = handlers.get(name);
   if (!set) return;
@@ -66,7 +49,6 @@ export async function fireAndWait<K extends SignalName>(name: K, payload: Signal
   );
 }
 
-/** Subscribes `handler` to `name`; returns the unsubscribe. */
 export function subscribe<K extends SignalName>(name: K, handler: Handler<K>): () => void {
   let set = handlers.get(name);
   if (!set) handlers.set(name, (set = new Set()));

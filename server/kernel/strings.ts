@@ -1,7 +1,4 @@
-/**
- * s without its trailing slashes, keeping at least `keep` characters ("/" stays "/" with
- * keep 1), in one pass: a regex such as /\/+$/ is quadratic on many slashes.
- */
+/** One pass: a regex such as /\/+$/ is quadratic on many slashes. */
 export function trimTrailingSlashes(s: string, keep = 0): string {
   let end = s.length;
   while (end > keep && s.charCodeAt(end - 1) === 0x2f) end--;

@@ -1,7 +1,4 @@
-/**
- * `work`, or a rejection with `message` once `ms` have passed (the work itself goes on; its
- * result is then ignored). The timer never keeps the process alive.
- */
+/** The work itself goes on after the timeout; its result is then ignored. */
 export function withTimeout<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
