@@ -10,12 +10,12 @@ import { envelopeHeaders, errorAnswer, requestIdOf } from "./responses";
 // than the work of a small request:
 //   - provider webhooks, which arrive at a rate no person's request does (a busy line's Mac or
 //     phone, a backlog replayed after a restart): answered here from Node's request directly;
-//   - the JSON /v1 route files (app/v1/route-table.ts, by exact path): their own handlers run
+//   - the JSON /v1 operations (v1-routes.ts, by exact path) and /api/mcp: their own handlers run
 //     here on a web Request built from Node's (node-web.ts), as Next would call them. HEAD,
 //     trailing slashes, other spellings of a path and routes left out of the table go to Next.
 // Each route here answers exactly as through Next (same handler or service call, envelope,
 // headers and errors; start.mjs compresses as Next's router does). `next dev` and the tests
-// use the route files through their own paths, so every route here keeps its route file.
+// reach the same handlers through the route files.
 //
 // The table is published on globalThis by startServer (instrumentation), inside Next's bundle,
 // so the start script reaches the same module instances (database, batchers, runners) that the
@@ -95,7 +95,7 @@ function route(api: ReadonlyMap<string, RouteModule>, req: IncomingMessage): Fas
 
 /**
  * Publishes the table for the start script (called once by startServer): the provider webhook
- * route, and `api`, route files by their exact path (app/v1/route-table.ts), whose handlers run
+ * route, and `api`, route modules by their exact path (v1-routes.ts, /api/mcp), whose handlers run
  * here on a web Request built from Node's (node-web.ts) instead of through Next's router.
  */
 export function registerFastRoutes(api: Readonly<Record<string, RouteModule>> = {}): FastRoutes {
