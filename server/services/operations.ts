@@ -7,6 +7,4 @@ import { WEBHOOK_OPERATIONS } from "./webhooks/webhook-operations";
 /** Every /v1 operation by ID (the client library's method IDs): each area declares its own. */
 export const OPERATIONS = { ...LINE_OPERATIONS, ...MESSAGE_OPERATIONS, ...OUTBOX_OPERATIONS, ...WEBHOOK_OPERATIONS };
 
-export type OperationId = keyof typeof OPERATIONS;
-
 export const OPERATION_LIST: readonly Operation[] = Object.values(OPERATIONS);

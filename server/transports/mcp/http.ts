@@ -19,7 +19,7 @@ import { parseError, rpcErrorResponse, screen, withErrors } from "./jsonrpc";
 
 const MCP_HEADERS = { ...CORS_HEADERS, "Access-Control-Allow-Headers": "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID" };
 
-export async function handleMcp(request: Request): Promise<Response> {
+async function handleMcp(request: Request): Promise<Response> {
   const requestId = requestIdOf(request.headers);
   const answer = (response: Response) => {
     response.headers.set("Request-Id", requestId);
@@ -63,7 +63,7 @@ export async function handleMcp(request: Request): Promise<Response> {
   }
 }
 
-export function mcpPreflight(request: Request): Response {
+function mcpPreflight(request: Request): Response {
   return new Response(null, { status: 204, headers: { ...MCP_HEADERS, "Request-Id": requestIdOf(request.headers) } });
 }
 
