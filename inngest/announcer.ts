@@ -4,10 +4,7 @@ import { type StoredItem, subscribe } from "@/server/kernel/signals";
 import { log } from "@/server/kernel/log";
 import type { Announcer } from "@/server/engine";
 
-// Under Inngest, how committed work reaches the functions: an event per stored outbox item
-// (items stored in the same turn share one request) and one relay/webhooks.due per turn with
-// new webhook deliveries. If Inngest cannot be reached the write still succeeds: the item is
-// in the database, and the chores' sweep sends its event again once Inngest answers.
+// If Inngest cannot be reached the write still succeeds: the sweep sends the event again later.
 // The SDK is loaded on first use, so the embedded engine never loads it.
 
 const sendEvents = processSingleton("inngest-events", () =>
@@ -36,7 +33,6 @@ const sendWebhooksDue = processSingleton("inngest-webhooks-due", () =>
 
 const state = processSingleton("inngest-announcer", () => ({ off: [] as (() => void)[] }));
 
-/** Handed to startEngine at boot: subscribes to the signals that start Inngest functions (never waits for Inngest). */
 export const inngestAnnouncer: Announcer = {
   start() {
     if (state.off.length) return;

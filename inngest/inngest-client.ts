@@ -1,10 +1,7 @@
 import { Inngest } from "inngest";
 import { config } from "@/server/kernel/config";
 
-// The Inngest client of this app ("relay"). Used only when the Inngest engine is configured
-// (INNGEST_EVENT_KEY or INNGEST_DEV; see server/kernel/config.ts and docs/inngest.md).
-
-/** "1"/"true" -> dev server, "0"/"false" -> cloud/self-hosted (signed); a URL is left to the SDK. */
+/** "1"/"true": a dev server; "0"/"false": cloud or self-hosted (signed); a URL is left to the SDK. */
 function devMode(value: string | undefined): boolean | undefined {
   if (!value) return undefined;
   const v = value.toLowerCase();
@@ -13,10 +10,8 @@ function devMode(value: string | undefined): boolean | undefined {
   return undefined;
 }
 
-/**
- * fetch with a timeout: the SDK retries a failed send five times but has no timeout of its
- * own, so a server that accepts connections and never answers would stall a write.
- */
+// The SDK retries a failed send five times but has no timeout: a server that accepts connections
+// and never answers would stall a write.
 function fetchWithTimeout(ms: number): typeof fetch {
   return async (input, init) => {
     try {

@@ -4,16 +4,9 @@ import { claimForRun } from "@/server/outbox/serial";
 import { inngest } from "../inngest-client";
 import { outboxItemCreated } from "../inngest-events";
 
-// Delivers one outbox item with the same steps as the embedded runner: claim (with a lease;
-// on a provider line only its oldest item, paced),
-// send through the line's platform (the outbox ID is its idempotency key, so a retried step
-// never sends twice), record the outcome. A transient platform error leaves the item pending
-// with a later available_at; the function sleeps until then and tries again, until the item
-// is sent or failed (attempts run out in the record step).
+// The outbox ID is the platform's idempotency key, so a retried step never sends twice.
 
-/** Real lines send one message at a time, and a conversation's order matters. */
 const PER_LINE_CONCURRENCY = 1;
-/** A bound on the loop; the item's own max_attempts ends it long before. */
 const MAX_ROUNDS = 50;
 
 export type DeliverResult = { id: string; status: string; rounds: number };
@@ -25,8 +18,7 @@ export function createDeliverOutboxItem(client: Inngest.Any) {
       name: "Deliver an outbox item",
       triggers: [outboxItemCreated],
       concurrency: [{ key: "event.data.line_id", limit: PER_LINE_CONCURRENCY }],
-      // Retries of a step that threw (database unreachable, a bug); platform errors are
-      // values handled by the loop below.
+      // For a step that threw (database unreachable, a bug); platform errors are values the loop handles.
       retries: 4,
     },
     async ({ event, step, runId }): Promise<DeliverResult> => {
@@ -35,7 +27,6 @@ export function createDeliverOutboxItem(client: Inngest.Any) {
         const claim = await step.run(`claim-${round}`, () => claimForRun(id, lineId, `inngest:${runId}`));
         if (claim.status === "skip") return { id, status: "skipped", rounds: round };
         if (claim.status === "wait") {
-          // A provider line sends in order, paced: an earlier item or the pacing slot is in the way.
           await step.sleepUntil(`wait-${round}`, claim.until);
           continue;
         }

@@ -3,17 +3,11 @@ import { claimDeliveries, deliverWebhooks, nextDeliveryDueAt } from "@/server/we
 import { inngest } from "../inngest-client";
 import { webhooksDue } from "../inngest-events";
 
-// Sends due webhook deliveries with the embedded sender's steps (claim with a lease, signed
-// POST, attempt log, retry schedule kept on the delivery rows). Runs when a change with
-// deliveries commits (relay/webhooks.due) and every minute. A retry due before the next
-// minute (the schedule's first, 5 s) is not left to the cron: the run sleeps until it is due
-// and announces it, so retries keep their published timing under this engine too. Expired
-// claims go back to pending by the run-chores function.
+// A retry due before the next minute (the schedule's first, 5 s) is not left to the cron: the run
+// sleeps until it is due and announces it, so retries keep their published timing here too.
 
 const BATCH = 100;
-/** Batches per run; a longer backlog continues in a run started by this one. */
 const MAX_ROUNDS = 50;
-/** Retries due sooner than this are waited for by a sleeping run; later ones by the cron. */
 const CRON_INTERVAL_MS = 60_000;
 
 export function createDeliverWebhooks(client: Inngest.Any) {
@@ -22,8 +16,7 @@ export function createDeliverWebhooks(client: Inngest.Any) {
       id: "deliver-webhooks",
       name: "Send due webhook deliveries",
       triggers: [webhooksDue, cron("* * * * *")],
-      // Claims skip locked rows, so two runs share a backlog without sending anything twice.
-      // A sleeping run holds no slot.
+      // Claims skip locked rows, so two runs share a backlog; a sleeping run holds no slot.
       concurrency: [{ limit: 2 }],
       retries: 4,
     },
@@ -48,7 +41,6 @@ export function createDeliverWebhooks(client: Inngest.Any) {
       const retryAt = await step.run("next-retry", async () => {
         const next = await nextDeliveryDueAt();
         if (!next) return null;
-        // Due now but not claimed (its webhook is at its in-flight limit): look again in a second.
         const at = Math.max(next.getTime(), Date.now() + 1_000);
         return at - Date.now() < CRON_INTERVAL_MS ? at : null;
       });

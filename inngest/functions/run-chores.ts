@@ -5,17 +5,11 @@ import { CHORES } from "@/server/engine/chores";
 import { inngest } from "../inngest-client";
 import { outboxItemCreated } from "../inngest-events";
 
-// Every minute: the periodic chores (server/engine/chores.ts, the list the embedded engine
-// runs too), one step each: expired claims back to pending, stranded sends failed, provider
-// lines probed and caught up, old records forgotten. Then what only this engine needs: pending
-// items due for a while (their event was lost: Inngest was unreachable when the write landed,
-// or the run ended early) get a new event. Duplicate events are harmless: only one run can
-// claim an item.
+// Pending items due for a while lost their event (Inngest was unreachable, or a run ended early)
+// and get a new one. Duplicate events are harmless: only one run can claim an item.
 
-/** Due for this long without being claimed means no run is coming for it. */
 export const OVERDUE_MS = 60_000;
 const SWEEP_BATCH = 1_000;
-/** The sweep runs every minute: held items due within the next two are woken (a run waits at most RUN_HOLD_WAIT_MS for one). */
 const HELD_LOOKAHEAD_MS = 120_000;
 
 export function createRunChores(client: Inngest.Any) {

@@ -12,20 +12,13 @@ import { releaseExpiredDeliveries } from "../webhooks/delivery";
 import { checkpointIfDue } from "../db/wal";
 import { runLoop, Sleeper } from "./loop";
 
-// The periodic chores, listed once. The embedded engine runs each when it is due (a loop that
-// looks every second); under Inngest one cron function (inngest/functions/run-chores.ts) runs
-// them all every minute, one step each. Every chore is safe to run on several instances at
-// once: each claims its rows in the database.
+// Every chore is safe on several instances at once: each claims its rows in the database.
 
 export interface Chore {
-  /** Stable: the Inngest step ID and the log label. */
+  /** Stable: it is the Inngest step ID. */
   id: string;
-  /** How often the embedded engine runs it (under Inngest: every minute). */
   everyMs: () => number;
-  /**
-   * `background`: return once slow work is under way (the embedded loop must not wait for a
-   * provider); an Inngest step waits for it instead.
-   */
+  /** `background`: the embedded loop must not wait for a provider; an Inngest step does. */
   run: (options: { background: boolean }) => Promise<number>;
 }
 
@@ -34,7 +27,6 @@ const FIVE_SECONDS = () => 5_000;
 export const CHORES: readonly Chore[] = [
   // A worker that died mid-send: its claims go back to pending (to be reconciled with the provider first).
   { id: "release-expired-outbox-leases", everyMs: FIVE_SECONDS, run: () => releaseExpiredLeases() },
-  // Sends waiting for a provider that stayed unreachable for the whole send window fail.
   { id: "expire-stranded-sends", everyMs: FIVE_SECONDS, run: () => expireStranded() },
   { id: "release-expired-webhook-leases", everyMs: FIVE_SECONDS, run: () => releaseExpiredDeliveries() },
   { id: "delete-stale-listen-sessions", everyMs: FIVE_SECONDS, run: () => deleteStaleListenSessions() },
@@ -43,7 +35,6 @@ export const CHORES: readonly Chore[] = [
   { id: "probe-due-lines", everyMs: () => Math.min(5_000, config().PROVIDER_PROBE_SECONDS * 1000), run: ({ background }) => probeDueLines(new Date(), { wait: !background }) },
   { id: "forget-old-provider-events", everyMs: () => 3_600_000, run: () => sweepProviderEvents() },
   { id: "forget-old-line-status-changes", everyMs: () => 3_600_000, run: () => forgetOldStatusChanges() },
-  // New-contact budgets look back one day.
   { id: "forget-old-contact-openings", everyMs: () => 3_600_000, run: () => forgetOldOpenings() },
   // Embedded PGlite has no checkpointer: without this its WAL grows until writes hang (server/db/wal.ts).
   { id: "checkpoint-embedded-database", everyMs: FIVE_SECONDS, run: () => checkpointIfDue() },
@@ -59,7 +50,6 @@ const state = processSingleton("chores", () => ({
   only: (() => true) as (chore: Chore) => boolean,
 }));
 
-/** Runs the chores that are due; one that fails is logged and tried again when next due. */
 async function runDueChores(now = Date.now()): Promise<void> {
   for (const chore of CHORES) {
     if (!state.only(chore) || now - (state.lastRun.get(chore.id) ?? 0) < chore.everyMs()) continue;
@@ -72,7 +62,7 @@ async function runDueChores(now = Date.now()): Promise<void> {
   }
 }
 
-/** The embedded engine's scheduler; `only` limits it to some chores (tests that run no line monitor). */
+/** `only`: for tests that run no line monitor. */
 export function startChores(only: (chore: Chore) => boolean = () => true): void {
   if (state.running) return;
   state.running = true;

@@ -7,12 +7,9 @@ import { startChores, stopChores } from "./chores";
 import { startRunner, stopRunner } from "./outbox-runner";
 import { claimedDeliveries, startWebhookRunner, stopWebhookRunner } from "./webhook-runner";
 
-// The one place that knows which engine drives delivery. Embedded (the default): the outbox
-// runner, the webhook sender, the chores and the line monitor run in this process. Inngest:
-// this process only announces committed work (inngest/functions run the same steps), and
-// catches up its provider lines once on start.
+// The one place that knows which engine drives delivery (docs/architecture.md, "The engine").
 
-/** How committed work reaches the Inngest functions: inngest/announcer.ts, handed in at boot (engine/ imports nothing of inngest/). */
+/** inngest/announcer.ts, handed in at boot: engine/ imports nothing of inngest/. */
 export interface Announcer {
   start(): void;
   stop(): void;
@@ -36,7 +33,6 @@ export async function startEngine(options: { announcer: Announcer }): Promise<vo
   void onStart();
 }
 
-/** Stops claiming, then waits (at most graceMs) for the sends and webhook attempts under way. */
 export async function stopEngine(graceMs: number): Promise<void> {
   state.offRecovered?.();
   state.offRecovered = null;
@@ -45,5 +41,4 @@ export async function stopEngine(graceMs: number): Promise<void> {
   await Promise.all([stopRunner(graceMs), stopWebhookRunner(graceMs), stopChores()]);
 }
 
-/** Webhook deliveries this process claimed and has not recorded (returned to the queue on shutdown). */
 export { claimedDeliveries };

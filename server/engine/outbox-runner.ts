@@ -7,41 +7,25 @@ import { subscribe, type StoredItem } from "../kernel/signals";
 import { log } from "../kernel/log";
 import { runLoop, Sleeper, withinGrace } from "./loop";
 
-// The embedded delivery engine (the default; no extra process). It claims due outbox items
-// and delivers them, wakes at once when a write lands (the outbox.stored signal), and sleeps
-// until the next retry is due otherwise. Expired leases go back to pending by the chores
-// (chores.ts), not here.
+// The embedded engine (docs/architecture.md, "The engine").
 
-/** Items per claim: one claim, one platform round and one transaction per batch. */
 const BATCH = 100;
 /** Loops claiming at once during a backlog: on PostgreSQL they overlap their round trips; PGlite has one connection. */
 const WORKERS = { postgres: 3, pglite: 1 } as const;
-/**
- * After a batch of several items, wait this long for more before claiming again (unless a
- * full batch is waiting): under a stream of writes, batches grow instead of the runner
- * spending a claim and a transaction on every item. A lone write is still claimed at once.
- */
+/** Under a stream of writes batches grow, instead of a claim and a transaction per item; a lone write still goes at once. */
 const GATHER_MS = 50;
 const IDLE_POLL_MS = 1_000;
-/** While provider lines have work, how often their heads are looked at (pacing is per second). */
 const SERIAL_POLL_MS = 200;
-/** On stop, how long sends under way on provider lines may still finish (their leases cover the rest). */
 const STOP_GRACE_MS = 5_000;
 
 interface RunnerState {
   running: boolean;
-  /** Writes since the primary loop last claimed. */
   wakes: number;
-  /** The primary loop, asleep until a write lands or the next retry is due. */
   primary: Sleeper;
-  /** Extra loops, asleep until the primary loop sees a backlog. */
   helpers: Sleeper[];
   loops: Promise<void>[];
-  /** The provider-line loop, asleep until a write lands or its next poll. */
   serial: Sleeper;
-  /** Each provider line with work has its own loop (sending its items one after another, at its pace): at most one per line. */
   lineLoops: Map<string, { done: Promise<void>; sleeper: Sleeper }>;
-  /** Rounds the provider-line loop went (each costs a few statements). */
   serialRounds: number;
   unsubscribe: (() => void) | null;
 }
@@ -58,12 +42,8 @@ const state = processSingleton<RunnerState>("embedded-runner", () => ({
   unsubscribe: null,
 }));
 
-/**
- * A write committed: the item is claimed at once, or with the next batch. Only an item on a
- * provider line (`serial`) wakes the provider-line loop: waking it for every write made it
- * look for line heads (two statements, over every pending item) once per write under load, a
- * third of embedded PGlite's time during a stream of sends on simulated lines.
- */
+// Only a provider-line item wakes the provider-line loop: waking it on every write made it look
+// for line heads once per write, a third of PGlite's time under a stream of sends.
 function onStored(item: StoredItem): void {
   state.wakes++;
   if (state.wakes === 1 || state.wakes >= BATCH) state.primary.wake();
@@ -86,19 +66,13 @@ async function primaryRound(): Promise<void> {
   await state.primary.sleep(next ? Math.max(0, Math.min(IDLE_POLL_MS, next.getTime() - Date.now())) : IDLE_POLL_MS);
 }
 
-/** Drains a backlog beside the primary loop, then sleeps until the next one. */
 async function helperRound(sleeper: Sleeper): Promise<void> {
   const items = await claimDue(BATCH);
   if (items.length) await deliverBatch(items);
   if (items.length < BATCH && state.running) await sleeper.sleep(IDLE_POLL_MS * 5);
 }
 
-/**
- * One provider line: claims its head as soon as the line's pacing slot frees, sends it, and
- * goes on while the line has a due head; then ends (the provider-line loop starts it again).
- * Each line goes in a task of its own, so a provider that hangs for minutes holds up only its
- * own line, and each line keeps its own pace however many lines are busy.
- */
+// A task per provider line: a provider that hangs holds up only its own line, and each line keeps its pace.
 async function lineLoop(lineId: string, sleeper: Sleeper): Promise<void> {
   while (state.running) {
     const claim = await claimLineHead(lineId, workerId);
@@ -120,10 +94,6 @@ function startLineLoop(lineId: string): void {
   state.lineLoops.set(lineId, { done, sleeper });
 }
 
-/**
- * Provider lines: held items that came due take their place in line, then every line with a
- * due head and no loop of its own gets one.
- */
 async function serialRound(): Promise<void> {
   state.serialRounds++;
   const now = new Date();
@@ -148,12 +118,10 @@ export async function startRunner(): Promise<void> {
   ];
 }
 
-/** How many rounds the provider-line loop went since the process started (tests, the bench). */
 export function serialRounds(): number {
   return state.serialRounds;
 }
 
-/** Stops claiming, then waits (at most graceMs) for sends under way to finish. */
 export async function stopRunner(graceMs = STOP_GRACE_MS): Promise<void> {
   state.running = false;
   state.unsubscribe?.();

@@ -4,34 +4,19 @@ import { subscribe } from "../kernel/signals";
 import { log } from "../kernel/log";
 import { runLoop, Sleeper, withinGrace } from "./loop";
 
-// The embedded webhook sender (with the embedded engine; under Inngest the deliver-webhooks
-// function runs the same steps): wakes when a change with deliveries commits (the webhooks.due
-// signal), sleeps until the next retry is due otherwise. Claims use FOR UPDATE SKIP LOCKED, so
-// several instances share the work. Expired leases go back to pending by the chores.
-
 const BATCH = 100;
-/**
- * Deliveries in flight at once (POSTed or being recorded). Claims continue while a batch's
- * slowest receiver is still answering, so one slow webhook (itself capped at
- * MAX_IN_FLIGHT_PER_WEBHOOK) does not hold back the rest.
- */
+/** Claims go on while a batch's slowest receiver still answers, so one slow webhook does not hold back the rest. */
 const MAX_IN_FLIGHT = 400;
 const IDLE_POLL_MS = 1_000;
-/**
- * Pause while every due delivery's webhook is at its in-flight limit: short while slots keep
- * freeing (a fast receiver with a backlog), doubling up to the maximum while none do (a
- * stalled receiver), so a stall does not keep the database busy.
- */
+/** While every due delivery's webhook is at its limit: doubling while no slot frees, so a stalled receiver does not keep the database busy. */
 const CAPPED_WAIT_MS = { min: 2, max: 200 };
 const STOP_GRACE_MS = 20_000;
 
 const state = processSingleton("webhook-runner", () => ({
   running: false,
-  /** Deliveries claimed by this process and not yet recorded (returned at once on shutdown). */
   claimed: new Set<string>(),
   woken: false,
   inFlight: 0,
-  /** Resolves the stop's wait once nothing is in flight. */
   idle: null as (() => void) | null,
   cappedWait: CAPPED_WAIT_MS.min,
   sleeper: new Sleeper(),
@@ -70,7 +55,7 @@ async function round(): Promise<void> {
   const next = await nextDeliveryDueAt();
   if (state.woken || !state.running) return;
   const untilDue = next ? next.getTime() - Date.now() : IDLE_POLL_MS;
-  // Due but not claimed: their webhooks are at their in-flight limit. Let slots free up.
+  // Due but not claimed: their webhooks are at their in-flight limit.
   if (untilDue <= 0) {
     await state.sleeper.sleep(state.cappedWait);
     if (!due.length) state.cappedWait = Math.min(state.cappedWait * 2, CAPPED_WAIT_MS.max);
@@ -86,12 +71,10 @@ export function startWebhookRunner(): void {
   state.loop = runLoop({ heartbeat: "webhook_sender", label: "webhook runner", running: () => state.running, round, sleeper: state.sleeper });
 }
 
-/** Deliveries this process claimed and has not recorded yet. */
 export function claimedDeliveries(): string[] {
   return [...state.claimed];
 }
 
-/** Stops claiming and waits (at most `graceMs`) for deliveries in flight to be recorded. */
 export async function stopWebhookRunner(graceMs = STOP_GRACE_MS): Promise<void> {
   state.running = false;
   state.unsubscribe?.();
