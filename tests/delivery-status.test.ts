@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { receiveDeliveryReport } from "@/server/messages/delivery-status";
+import { receiveDeliveryReport } from "@/server/services/inbound/provider-events";
 import type { DeliveryStatus } from "@/server/platform/types";
 import { db, get, inbound, makeAccount, phone, post, runDelivery } from "./helpers";
 

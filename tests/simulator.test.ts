@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { sessionActorFor } from "@/server/services/access/session";
 import { resetConfig } from "@/server/kernel/config";
-import { ingestInbound } from "@/server/services/inbound/inbound";
+import { ingestInbound } from "@/server/services/inbound/bridge-events";
 import { createCaller } from "@/server/transports/trpc/router";
 import { call, type Fixture, get, gql, makeAccount, makeKey, phone, post } from "./helpers";
 

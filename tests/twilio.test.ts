@@ -557,6 +557,26 @@ describe("opt-outs, catch-up and Messaging Services", () => {
     expect(fromUs(tw, "welcome back")).toHaveLength(1);
   });
 
+  it("a STOP webhook delivered again after START does not opt the contact out again", async () => {
+    const tw = await fake();
+    const f = await twilioLine(tw);
+    const alice = phone();
+    await texted(f, alice, "hi");
+    webhooksOn = false;
+    dropped.length = 0;
+    try {
+      await tw.receive({ from: alice, body: "STOP" });
+    } finally {
+      webhooksOn = true;
+    }
+    const stop = dropped[0]!;
+    expect((await deliver(stop.url, stop.init)).status).toBe(200);
+    await texted(f, alice, "START");
+    expect((await deliver(stop.url, stop.init)).status).toBe(200);
+    const id = await send(f, alice, { text: "still welcome" });
+    expect(await settled(f, id)).toMatchObject({ status: "sent" });
+  });
+
   it("messages that arrived while this service was down are caught up from Twilio's list, once each, media included", async () => {
     const tw = await fake();
     const f = await twilioLine(tw);

@@ -1,11 +1,9 @@
-import type { Query } from "../db";
+import { type Query, valuesList } from "../db";
 import type { Chat } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
+import { CHAT_RULE_ON_UPSERT } from "./store";
 
-// A one-to-one chat that our side opens: a send to a contact the line never talked with (a line
-// whose contact-first rule is off), or an SMS fallback moved to a pool's SMS line. Inbound
-// traffic opens its chats in the inbound batch.
-
+/** A one-to-one chat our side opens: a send to a new contact, or an SMS fallback moved to a pool's SMS line. */
 export async function ensureDirectChat(query: Query, chat: { accountId: string; lineId: string; identifier: string; service: "imessage" | "sms" }): Promise<Chat> {
   const rows = await query<Chat>(
     `INSERT INTO "Chat" (id, "accountId", "lineId", identifier, service, "isGroup", participants)
@@ -15,4 +13,69 @@ export async function ensureDirectChat(query: Query, chat: { accountId: string; 
     [newId("chat"), chat.accountId, chat.lineId, chat.identifier, chat.service],
   );
   return rows[0]!;
+}
+
+export interface InboundChatRow {
+  lineId: string;
+  accountId: string;
+  identifier: string;
+  service: string;
+  name: string | null;
+  isGroup: boolean;
+  participants: string[];
+  providerChatId: string | null;
+  /** The newest message's time, null for typing or a receipt. */
+  lastMessageAt: Date | null;
+  received: boolean;
+}
+
+export const chatKey = (c: { lineId: string; accountId: string; identifier: string }) => `${c.lineId} ${c.accountId} ${c.identifier}`;
+
+/**
+ * The chats of inbound events, created or brought up to date (participants, name, provider ID)
+ * in one statement, with the message store's chat rule applied on the way (the caller then
+ * writes its messages with `movedChats`). Returns chat IDs by chatKey.
+ */
+export async function upsertInboundChats(query: Query, chats: InboundChatRow[]): Promise<Map<string, string>> {
+  if (!chats.length) return new Map();
+  const merged = new Map<string, InboundChatRow>();
+  for (const c of chats) {
+    const key = chatKey(c);
+    const known = merged.get(key);
+    if (!known) merged.set(key, c);
+    else {
+      const newer = c.lastMessageAt && (!known.lastMessageAt || known.lastMessageAt < c.lastMessageAt) ? c : known;
+      merged.set(key, { ...newer, lastMessageAt: newer.lastMessageAt, received: known.received || c.received, providerChatId: newer.providerChatId ?? known.providerChatId ?? c.providerChatId });
+    }
+  }
+  // One lock order for concurrent batches.
+  const sorted = [...merged].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, c]) => c);
+  const v = valuesList(
+    sorted.map((c) => [newId("chat"), c.accountId, c.lineId, c.identifier, c.service, c.name, c.isGroup, JSON.stringify(c.participants), c.providerChatId, c.lastMessageAt, c.received]),
+    ["", "", "", "", "", "", "::boolean", "ARRAY(SELECT jsonb_array_elements_text($::jsonb))", "", "::timestamptz", "::boolean"],
+  );
+  const rows = await query<{ id: string; lineId: string; accountId: string; identifier: string }>(
+    `INSERT INTO "Chat" (id, "accountId", "lineId", identifier, service, name, "isGroup", participants, "providerChatId", "lastMessageAt", "hasReceivedInbound")
+     VALUES ${v.text}
+     ON CONFLICT ("lineId", "accountId", identifier) DO UPDATE SET
+       ${CHAT_RULE_ON_UPSERT},
+       "providerChatId" = COALESCE(EXCLUDED."providerChatId", "Chat"."providerChatId"),
+       participants = CASE WHEN "Chat"."isGroup" AND cardinality(EXCLUDED.participants) > 0 THEN EXCLUDED.participants ELSE "Chat".participants END,
+       name = CASE WHEN "Chat"."isGroup" THEN COALESCE(NULLIF(EXCLUDED.name, ''), "Chat".name) ELSE "Chat".name END
+     RETURNING id, "lineId", "accountId", identifier`,
+    v.params,
+  );
+  return new Map(rows.map((r) => [chatKey(r), r.id]));
+}
+
+/** IDs of chats that exist, by chatKey (an event that may only join a chat we have). */
+export async function existingChats(query: Query, keys: { lineId: string; accountId: string; identifier: string }[]): Promise<Map<string, string>> {
+  if (!keys.length) return new Map();
+  const v = valuesList(keys.map((k) => [k.lineId, k.accountId, k.identifier]));
+  const rows = await query<{ id: string; lineId: string; accountId: string; identifier: string }>(
+    `SELECT c.id, c."lineId", c."accountId", c.identifier FROM "Chat" c JOIN (VALUES ${v.text}) AS k ("lineId", "accountId", identifier)
+       ON c."lineId" = k."lineId" AND c."accountId" = k."accountId" AND c.identifier = k.identifier`,
+    v.params,
+  );
+  return new Map(rows.map((r) => [chatKey(r), r.id]));
 }

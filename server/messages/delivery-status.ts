@@ -1,12 +1,9 @@
-import { batcher } from "../kernel/batcher";
-import { config } from "../kernel/config";
 import { valuesList } from "../db";
 import type { Attachment, Message } from "../generated/prisma/client";
 import type { DeliveryReport } from "../platform/types";
 import { serializeMessage } from "../wire/serializers";
-import { processSingleton } from "../kernel/singleton";
-import { fileUrlSigner, type FileUrlSigner } from "../storage/signed-urls";
-import { type Unit, unitOfWork } from "../write/unit";
+import type { FileUrlSigner } from "../storage/signed-urls";
+import type { Unit } from "../write/unit";
 
 // Delivery status of our sent messages on lines whose provider reports it (SMS): what the
 // carrier did after the provider accepted the message. Reports arrive unordered, repeated,
@@ -23,7 +20,7 @@ export interface ReportKey {
 }
 
 /** A report as stored, with the segment count it carried. */
-type StoredReport = ReportKey & DeliveryReport & { segments?: number | null };
+export type StoredReport = ReportKey & DeliveryReport & { segments?: number | null };
 
 /** Stores reports; returns those not stored before (a repeat of a message and status is not). */
 export async function storeReports({ query }: Unit, reports: StoredReport[]): Promise<StoredReport[]> {
@@ -97,43 +94,18 @@ export async function applyReports(
   );
 }
 
-interface IncomingReport extends ReportKey {
-  report: DeliveryReport;
-  segments: number | null;
-}
-
-/** One transaction for a batch of reports: store, record segment counts, apply, fan out. */
-async function run(inputs: IncomingReport[]): Promise<("stored" | "duplicate")[]> {
-  const url = await fileUrlSigner(); // before the transaction: PGlite has one connection
-  const fresh = await unitOfWork(async (unit) => {
-    const stored = await storeReports(unit, inputs.map((i) => ({ lineId: i.lineId, guid: i.guid, ...i.report, segments: i.segments })));
-    const keys = [...new Map(stored.map((r) => [`${r.lineId} ${r.guid}`, { lineId: r.lineId, guid: r.guid }])).values()];
-    await applyReports(unit, keys, url, { segments: inputs.some((i) => i.segments !== null && i.segments > 0) });
-    return new Set(stored.map((r) => `${r.lineId} ${r.guid} ${r.status}`));
-  });
-  // A report twice in one batch: the first is stored, the second a duplicate.
-  const seen = new Set<string>();
-  return inputs.map((i) => {
-    const key = `${i.lineId} ${i.guid} ${i.report.status}`;
-    const first = fresh.has(key) && !seen.has(key);
-    seen.add(key);
-    return first ? "stored" : "duplicate";
-  });
-}
-
-/** Embedded PGlite runs one statement at a time: merge batches that would only queue. */
-const inFlight = () => (config().DATABASE_URL ? 2 : 1);
-
-const reports = processSingleton("delivery-reports", () => batcher<IncomingReport, "stored" | "duplicate">(run, { maxInFlight: inFlight }));
-
 /**
- * Takes in one delivery report from a line's provider: "stored", or "duplicate" for a report of
- * this message and status seen before. A report for a message we do not (yet) hold changes
- * nothing until the message is recorded. Concurrent reports share one transaction.
+ * Stores reports and moves their messages (store, segment counts, apply, fan out); returns the
+ * keys ("lineId guid status") of the reports not stored before.
  */
-export function receiveDeliveryReport(lineId: string, guid: string, report: DeliveryReport, segments: number | null): Promise<"stored" | "duplicate"> {
-  return reports({ lineId, guid, report, segments });
+export async function recordReports(unit: Unit, reports: StoredReport[], url: FileUrlSigner): Promise<Set<string>> {
+  const stored = await storeReports(unit, reports);
+  const keys = [...new Map(stored.map((r) => [`${r.lineId} ${r.guid}`, { lineId: r.lineId, guid: r.guid }])).values()];
+  await applyReports(unit, keys, url, { segments: reports.some((r) => !!r.segments && r.segments > 0) });
+  return new Set(stored.map(reportKey));
 }
+
+export const reportKey = (r: ReportKey & { status: string }) => `${r.lineId} ${r.guid} ${r.status}`;
 
 /**
  * How long reports are kept: long enough for any send still waiting to record its message.

@@ -19,6 +19,8 @@ interface NewAttachment {
   mimeType: string;
   size: number;
   transcription?: string | null;
+  /** Bytes received with the message, already in storage: the File row is written with it. */
+  storedFile?: { sha256: string; storageKey: string };
 }
 
 export interface NewMessage {
@@ -57,8 +59,8 @@ export type StoredMessage = Message & { attachments: Attachment[] };
 export const CHAT_RULE_ON_UPSERT = `"lastMessageAt" = GREATEST("Chat"."lastMessageAt", EXCLUDED."lastMessageAt"), "hasReceivedInbound" = "Chat"."hasReceivedInbound" OR EXCLUDED."hasReceivedInbound"`;
 
 export interface WriteOptions {
-  /** The caller already applied the chat rule to every message's chat in this unit (CHAT_RULE_ON_UPSERT). */
-  chatsMoved?: boolean;
+  /** Chats the caller already applied the chat rule to in this unit (CHAT_RULE_ON_UPSERT). */
+  movedChats?: ReadonlySet<string>;
 }
 
 /**
@@ -116,14 +118,21 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
   }
   const stored = rows.flatMap((message, index) => (written.has(message.id) ? [{ index, message }] : []));
   if (!stored.length) return [];
+  const files = stored.flatMap(({ index, message }) =>
+    (input[index]!.attachments ?? []).flatMap((a) => (a.storedFile ? [[a.fileId, message.accountId, a.filename, a.mimeType, a.size, a.storedFile.sha256, a.storedFile.storageKey]] : [])),
+  );
+  for (const chunk of chunkRows(files)) {
+    const v = valuesList(chunk);
+    await unit.query(`INSERT INTO "File" (id, "accountId", filename, "mimeType", size, sha256, "storageKey") VALUES ${v.text}`, v.params);
+  }
   const attachments = stored.flatMap(({ message }) => message.attachments.map((a) => [a.id, a.messageId, a.fileId, a.position, a.filename, a.mimeType, a.size, a.transcription]));
   for (const chunk of chunkRows(attachments)) {
     const v = valuesList(chunk);
     await unit.query(`INSERT INTO "Attachment" (id, "messageId", "fileId", position, filename, "mimeType", size, transcription) VALUES ${v.text}`, v.params);
   }
   // Last in the transaction: concurrent batches to one busy chat wait on its row only briefly.
-  const moved = stored.map(({ message }) => message);
-  if (!options.chatsMoved) unit.last(() => moveChats(unit, moved));
+  const moved = stored.map(({ message }) => message).filter((m) => !options.movedChats?.has(m.chatId));
+  if (moved.length) unit.last(() => moveChats(unit, moved));
   await unit.fanOut(
     stored.map(({ index, message }) => ({
       accountId: message.accountId,

@@ -1,14 +1,13 @@
 import { z } from "zod";
-
-// What a platform reports about the other phones, whatever the platform. ingestInbound() is
-// the one entry point; the simulator and future bridges (iMessage, SMS carriers) call it.
+import type { StoredBlob } from "../storage/blobs";
+import type { DeliveryReport } from "./types";
 
 export const REACTION_TYPES = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
 
 export const MAX_TEXT_LENGTH = 20_000;
 export const MAX_INBOUND_ATTACHMENT_BYTES = 100 * 1024 * 1024;
 
-const InboundAttachmentSchema = z.object({
+const BridgeAttachmentSchema = z.object({
   filename: z.string().min(1).max(255),
   mimeType: z.string().regex(/^[\w.+-]+\/[\w.+-]+$/, "must be a MIME type such as image/png"),
   content: z.custom<Uint8Array>((v) => v instanceof Uint8Array, "must be bytes"),
@@ -17,22 +16,22 @@ const InboundAttachmentSchema = z.object({
 const base = {
   lineId: z.string(),
   sender: z.string().min(1),
-  /** When the platform says it happened (Unix ms); defaults to now. */
+  /** Unix ms; defaults to now. */
   sentAt: z.number().int().positive().optional(),
 };
 
-const InboundMessageSchema = z.object({
+const BridgeMessageSchema = z.object({
   type: z.literal("message"),
   ...base,
-  /** Platform message GUID; generated when absent. Re-ingesting a GUID is a no-op. */
+  /** Generated when absent. */
   guid: z.string().min(1).max(200).optional(),
   text: z.string().max(MAX_TEXT_LENGTH).nullable().optional(),
-  attachment: InboundAttachmentSchema.optional(),
+  attachment: BridgeAttachmentSchema.optional(),
   isAudioMessage: z.boolean().optional(),
   transcription: z.string().max(MAX_TEXT_LENGTH).nullable().optional(),
   group: z
     .object({
-      /** Platform chat identifier; derived from the participants when absent. */
+      /** Derived from the participants when absent. */
       id: z.string().min(1).max(200).optional(),
       participants: z.array(z.string().min(1)).min(1).max(100),
       name: z.string().max(200).nullable().optional(),
@@ -40,28 +39,76 @@ const InboundMessageSchema = z.object({
     .optional(),
   replyToGuid: z.string().min(1).max(200).nullable().optional(),
   service: z.enum(["imessage", "sms"]).optional(),
-  /** The provider's own chat ID (a BlueBubbles chat GUID), kept on the chat for sending back. */
   providerChatId: z.string().min(1).max(500).optional(),
 });
 
-const InboundReactionSchema = z.object({
+const BridgeReactionSchema = z.object({
   type: z.literal("reaction"),
   ...base,
-  /** msg_ ID or platform GUID of the message reacted to. */
+  /** msg_ ID or platform GUID. */
   target: z.string().min(1),
   reaction: z.enum(REACTION_TYPES),
   added: z.boolean(),
 });
 
-const InboundTypingSchema = z.object({ type: z.literal("typing"), ...base, isTyping: z.boolean() });
-const InboundReceiptSchema = z.object({ type: z.literal("receipt"), ...base });
+const BridgeTypingSchema = z.object({ type: z.literal("typing"), ...base, isTyping: z.boolean() });
+const BridgeReceiptSchema = z.object({ type: z.literal("receipt"), ...base });
 
-export const InboundEventSchema = z.discriminatedUnion("type", [
-  InboundMessageSchema,
-  InboundReactionSchema,
-  InboundTypingSchema,
-  InboundReceiptSchema,
-]);
+/** What an in-process bridge (the simulator, a test) reports about the other phones. */
+export const BridgeEventSchema = z.discriminatedUnion("type", [BridgeMessageSchema, BridgeReactionSchema, BridgeTypingSchema, BridgeReceiptSchema]);
 
-export type InboundEvent = z.infer<typeof InboundEventSchema>;
-export type InboundMessage = z.infer<typeof InboundMessageSchema>;
+export type BridgeEvent = z.infer<typeof BridgeEventSchema>;
+export type BridgeOf<T extends BridgeEvent["type"]> = Omit<Extract<BridgeEvent, { type: T }>, "type" | "lineId">;
+
+interface InboundChat {
+  identifier: string;
+  isGroup: boolean;
+  participants: string[];
+  name: string | null;
+  service: string;
+  providerChatId: string | null;
+  /** Only into a chat we already have (our own message in a group): else the event is ignored. */
+  existingOnly: boolean;
+}
+
+export interface InboundFile {
+  filename: string;
+  mimeType: string;
+  blob: StoredBlob;
+  transcription: string | null;
+}
+
+/**
+ * One inbound event whatever its source (a provider's webhook or catch-up, the simulator):
+ * handles normalized, bytes already in storage, defaults filled in.
+ */
+export type InboundEvent =
+  | {
+      type: "message";
+      guid: string;
+      /** Who wrote it: the contact, or the line itself for our own typed on the device. */
+      sender: string;
+      isFromMe: boolean;
+      at: number;
+      chat: InboundChat;
+      text: string | null;
+      file: InboundFile | null;
+      isAudioMessage: boolean | null;
+      replyToGuid: string | null;
+      service: string;
+      optOut: "stop" | "start" | null;
+    }
+  | {
+      type: "reaction";
+      sender: string;
+      at: number;
+      /** msg_ ID or GUID. */
+      target: string;
+      reaction: (typeof REACTION_TYPES)[number];
+      added: boolean;
+      /** The provider's key for this event: taken in once per line. */
+      once: string | null;
+    }
+  | { type: "typing"; sender: string; at: number; isTyping: boolean }
+  | { type: "receipt"; sender: string; at: number; once: string | null }
+  | { type: "delivery"; guid: string; report: DeliveryReport; segments: number | null };

@@ -18,7 +18,7 @@ import type {
 } from "../schemas/simulator-requests";
 import { serializeMessage, serializeReaction, serializeReceipt, serializeTyping } from "../../wire/serializers";
 import { fileUrlSigner } from "../../storage/signed-urls";
-import { ingestMessage, ingestReaction, ingestReceipt, ingestTyping } from "./inbound";
+import { bridgeMessage, bridgeReaction, bridgeReceipt, bridgeTyping } from "./bridge-events";
 import { assertLineAccess } from "../lines/lines";
 import { listMessages } from "../messaging/messages";
 import { normalizeActivationCode } from "../lines/sandbox";
@@ -96,7 +96,7 @@ function decodeBase64(value: string): Buffer {
 
 export async function simulateMessage(actor: Actor, input: z.output<typeof SimulatorMessageBody>) {
   const line = await simulatedLine(actor, input.line, input.from, input.text);
-  const { message } = await ingestMessage(line, {
+  const { message } = await bridgeMessage(line, {
     sender: input.from,
     guid: input.guid,
     text: input.text,
@@ -113,9 +113,7 @@ export async function simulateMessage(actor: Actor, input: z.output<typeof Simul
   if (message.accountId !== actor.accountId) {
     throw invalidParam("guid", "This guid names a message of another account on this line; use a new one.");
   }
-  const db = await getDb();
-  const full = await db.message.findUniqueOrThrow({ where: { id: message.id }, include: { attachments: true } });
-  return serializeMessage(full, await fileUrlSigner());
+  return serializeMessage(message, await fileUrlSigner());
 }
 
 /** What the simulated phones received from the line, newest first. */
@@ -132,18 +130,18 @@ export async function simulatorInbox(actor: Actor, input: z.output<typeof Simula
 
 export async function simulateReaction(actor: Actor, input: z.output<typeof SimulatorReactionBody>) {
   const line = await simulatedLine(actor, input.line, input.from);
-  const reaction = await ingestReaction(line, { sender: input.from, target: input.message_id, reaction: input.type, added: input.added });
+  const reaction = await bridgeReaction(line, { sender: input.from, target: input.message_id, reaction: input.type, added: input.added });
   return serializeReaction(reaction);
 }
 
 export async function simulateTyping(actor: Actor, input: z.output<typeof SimulatorTypingBody>) {
   const line = await simulatedLine(actor, input.line, input.from);
-  return serializeTyping(await ingestTyping(line, { sender: input.from, isTyping: input.is_typing }));
+  return serializeTyping(await bridgeTyping(line, { sender: input.from, isTyping: input.is_typing }));
 }
 
 export async function simulateReceipt(actor: Actor, input: z.output<typeof SimulatorReceiptBody>) {
   const line = await simulatedLine(actor, input.line, input.from);
-  return serializeReceipt(await ingestReceipt(line, { sender: input.from }));
+  return serializeReceipt(await bridgeReceipt(line, { sender: input.from }));
 }
 
 /**

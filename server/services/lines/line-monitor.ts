@@ -11,7 +11,7 @@ import { providerLine } from "../../platform/connection";
 import { findProvider, MONITORED_PROVIDERS } from "../../platform/registry";
 import { processSingleton } from "../../kernel/singleton";
 import { noteProviderDown, noteWebhooksInPlace, noteWebhooksMissing, probeLine, WEBHOOK_GRACE, webhooksExpectedSince } from "./line-health";
-import { ingestProviderEvent, type InboundOutcome } from "../inbound/provider-inbound";
+import { ingestProviderEvent, type InboundOutcome } from "../inbound/provider-events";
 import { log } from "../../kernel/log";
 import { withTimeout } from "../../kernel/timeout";
 import { fairSlots } from "../../platform/download-slots";

@@ -1,5 +1,5 @@
 import type { InboundRequest } from "../../platform/provider";
-import { receiveProviderWebhook } from "../../services/inbound/provider-inbound";
+import { receiveProviderWebhook } from "../../services/inbound/provider-webhook";
 import { errorAnswer } from "./responses";
 
 // POST /api/inbound/<line_id>: the answer to a provider's webhook, the same whichever transport

@@ -1,0 +1,63 @@
+import { ApiError } from "../../kernel/errors";
+import { inboundTokenMatches, providerLine } from "../../platform/connection";
+import type { InboundRequest } from "../../platform/provider";
+import { findProvider } from "../../platform/registry";
+import type { ProviderInbound } from "../../platform/types";
+import { noteProviderUp } from "../lines/line-health";
+import { findLine } from "../lines/lines";
+import { type InboundOutcome, ingestProviderEvent } from "./provider-events";
+
+// POST /api/inbound/<line_id>: the line's token and the provider's own verification, then the
+// provider's folder parses the body into events, each taken in in order.
+
+export interface WebhookReceipt {
+  counts: Record<InboundOutcome, number>;
+  /** The provider's own answer body, when it expects one (Twilio: TwiML). */
+  reply?: { contentType: string; body: string };
+}
+
+/** The body as its provider encodes it: parsed JSON, or a form's fields. Throws ApiError for a body that is neither. */
+function decodeBody(format: "json" | "form", request: InboundRequest, label: string): unknown {
+  const text = new TextDecoder().decode(request.body);
+  if (format === "form") {
+    const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+    if (type !== "application/x-www-form-urlencoded") {
+      throw new ApiError("unsupported_media_type", `${label} posts its webhooks as application/x-www-form-urlencoded, not ${type || "a body without a Content-Type"}.`);
+    }
+    return new URLSearchParams(text);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ApiError("invalid_json", `Not a ${label} webhook body: ${(err as Error).message.slice(0, 200)}`);
+  }
+}
+
+/** A provider's webhook for line `lineId`: verified, mapped, taken in. Refusals are thrown as ApiError. */
+export async function receiveProviderWebhook(lineId: string, request: InboundRequest): Promise<WebhookReceipt> {
+  const unauthorized = new ApiError("invalid_inbound_token", "Missing or wrong token for this line's inbound URL.");
+  const line = lineId.startsWith("ln_") ? await findLine(lineId) : null;
+  const provider = line ? findProvider(line.provider) : null;
+  if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
+  const inbound = provider.inbound;
+  // Every provider's URL carries the line's token (docs/providers.md, "Inbound"), signed providers' too: a
+  // request signed correctly but sent without it, or with another line's, is refused.
+  if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
+  const pl = providerLine(line);
+  if (inbound.auth === "signature") {
+    const refusal = inbound.verify ? inbound.verify(request, pl) : { code: "invalid_signature" as const, message: "This provider's webhooks cannot be verified." };
+    if (refusal) throw new ApiError(refusal.code, refusal.message);
+  }
+  const body = decodeBody(inbound.format ?? "json", request, provider.label);
+  let events: ProviderInbound[];
+  try {
+    events = inbound.parse(body, pl);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError("invalid_json", `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}`);
+  }
+  await noteProviderUp(line.id, "webhook");
+  const counts: Record<InboundOutcome, number> = { stored: 0, duplicate: 0, adopted: 0, ignored: 0 };
+  for (const event of events) counts[await ingestProviderEvent(line, pl, event)]++;
+  return { counts, ...(inbound.reply ? { reply: inbound.reply } : {}) };
+}

@@ -1,0 +1,231 @@
+import { valuesList } from "../../db";
+import type { Line, ReadReceipt, Reaction, TypingIndicator } from "../../generated/prisma/client";
+import { batcher } from "../../kernel/batcher";
+import { config } from "../../kernel/config";
+import { ApiError } from "../../kernel/errors";
+import { newId } from "../../kernel/ids";
+import { processSingleton } from "../../kernel/singleton";
+import { chatKey, existingChats, type InboundChatRow, upsertInboundChats } from "../../messages/chat-rows";
+import { recordReports, reportKey } from "../../messages/delivery-status";
+import { type StoredMessage, writeMessages } from "../../messages/store";
+import type { InboundEvent } from "../../platform/inbound-event";
+import { findProvider } from "../../platform/registry";
+import { type FileUrlSigner, fileUrlSigner } from "../../storage/signed-urls";
+import { serializeReaction } from "../../wire/serializers";
+import { type Unit, unitOfWork } from "../../write/unit";
+import { type Routed, routeAccounts } from "./sandbox-routing";
+
+// Every inbound event, whatever brought it, is taken in here: concurrent events share one unit
+// of work (one statement per table for the batch, one message store call), and what others
+// must hear of (webhook events, live events, stale caches) is declared in it.
+
+export type InboundOutcome = "stored" | "duplicate" | "adopted" | "ignored";
+
+export interface TakenIn {
+  outcome: InboundOutcome;
+  /** The row written: the message (stored now), reaction, typing indicator or read receipt. */
+  row?: StoredMessage | Reaction | TypingIndicator | ReadReceipt;
+  /** Why the event was refused (its sender is not paired, its message is unknown); nothing of it was written. */
+  refusal?: ApiError;
+}
+
+interface Intake {
+  line: Line;
+  event: InboundEvent;
+}
+
+type Of<T extends InboundEvent["type"]> = { i: number; line: Line; event: Extract<InboundEvent, { type: T }>; accountId: string };
+
+async function run(inputs: Intake[]): Promise<TakenIn[]> {
+  const url = await fileUrlSigner(); // before the transaction: PGlite has one connection
+  const results: TakenIn[] = inputs.map(() => ({ outcome: "stored" }));
+  await unitOfWork(async (unit) => {
+    const routed = await routeAccounts(unit, inputs, results);
+    const of = <T extends InboundEvent["type"]>(type: T, from: Routed[] = routed) => from.filter((r): r is Of<T> => r.event.type === type);
+    const firstTime = await claimOnce(unit, [...of("reaction"), ...of("receipt")], results);
+    const presence = [...of("typing"), ...of("receipt", firstTime)];
+    const chats = await placeInChats(unit, [...of("message"), ...presence]);
+    await writeNewMessages(unit, of("message"), chats, results, url);
+    await recordOptOuts(unit, of("message").filter((r) => results[r.i]!.outcome === "stored"));
+    for (const r of of("reaction", firstTime)) await react(unit, r, results);
+    await writePresence(unit, presence, chats, results);
+    await deliveryReports(unit, of("delivery"), results, url);
+    await moveCursors(unit, [...of("message"), ...of("reaction", firstTime).filter((r) => !results[r.i]!.refusal)]);
+  });
+  return results;
+}
+
+/** A contact's STOP (or START) to this line, with the message that carried it (a repeat changes nothing). */
+async function recordOptOuts({ query }: Unit, messages: Of<"message">[]): Promise<void> {
+  for (const { line, event } of messages) {
+    if (!event.optOut || event.isFromMe) continue;
+    const at = new Date(event.at);
+    if (event.optOut === "start") {
+      // Only a START newer than the STOP it answers (webhooks arrive in any order).
+      await query(`DELETE FROM "OptOut" WHERE "lineId" = $1 AND handle = $2 AND "optedOutAt" <= $3`, [line.id, event.sender, at]);
+    } else {
+      await query(
+        `INSERT INTO "OptOut" ("lineId", handle, "optedOutAt") VALUES ($1, $2, $3)
+         ON CONFLICT ("lineId", handle) DO UPDATE SET "optedOutAt" = GREATEST("OptOut"."optedOutAt", EXCLUDED."optedOutAt")`,
+        [line.id, event.sender, at],
+      );
+    }
+  }
+}
+
+/** Events with a provider key claim it (ProviderEvent); those taken in before are duplicates and go no further. */
+async function claimOnce(unit: Unit, events: (Of<"reaction"> | Of<"receipt">)[], results: TakenIn[]): Promise<Routed[]> {
+  const keyed = new Map<string, number>();
+  for (const r of events) {
+    if (!r.event.once) continue;
+    const key = `${r.line.id} ${r.event.once}`;
+    if (keyed.has(key)) results[r.i]!.outcome = "duplicate";
+    else keyed.set(key, r.i);
+  }
+  if (!keyed.size) return events.filter((r) => results[r.i]!.outcome !== "duplicate");
+  const v = valuesList(events.filter((r) => r.event.once && keyed.get(`${r.line.id} ${r.event.once}`) === r.i).map((r) => [r.line.id, r.event.once]));
+  const claimed = await unit.query<{ lineId: string; key: string }>(`INSERT INTO "ProviderEvent" ("lineId", key) VALUES ${v.text} ON CONFLICT DO NOTHING RETURNING "lineId", key`, v.params);
+  const first = new Set(claimed.map((c) => `${c.lineId} ${c.key}`));
+  for (const r of events) if (r.event.once && !first.has(`${r.line.id} ${r.event.once}`)) results[r.i]!.outcome = "duplicate";
+  return events.filter((r) => results[r.i]!.outcome !== "duplicate");
+}
+
+/** Each event's chat, created or brought up to date (typing and receipts: the sender's direct chat). */
+async function placeInChats(unit: Unit, events: (Of<"message"> | Of<"typing"> | Of<"receipt">)[]): Promise<Map<number, string>> {
+  const rows: (InboundChatRow & { i: number; existingOnly: boolean })[] = events.map(({ i, line, event, accountId }) => {
+    const service = line.service === "sms" ? "sms" : "imessage";
+    const common = { i, lineId: line.id, accountId, providerChatId: null, lastMessageAt: null, received: false, existingOnly: false };
+    if (event.type !== "message") return { ...common, identifier: event.sender, service, name: null, isGroup: false, participants: [event.sender] };
+    const { chat } = event;
+    return { ...common, ...chat, lastMessageAt: new Date(event.at), received: !event.isFromMe };
+  });
+  const upserted = await upsertInboundChats(unit.query, rows.filter((r) => !r.existingOnly));
+  const existing = await existingChats(unit.query, rows.filter((r) => r.existingOnly));
+  const ids = new Map<number, string>();
+  for (const r of rows) {
+    const id = (r.existingOnly ? existing : upserted).get(chatKey(r));
+    if (id) ids.set(r.i, id);
+  }
+  return ids;
+}
+
+/** The batch's messages through the message store: a GUID the line has (or had twice in the batch) is a duplicate. */
+async function writeNewMessages(unit: Unit, messages: Of<"message">[], chats: Map<number, string>, results: TakenIn[], url: FileUrlSigner): Promise<void> {
+  const seen = new Set<string>();
+  const batch = messages.filter(({ i, line, event }) => {
+    const key = `${line.id} ${event.guid}`;
+    if (!chats.has(i)) results[i]!.outcome = "ignored";
+    else if (seen.has(key)) results[i]!.outcome = "duplicate";
+    else seen.add(key);
+    return results[i]!.outcome === "stored";
+  });
+  // Chats that only take a message if we have them were not upserted: the store moves those.
+  const unmoved = new Set(batch.filter((m) => m.event.chat.existingOnly).map((m) => chats.get(m.i)!));
+  const movedChats = new Set(batch.map((m) => chats.get(m.i)!).filter((id) => !unmoved.has(id)));
+  const written = await writeMessages(
+    unit,
+    batch.map(({ i, line, event, accountId }) => ({
+      accountId,
+      lineId: line.id,
+      lineHandle: line.handle,
+      chatId: chats.get(i)!,
+      guid: event.guid,
+      sender: event.sender,
+      text: event.text,
+      isFromMe: event.isFromMe,
+      isAudioMessage: event.isAudioMessage,
+      service: event.service,
+      replyToGuid: event.replyToGuid,
+      sentAt: new Date(event.at),
+      attachments: event.file
+        ? [{ fileId: event.file.blob.id, filename: event.file.filename, mimeType: event.file.mimeType, size: event.file.blob.size, transcription: event.file.transcription, storedFile: event.file.blob }]
+        : [],
+    })),
+    url,
+    { movedChats },
+  );
+  for (const r of batch) results[r.i]!.outcome = "duplicate";
+  for (const { index, message } of written) results[batch[index]!.i] = { outcome: "stored", row: message };
+}
+
+async function react(unit: Unit, { i, line, event, accountId }: Of<"reaction">, results: TakenIn[]): Promise<void> {
+  const target = event.target.trim();
+  const [message] = await unit.query<{ id: string; chatId: string }>(
+    `SELECT id, "chatId" FROM "Message" WHERE "lineId" = $1 AND "accountId" = $2 AND ${target.startsWith("msg_") ? "id" : "guid"} = $3 LIMIT 1`,
+    [line.id, accountId, target],
+  );
+  if (!message) {
+    results[i] = { outcome: "ignored", refusal: new ApiError("message_not_found", `No message with ID or GUID '${target}' on this line.`, { param: "message_id" }) };
+    return;
+  }
+  const [reaction] = await unit.query<Reaction>(
+    `INSERT INTO "Reaction" (id, "accountId", "chatId", "messageId", type, sender, "isFromMe", added, "sentAt")
+     VALUES ($1, $2, $3, $4, $5, $6, false, $7, $8)
+     ON CONFLICT ("messageId", sender, type) DO UPDATE SET added = EXCLUDED.added, "sentAt" = EXCLUDED."sentAt", "syncedAt" = now()
+     RETURNING *`,
+    [newId("reaction"), accountId, message.chatId, message.id, event.reaction, event.sender, event.added, new Date(event.at)],
+  );
+  const data = { ...serializeReaction(reaction!), line_handle: line.handle };
+  await unit.fanOut([{ accountId, lineId: line.id, event: reaction!.added ? "reaction.added" : "reaction.removed", data }]);
+  unit.live([{ type: "chat.activity", accountId, lineId: line.id, chatId: message.chatId, kind: "reaction" }]);
+  unit.changed([accountId]);
+  results[i] = { outcome: "stored", row: reaction };
+}
+
+/** A contact's state in their direct chat: typing, or read up to a time. */
+async function writePresence(unit: Unit, events: (Of<"typing"> | Of<"receipt">)[], chats: Map<number, string>, results: TakenIn[]): Promise<void> {
+  for (const { i, line, event, accountId } of events) {
+    const chatId = chats.get(i)!;
+    const at = new Date(event.at);
+    const [row] =
+      event.type === "typing"
+        ? await unit.query<TypingIndicator>(
+            `INSERT INTO "TypingIndicator" (id, "chatId", handle, "isTyping", "updatedAt") VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT ("chatId", handle) DO UPDATE SET "isTyping" = EXCLUDED."isTyping", "updatedAt" = EXCLUDED."updatedAt" RETURNING *`,
+            [newId("typing"), chatId, event.sender, event.isTyping, at],
+          )
+        : await unit.query<ReadReceipt>(
+            `INSERT INTO "ReadReceipt" (id, "chatId", handle, "lastReadAt") VALUES ($1, $2, $3, $4)
+             ON CONFLICT ("chatId", handle) DO UPDATE SET "lastReadAt" = EXCLUDED."lastReadAt", "syncedAt" = now() RETURNING *`,
+            [newId("receipt"), chatId, event.sender, at],
+          );
+    const live = event.type === "typing" ? { kind: "typing" as const, typing: event.isTyping } : { kind: "receipt" as const };
+    unit.live([{ type: "chat.activity", accountId, lineId: line.id, chatId, ...live }]);
+    unit.changed([accountId]);
+    results[i] = { outcome: "stored", row };
+  }
+}
+
+/** Delivery reports of our sent messages: a report of a message and status seen before (or twice in the batch) is a duplicate. */
+async function deliveryReports(unit: Unit, reports: Of<"delivery">[], results: TakenIn[], url: FileUrlSigner): Promise<void> {
+  if (!reports.length) return;
+  const fresh = await recordReports(unit, reports.map(({ line, event }) => ({ lineId: line.id, guid: event.guid, ...event.report, segments: event.segments })), url);
+  const seen = new Set<string>();
+  for (const { i, line, event } of reports) {
+    const key = reportKey({ lineId: line.id, guid: event.guid, status: event.report.status });
+    results[i]!.outcome = fresh.has(key) && !seen.has(key) ? "stored" : "duplicate";
+    seen.add(key);
+  }
+}
+
+/** The catch-up cursor of provider lines: the newest message or reaction taken in. */
+async function moveCursors({ query }: Unit, events: { line: Line; event: InboundEvent }[]): Promise<void> {
+  const newest = new Map<string, number>();
+  for (const { line, event } of events) {
+    if (event.type === "delivery" || !findProvider(line.provider)?.catchUp) continue;
+    newest.set(line.id, Math.max(newest.get(line.id) ?? 0, event.at));
+  }
+  for (const [lineId, at] of newest) {
+    await query(`UPDATE "Line" SET "catchupAfter" = $2 WHERE id = $1 AND ("catchupAfter" IS NULL OR "catchupAfter" < $2)`, [lineId, new Date(at)]);
+  }
+}
+
+/** Embedded PGlite runs one statement at a time: merge batches that would only queue. */
+const inFlight = () => (config().DATABASE_URL ? 2 : 1);
+
+const batch = processSingleton("inbound-take-in", () => batcher<Intake, TakenIn>(run, { maxInFlight: inFlight }));
+
+/** Takes in one normalized event on `line`; concurrent events share one unit of work. */
+export function takeIn(line: Line, event: InboundEvent): Promise<TakenIn> {
+  return batch({ line, event });
+}
