@@ -3,7 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import Link from "next/link";
 import { HOLD_LABEL, HOLD_MEANING, type HoldReason } from "./holds";
-import { ErrorText, Loading } from "./ui";
+import { ErrorText, Loading } from "./widgets";
 import { useNow, When } from "./when";
 import { useTRPC } from "@/lib/trpc";
 import type { AppRouter } from "@/server/transports/trpc/router";

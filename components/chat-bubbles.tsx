@@ -1,7 +1,7 @@
 "use client";
 import type { inferRouterOutputs } from "@trpc/server";
 import { ApprovalActions, HOLD_LABEL, type HoldReason, PendingActions } from "./holds";
-import { Time } from "./ui";
+import { Time } from "./widgets";
 import { When } from "./when";
 import type { AppRouter } from "@/server/transports/trpc/router";
 import styles from "./sending.module.css";

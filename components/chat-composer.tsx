@@ -1,7 +1,7 @@
 "use client";
 import { useMutation } from "@tanstack/react-query";
 import { type ComponentProps, type FormEvent, useRef, useState } from "react";
-import { ErrorText } from "./ui";
+import { ErrorText } from "./widgets";
 import { parseLocalInput, SendAtField, toLocalInput } from "./when";
 import { useTRPC } from "@/lib/trpc";
 import styles from "./sending.module.css";

@@ -1,6 +1,6 @@
 "use client";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { ErrorText, Time } from "./ui";
+import { ErrorText, Time } from "./widgets";
 import { When } from "./when";
 import { useTRPC } from "@/lib/trpc";
 import agents from "./approvals.module.css";

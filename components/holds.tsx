@@ -2,7 +2,7 @@
 import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { ConfirmDialog, Dialog, DialogFormActions } from "./dialog";
-import { ErrorText } from "./ui";
+import { ErrorText } from "./widgets";
 import { parseLocalInput, SendAtField, toLocalInput, When } from "./when";
 import { useTRPC } from "@/lib/trpc";
 import styles from "./sending.module.css";

@@ -2,7 +2,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import { type FormEvent, useState } from "react";
-import { ErrorText } from "@/components/ui";
+import { ErrorText } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 import type { AppRouter } from "@/server/transports/trpc/router";
 import { aboutProvider, type ConnectionField, PROVIDER_ABOUTS } from "@/server/platform/about";

@@ -3,7 +3,7 @@ import { useMutation, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import { type FormEvent, useState } from "react";
 import { useDashboardSettings } from "@/components/dashboard-settings";
-import { ErrorText, ShortWarning } from "@/components/ui";
+import { ErrorText, ShortWarning } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 import type { AppRouter } from "@/server/transports/trpc/router";
 import { aboutProvider, type ConnectionField, explainProblem, PROVIDER_ABOUTS } from "@/server/platform/about";

@@ -3,7 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import type { inferRouterOutputs } from "@trpc/server";
 import Link from "next/link";
 import { useMemo, useState } from "react";
-import { ErrorText, Loading } from "@/components/ui";
+import { ErrorText, Loading } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 import { aboutProvider, PROVIDER_ABOUTS } from "@/server/platform/about";
 import type { AppRouter } from "@/server/transports/trpc/router";

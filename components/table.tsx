@@ -1,6 +1,6 @@
 "use client";
 import { Children, cloneElement, isValidElement, type ReactElement, type ReactNode } from "react";
-import { Empty, Loading } from "./ui";
+import { Empty, Loading } from "./widgets";
 
 /** Each cell of a row gets its column's name (data-label): on a phone the row shows as a labelled card. */
 function labelCells(row: ReactNode, headers: readonly string[]): ReactNode {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sessionActorFor } from "@/server/services/access/session";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 import { createCaller } from "@/server/transports/trpc/router";
 import { call, db, inbound, makeAccount, makeKey, phone, post, recordQueries, type Fixture } from "./helpers";
 

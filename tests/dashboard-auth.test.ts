@@ -5,7 +5,7 @@ import { resetConfig } from "@/server/kernel/config";
 import { createAccount } from "@/server/services/accounts/accounts";
 import { throttleAuthAttempt } from "@/server/services/access/auth-throttle";
 import { ApiError } from "@/server/kernel/errors";
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 import { createTRPCClient } from "@trpc/client";
 import { safeCallbackPath } from "@/lib/safe-callback";
 import { dashboardLink } from "@/lib/trpc-link";

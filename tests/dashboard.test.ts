@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sessionActorFor } from "@/server/services/access/session";
 import { startRunner, stopRunner } from "@/server/engine/outbox-runner";
 import { verifyCredentials } from "@/server/services/accounts/accounts";
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 import { appRouter, createCaller } from "@/server/transports/trpc/router";
 import { get, inbound, makeAccount, phone, post, type Fixture } from "./helpers";
 

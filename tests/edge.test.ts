@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { POST as authPost } from "@/app/api/auth/[...nextauth]/route";
 import { sessionActorFor } from "@/server/services/access/session";
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 import { call, dispatch, expectRequestId, gql, inbound, makeAccount, phone, type ApiResult, type Fixture } from "./helpers";
 
 // The HTTP edge: body limits enforced while streaming, input the database cannot store,

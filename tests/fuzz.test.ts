@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument } from "@/server/transports/openapi/openapi";
 import { OPERATIONS } from "@/server/services/operations";
 import { ERROR_CODES, type ErrorCode } from "@/server/kernel/errors";
-import { GRAPHQL_PROTOCOL_CODES } from "@/server/transports/graphql/errors";
+import { GRAPHQL_PROTOCOL_CODES } from "@/server/transports/graphql/mask-error";
 import { newId } from "@/server/kernel/ids";
 import { SimulatorMessageBody, SimulatorReactionBody, SimulatorTypingBody } from "@/server/services/schemas/simulator-requests";
 import { dispatch, gql, inbound, makeAccount, makeKey, phone, post, type Fixture } from "./helpers";

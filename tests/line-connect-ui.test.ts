@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vites
 import type { Actor } from "@/server/services/access/actor";
 import { sessionActorFor } from "@/server/services/access/session";
 import { sandboxLine } from "@/server/services/lines/sandbox-line";
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { createCaller } from "@/server/transports/trpc/router";
 import { explainProblem } from "@/server/platform/about";

@@ -8,7 +8,7 @@ import { providerFor } from "@/server/platform/registry";
 import { createConnectedLine } from "@/server/services/lines/line-connections";
 import { probeDueLines } from "@/server/services/lines/line-monitor";
 import { sessionActorFor } from "@/server/services/access/session";
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 import { startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { type FakeSmsGateway, startFakeSmsGateway, type WebhookPost } from "./fakes/sms-gateway";
 import { db, dispatch, get, makeAccount, phone } from "./helpers";

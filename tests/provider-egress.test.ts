@@ -5,7 +5,7 @@ import { sessionActorFor } from "@/server/services/access/session";
 import { parseConfig, resetConfig } from "@/server/kernel/config";
 import { providerLine } from "@/server/platform/connection";
 import { createConnectedLine, testLine } from "@/server/services/lines/line-connections";
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 import { listenLoopback } from "./fakes/http";
 import { type DeliveredAnswer, type FakeTwilio, startFakeTwilio } from "./fakes/twilio";
 import { db, dispatch, fakeTwilioLine, gql, makeAccount, phone, type Fixture } from "./helpers";

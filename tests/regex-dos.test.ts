@@ -4,7 +4,7 @@ import { parseRetryAfter as serverRetryAfter } from "@/server/http-out/retry-aft
 import { readSignedHeaders } from "@/packages/client/src/webhook-checks";
 import { authenticate } from "@/server/services/access/api-keys";
 import { graphqlActor } from "@/server/transports/graphql/context";
-import { graphqlParam } from "@/server/transports/graphql/errors";
+import { graphqlParam } from "@/server/transports/graphql/mask-error";
 import { restShape } from "@/server/transports/graphql/inputs";
 import { documentTooDeep } from "@/server/transports/graphql/yoga";
 import { isPhoneNumber, normalizeHandle } from "@/server/kernel/handles";
@@ -40,7 +40,7 @@ import { checkWebhookUrl, isForbiddenAddress } from "@/server/http-out/url-guard
 //   mimeType (same as MIME).
 // - services/lines/sandbox.ts /\s+/g, services/inbound/simulated-phone.ts /\s/g: one class.
 // - transports/graphql/context.ts SESSION_COOKIE (;\s* then a literal), graphql/inputs.ts /[A-Z]/g,
-//   transports/graphql/errors.ts /_([a-z])/g.
+//   transports/graphql/mask-error.ts /_([a-z])/g.
 // - storage/signed-urls.ts /^\d{1,12}$/; storage/index.ts keys (internal, one class).
 // - webhooks/url-guard.ts: /^\[(.*)\]$/ (anchored both ends); REWRITTEN: /%.*$/ (quadratic on
 //   many '%') is an indexOf, and the unanchored /(\d+)\.(\d+)\.(\d+)\.(\d+)$/ (quadratic on

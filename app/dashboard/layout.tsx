@@ -1,5 +1,5 @@
 import type { ReactNode } from "react";
-import { requireSession } from "./session";
+import { requireSession } from "./require-session";
 import { accountOverview } from "@/server/services/accounts/accounts";
 import { simulatorStatus } from "@/server/services/inbound/simulated-phone";
 import { DashboardSettingsProvider } from "@/components/dashboard-settings";

@@ -1,5 +1,5 @@
 import Link from "next/link";
-import { requireSession } from "./session";
+import { requireSession } from "./require-session";
 import { accountOverview } from "@/server/services/accounts/accounts";
 import { OverviewPanels } from "@/components/overview-panels";
 import styles from "@/components/overview.module.css";

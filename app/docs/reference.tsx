@@ -1,7 +1,7 @@
 "use client";
 import "@scalar/api-reference-react/style.css";
 import dynamic from "next/dynamic";
-import { Loading } from "@/components/ui";
+import { Loading } from "@/components/widgets";
 
 // Scalar's reference is a Vue app in a React wrapper that touches `window` when it loads: it
 // runs in the browser only. Its configuration keeps it to this server: no web fonts, no

@@ -4,7 +4,7 @@ import { signIn } from "next-auth/react";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { type FormEvent, useState } from "react";
-import { ErrorText } from "@/components/ui";
+import { ErrorText } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 import { CredentialFields } from "../credential-fields";
 

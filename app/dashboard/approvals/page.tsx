@@ -3,8 +3,8 @@ import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-quer
 import Link from "next/link";
 import { useState } from "react";
 import { ApprovalActions } from "@/components/holds";
-import { useLiveSubscription } from "@/components/live";
-import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { useLiveSubscription } from "@/components/live-subscription";
+import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/widgets";
 import { When } from "@/components/when";
 import styles from "@/components/approvals.module.css";
 import sending from "@/components/sending.module.css";

@@ -4,9 +4,9 @@ import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { Suspense, useEffect, useState } from "react";
 import { useDashboardSettings } from "@/components/dashboard-settings";
-import { useLiveSubscription } from "@/components/live";
+import { useLiveSubscription } from "@/components/live-subscription";
 import { LineFilter, useLines } from "@/components/lines";
-import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 
 // The inbox: every line's chats (or one line's), newest first, with the last message, unread

@@ -2,7 +2,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { ListTable } from "@/components/table";
-import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/ui";
+import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/widgets";
 import { Dialog, DialogFormActions } from "@/components/dialog";
 import { APPROVE_SCOPE, draftOf, type Guardrails, GuardrailsFields, guardrailsOf, GuardrailsSummary, isGuarded, NO_GUARDRAILS } from "@/components/guardrails";
 import { lineName, useLines } from "@/components/lines";

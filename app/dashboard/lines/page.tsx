@@ -5,7 +5,7 @@ import { type FormEvent, useState } from "react";
 import { ConnectLineForm, LineHealth, providerLabel } from "@/components/line-connect";
 import { AddLineForm } from "@/components/line-add";
 import { ListTable } from "@/components/table";
-import { ErrorText, ShortWarning, StatusBadge, Time } from "@/components/ui";
+import { ErrorText, ShortWarning, StatusBadge, Time } from "@/components/widgets";
 import { useDashboardSettings } from "@/components/dashboard-settings";
 import { useTRPC } from "@/lib/trpc";
 import styles from "@/components/lines.module.css";

@@ -6,7 +6,7 @@ import { Suspense, useEffect } from "react";
 import { LineFilter, lineName, useLines } from "@/components/lines";
 import { ListTable } from "@/components/table";
 import { ApprovalActions, HoldBadge, HoldWhen, PendingActions } from "@/components/holds";
-import { ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { ErrorText, Loading, StatusBadge, Time } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 import styles from "@/components/sending.module.css";
 import type { OutboxStatus } from "@/server/services/messaging/outbox-statuses";

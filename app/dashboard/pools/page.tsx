@@ -5,7 +5,7 @@ import { type FormEvent, useId, useState } from "react";
 import { ConfirmDialog } from "@/components/dialog";
 import { LineHealth } from "@/components/line-connect";
 import { useLines } from "@/components/lines";
-import { CopyButton, ErrorText, Loading, Time } from "@/components/ui";
+import { CopyButton, ErrorText, Loading, Time } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 import styles from "@/components/sending.module.css";
 

@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import QRCode from "qrcode";
 import { sandboxSmsLink } from "@/packages/client/src/sandbox";
 import { useEffect, useState } from "react";
-import { CopyButton, ErrorText, Loading, StatusBadge, Time } from "@/components/ui";
+import { CopyButton, ErrorText, Loading, StatusBadge, Time } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 
 function QrImage({ text }: { text: string }) {

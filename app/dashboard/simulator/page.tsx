@@ -1,7 +1,7 @@
 "use client";
 import { useMutation, useQuery } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { Empty, ErrorText, Loading, Time } from "@/components/ui";
+import { Empty, ErrorText, Loading, Time } from "@/components/widgets";
 import { LineSelect, useLines } from "@/components/lines";
 import { useTRPC } from "@/lib/trpc";
 import { REACTION_TYPES } from "@/server/platform/inbound-event";

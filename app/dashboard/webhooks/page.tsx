@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { type FormEvent, useState } from "react";
 import { ListTable } from "@/components/table";
-import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/ui";
+import { ErrorText, SecretOnce, StatusBadge, Time } from "@/components/widgets";
 import { LineSelect, useLines } from "@/components/lines";
 import { useTRPC } from "@/lib/trpc";
 import { WEBHOOK_EVENTS } from "@/server/webhooks/event-names";

@@ -4,7 +4,7 @@ import { parseWith } from "../http/validation";
 
 // GraphQL arguments are camelCase; the shared zod schemas of the /v1 operations are
 // snake_case. Parsing through them keeps one set of rules (lengths, enums, trimming) for both
-// transports; a failing field is reported as the GraphQL field (errors.ts graphqlParam).
+// transports; a failing field is reported as the GraphQL field (mask-error.ts graphqlParam).
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 

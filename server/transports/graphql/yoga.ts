@@ -7,7 +7,7 @@ import { CORS_HEADERS, requestIdOf } from "../http/responses";
 import { parseJson } from "../http/validation";
 import { annotateRequest } from "../../observability/request-context";
 import { callerCheck, createContext, type GraphQLContext, graphqlActor, hasSessionCookie, type RequestScope } from "./context";
-import { isHandledError, maskError, withRequestId } from "./errors";
+import { isHandledError, maskError, withRequestId } from "./mask-error";
 import { anonymousIntrospection, type IntrospectionMode, introspectionDisabledRule } from "./introspection";
 import { schema } from "./schema";
 import { log } from "../../kernel/log";

@@ -1,5 +1,5 @@
 // /api/trpc/* - the dashboard's tRPC API, authenticated by the next-auth session
-import { handleTrpc } from "@/server/transports/trpc/http";
+import { handleTrpc } from "@/server/transports/trpc/handle-trpc";
 
 const handler = (req: Request) => handleTrpc(req);
 

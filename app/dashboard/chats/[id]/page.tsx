@@ -6,8 +6,8 @@ import { useEffect, useRef, useState } from "react";
 import { MessageBubble, UnsentBubble } from "@/components/chat-bubbles";
 import { ChatComposer, type ReplyTarget } from "@/components/chat-composer";
 import { Takeover } from "@/components/chat-takeover";
-import { useLiveSubscription } from "@/components/live";
-import { Empty, ErrorText, Loading } from "@/components/ui";
+import { useLiveSubscription } from "@/components/live-subscription";
+import { Empty, ErrorText, Loading } from "@/components/widgets";
 import agents from "@/components/approvals.module.css";
 import { useTRPC } from "@/lib/trpc";
 

@@ -6,7 +6,7 @@ import { useState } from "react";
 import { CapacityPanel } from "@/components/capacity";
 import { LineHealth, providerLabel } from "@/components/line-connect";
 import { policySummary, type SavedPolicy, SendPolicyForm } from "@/components/send-policy";
-import { ErrorText, Loading } from "@/components/ui";
+import { ErrorText, Loading } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 import styles from "@/components/sending.module.css";
 

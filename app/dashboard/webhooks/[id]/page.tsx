@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useParams, useRouter } from "next/navigation";
 import { Fragment, useState } from "react";
 import { ListTable } from "@/components/table";
-import { Empty, ErrorText, Loading, SecretOnce, StatusBadge, Time } from "@/components/ui";
+import { Empty, ErrorText, Loading, SecretOnce, StatusBadge, Time } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
 
 const STATUSES = ["", "pending", "delivering", "succeeded", "failed"] as const;
