@@ -24,18 +24,13 @@ export interface InboundChatRow {
   isGroup: boolean;
   participants: string[];
   providerChatId: string | null;
-  /** The newest message's time, null for typing or a receipt. */
   lastMessageAt: Date | null;
   received: boolean;
 }
 
 export const chatKey = (c: { lineId: string; accountId: string; identifier: string }) => `${c.lineId} ${c.accountId} ${c.identifier}`;
 
-/**
- * The chats of inbound events, created or brought up to date (participants, name, provider ID)
- * in one statement, with the message store's chat rule applied on the way (the caller then
- * writes its messages with `movedChats`). Returns chat IDs by chatKey.
- */
+/** One statement that also applies the store's chat rule: the caller then writes with `movedChats`. */
 export async function upsertInboundChats(query: Query, chats: InboundChatRow[]): Promise<Map<string, string>> {
   if (!chats.length) return new Map();
   const merged = new Map<string, InboundChatRow>();
@@ -68,7 +63,6 @@ export async function upsertInboundChats(query: Query, chats: InboundChatRow[]):
   return new Map(rows.map((r) => [chatKey(r), r.id]));
 }
 
-/** IDs of chats that exist, by chatKey (an event that may only join a chat we have). */
 export async function existingChats(query: Query, keys: { lineId: string; accountId: string; identifier: string }[]): Promise<Map<string, string>> {
   if (!keys.length) return new Map();
   const v = valuesList(keys.map((k) => [k.lineId, k.accountId, k.identifier]));

@@ -5,24 +5,17 @@ import { serializeMessage } from "../wire/serializers";
 import type { FileUrlSigner } from "../storage/signed-urls";
 import type { Unit } from "../write/unit";
 
-// Delivery status of our sent messages on lines whose provider reports it (SMS): what the
-// carrier did after the provider accepted the message. Reports arrive unordered, repeated,
-// and even before the send call that they are about has returned, so each is stored first
-// (DeliveryReport, unique per message and status: a repeat is a no-op) and the message's state
-// is then computed from every report it has: the first final report to arrive (delivered,
-// undelivered, failed) wins, else `sent`. The update only ever moves a message from nothing
-// or `sent` to a final state, atomically, so a final state is never left and its event
-// (message.delivered, message.undelivered) fires once.
+// Delivery status (docs/providers.md): reports arrive unordered and even before their send
+// returns, so each is stored first and the message's state is computed from all it has.
 
 export interface ReportKey {
   lineId: string;
   guid: string;
 }
 
-/** A report as stored, with the segment count it carried. */
 export type StoredReport = ReportKey & DeliveryReport & { segments?: number | null };
 
-/** Stores reports; returns those not stored before (a repeat of a message and status is not). */
+/** Returns the reports not stored before. */
 export async function storeReports({ query }: Unit, reports: StoredReport[]): Promise<StoredReport[]> {
   if (!reports.length) return [];
   const v = valuesList(
@@ -38,15 +31,10 @@ export async function storeReports({ query }: Unit, reports: StoredReport[]): Pr
   return reports.filter((r) => fresh.has(`${r.lineId} ${r.guid} ${r.status}`));
 }
 
-/**
- * Moves the messages of these keys to the state their reports give, firing message.delivered
- * or message.undelivered for each that reached a final state now.
- */
 export async function applyReports(
   unit: Unit,
   keys: ReportKey[],
   url: FileUrlSigner,
-  /** Whether segment counts may be waiting (a batch with none skips that statement). */
   options: { segments: boolean },
 ): Promise<void> {
   if (!keys.length) return;
@@ -68,7 +56,6 @@ export async function applyReports(
      RETURNING m.*, (SELECT handle FROM "Line" WHERE id = m."lineId") AS "lineHandle"`,
     k.params,
   );
-  // Segment counts reported before or with these reports, onto the outbox items that sent the messages.
   if (options.segments) await query(
     `WITH keys ("lineId", guid) AS (VALUES ${k.text})
      UPDATE "OutboxItem" o SET segments = s.n
@@ -94,10 +81,7 @@ export async function applyReports(
   );
 }
 
-/**
- * Stores reports and moves their messages (store, segment counts, apply, fan out); returns the
- * keys ("lineId guid status") of the reports not stored before.
- */
+/** Returns the reportKeys of the reports not stored before. */
 export async function recordReports(unit: Unit, reports: StoredReport[], url: FileUrlSigner): Promise<Set<string>> {
   const stored = await storeReports(unit, reports);
   const keys = [...new Map(stored.map((r) => [`${r.lineId} ${r.guid}`, { lineId: r.lineId, guid: r.guid }])).values()];
@@ -107,8 +91,5 @@ export async function recordReports(unit: Unit, reports: StoredReport[], url: Fi
 
 export const reportKey = (r: ReportKey & { status: string }) => `${r.lineId} ${r.guid} ${r.status}`;
 
-/**
- * How long reports are kept: long enough for any send still waiting to record its message.
- * After that a message's state is final or `sent`, and a late repeat can only move `sent` on.
- */
+/** Long enough for any send still waiting to record its message; after it a late repeat can only move `sent` on. */
 export const DELIVERY_REPORT_RETENTION_MS = 7 * 86_400_000;

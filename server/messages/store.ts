@@ -5,13 +5,7 @@ import { serializeMessage } from "../wire/serializers";
 import type { FileUrlSigner } from "../storage/signed-urls";
 import type { Unit } from "../write/unit";
 
-// The message store: every Message row is written here, whoever brings it (the outbox's sent
-// messages, a contact's received ones, the line owner's own typed on the device). A batch is
-// written with one statement per table: the messages (a GUID the line already has, or an
-// outbox item already recorded, is skipped), their attachments, and the chats they move (the
-// newest message's time; a received one marks the chat as having heard from the contact). The
-// message.received / message.sent webhook events of the rows actually written are fanned out in
-// the same unit of work, and received ones are published live. A single message is a batch of one.
+// The message store: every Message row (docs/architecture.md, "One write path").
 
 interface NewAttachment {
   fileId: string;
@@ -24,11 +18,9 @@ interface NewAttachment {
 }
 
 export interface NewMessage {
-  /** Minted when absent. */
   id?: string;
   accountId: string;
   lineId: string;
-  /** The line's handle, which webhook payloads carry as line_handle. */
   lineHandle: string;
   chatId: string;
   guid: string;
@@ -38,35 +30,23 @@ export interface NewMessage {
   isAudioMessage: boolean | null;
   service: string;
   replyToGuid: string | null;
-  /** The outbox item that sent it (our sends only). */
   outboxId?: string | null;
   sentAt: Date;
-  /** `sent` on lines whose provider reports delivery (our sends only). */
   deliveryStatus?: string | null;
-  /** Sent as SMS because the recipient cannot receive iMessage. */
   fallback?: boolean | null;
   attachments?: NewAttachment[];
 }
 
 export type StoredMessage = Message & { attachments: Attachment[] };
 
-/**
- * The chat rule (see moveChats) as the SET list of an upsert's conflict clause, for a caller that
- * creates or upserts the chats in the same unit with the message's time as "lastMessageAt" and
- * whether it was received as "hasReceivedInbound" (the inbound batch). It then writes its
- * messages with `chatsMoved`, and the chats are not updated a second time.
- */
+/** The chat rule (moveChats) as an upsert's SET list, for a caller that writes the chats in the same unit. */
 export const CHAT_RULE_ON_UPSERT = `"lastMessageAt" = GREATEST("Chat"."lastMessageAt", EXCLUDED."lastMessageAt"), "hasReceivedInbound" = "Chat"."hasReceivedInbound" OR EXCLUDED."hasReceivedInbound"`;
 
 export interface WriteOptions {
-  /** Chats the caller already applied the chat rule to in this unit (CHAT_RULE_ON_UPSERT). */
   movedChats?: ReadonlySet<string>;
 }
 
-/**
- * Writes the messages that are new and announces them; returns, in input order, the index and
- * row of each one written (a repeat is left out).
- */
+/** Returns, in input order, the index and row of each message written (a repeat is left out). */
 export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUrlSigner, options: WriteOptions = {}): Promise<{ index: number; message: StoredMessage }[]> {
   if (!input.length) return [];
   const syncedAt = new Date();
@@ -104,7 +84,6 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
     };
   });
   const written = new Set<string>();
-  // The arbiter: a GUID the line already has; for our sends also an outbox item already recorded.
   // Named when it is only the GUID, so each row is checked against one unique index, not all.
   const conflict = rows.some((m) => m.outboxId !== null) ? "" : `("lineId", guid)`;
   for (const chunk of chunkRows(rows.map(messageValues))) {
@@ -156,12 +135,7 @@ function messageValues(m: StoredMessage): unknown[] {
   return [m.id, m.accountId, m.lineId, m.chatId, m.guid, m.sender, m.text, m.isFromMe, m.isAudioMessage, m.service, m.replyToGuid, m.outboxId, m.sentAt, m.syncedAt, m.deliveryStatus, m.fallback];
 }
 
-/**
- * The rule every new message follows: its chat's last_message_at moves to the newest message
- * (never back), and a received message marks the chat as having heard from the contact (which
- * lets the line message them first afterwards). One statement, chats in one lock order; a
- * chat it would not change is not written.
- */
+/** The chat rule: last_message_at only moves forward; a received message lets the line message the contact first afterwards. */
 async function moveChats(unit: Unit, messages: Message[]): Promise<void> {
   const chats = new Map<string, { at: Date; received: boolean }>();
   for (const m of messages) {

@@ -16,14 +16,12 @@ const BridgeAttachmentSchema = z.object({
 const base = {
   lineId: z.string(),
   sender: z.string().min(1),
-  /** Unix ms; defaults to now. */
   sentAt: z.number().int().positive().optional(),
 };
 
 const BridgeMessageSchema = z.object({
   type: z.literal("message"),
   ...base,
-  /** Generated when absent. */
   guid: z.string().min(1).max(200).optional(),
   text: z.string().max(MAX_TEXT_LENGTH).nullable().optional(),
   attachment: BridgeAttachmentSchema.optional(),
@@ -31,7 +29,6 @@ const BridgeMessageSchema = z.object({
   transcription: z.string().max(MAX_TEXT_LENGTH).nullable().optional(),
   group: z
     .object({
-      /** Derived from the participants when absent. */
       id: z.string().min(1).max(200).optional(),
       participants: z.array(z.string().min(1)).min(1).max(100),
       name: z.string().max(200).nullable().optional(),
@@ -45,7 +42,6 @@ const BridgeMessageSchema = z.object({
 const BridgeReactionSchema = z.object({
   type: z.literal("reaction"),
   ...base,
-  /** msg_ ID or platform GUID. */
   target: z.string().min(1),
   reaction: z.enum(REACTION_TYPES),
   added: z.boolean(),
@@ -54,7 +50,6 @@ const BridgeReactionSchema = z.object({
 const BridgeTypingSchema = z.object({ type: z.literal("typing"), ...base, isTyping: z.boolean() });
 const BridgeReceiptSchema = z.object({ type: z.literal("receipt"), ...base });
 
-/** What an in-process bridge (the simulator, a test) reports about the other phones. */
 export const BridgeEventSchema = z.discriminatedUnion("type", [BridgeMessageSchema, BridgeReactionSchema, BridgeTypingSchema, BridgeReceiptSchema]);
 
 export type BridgeEvent = z.infer<typeof BridgeEventSchema>;
@@ -78,15 +73,11 @@ export interface InboundFile {
   transcription: string | null;
 }
 
-/**
- * One inbound event whatever its source (a provider's webhook or catch-up, the simulator):
- * handles normalized, bytes already in storage, defaults filled in.
- */
+/** Any source's inbound event, normalized: handles normalized, bytes already in storage, defaults filled in. */
 export type InboundEvent =
   | {
       type: "message";
       guid: string;
-      /** Who wrote it: the contact, or the line itself for our own typed on the device. */
       sender: string;
       isFromMe: boolean;
       at: number;
@@ -102,11 +93,10 @@ export type InboundEvent =
       type: "reaction";
       sender: string;
       at: number;
-      /** msg_ ID or GUID. */
       target: string;
       reaction: (typeof REACTION_TYPES)[number];
       added: boolean;
-      /** The provider's key for this event: taken in once per line. */
+      /** A provider's key: taken in once per line. */
       once: string | null;
     }
   | { type: "typing"; sender: string; at: number; isTyping: boolean }

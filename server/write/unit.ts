@@ -5,26 +5,17 @@ import type { Prisma } from "../generated/prisma/client";
 import { fire } from "../kernel/signals";
 import { fanOut, type WebhookEventData } from "../webhooks/fanout";
 
-// The unit of work: one transaction, with its effects declared inside it. Webhook deliveries
-// and the NOTIFYs that tell other instances are written in the same transaction (a committed
-// change always has them, a rolled-back one never does); after the commit the live events are
-// published in this process, cached reads of the changed accounts are dropped, and the
-// signals fire (the webhook sender wakes when deliveries were written). A service or the engine
-// never wakes a runner by hand.
+// The unit of work (docs/architecture.md, "One write path"): deliveries and NOTIFYs are written
+// in the transaction, so a rolled-back change never has them; the rest follows the commit.
 
 export interface Unit {
-  /** Statements inside the transaction. */
   query: Query;
-  /** Webhook deliveries of these events (one per subscribed webhook); returns how many. */
+  /** Returns how many deliveries were written. */
   fanOut(events: WebhookEventData[]): Promise<number>;
-  /** Live events (GET /v1/listen, GraphQL subscriptions), published once the change commits. */
   live(events: readonly LiveEvent[]): void;
   /** Accounts whose cached reads the change makes stale. */
   changed(accountIds: Iterable<string>): void;
-  /**
-   * A statement to run last, just before the commit: for a lock on a row that concurrent
-   * changes share (a busy chat), held for as short a time as the transaction allows.
-   */
+  /** Runs just before the commit: a lock on a row concurrent changes share (a busy chat) is held briefly. */
   last(statement: () => Promise<unknown>): void;
 }
 
@@ -69,7 +60,6 @@ function afterCommit(effects: Effects): void {
 
 const noEffects = (): Effects => ({ last: [], deliveries: 0, live: [], accounts: new Set() });
 
-/** Runs `fn` in a transaction straight through the driver (the fast path); its effects follow the commit. */
 export async function unitOfWork<R>(fn: (unit: Unit) => Promise<R>): Promise<R> {
   const effects = noEffects();
   const result = await sqlTransaction(async (query) => {
@@ -81,10 +71,7 @@ export async function unitOfWork<R>(fn: (unit: Unit) => Promise<R>): Promise<R> 
   return result;
 }
 
-/**
- * The same over a Prisma transaction, for changes whose other rows are still written with
- * Prisma (sandbox pairing, chat upserts): `unit.tx` is the transaction, `unit.query` runs on it.
- */
+/** The same over a Prisma transaction (line status is still written with Prisma). */
 export async function prismaUnitOfWork<R>(fn: (unit: Unit & { tx: Prisma.TransactionClient }) => Promise<R>): Promise<R> {
   const effects = noEffects();
   const db = await getDb();

@@ -1,9 +1,8 @@
 import type { ProviderAttachmentRef, ProviderInbound, ServiceName } from "../types";
 import { type BBMessage, type BBMessageChat, parseWebhookEvent, stripAssociatedPrefix } from "./client";
 
-// BlueBubbles events in our terms. Webhooks carry the notification shape of a message (no
-// isAudioMessage or replyToGuid; updated-message has no chats); catch-up reads the full shape.
-// Both go through mapMessage.
+// Webhooks carry the notification shape of a message (no isAudioMessage or replyToGuid;
+// updated-message has no chats); catch-up reads the full shape. Both go through mapMessage.
 
 const REACTIONS = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
 type Reaction = (typeof REACTIONS)[number];
@@ -42,7 +41,6 @@ function isVoiceMemo(m: BBMessage): boolean {
   return (m.attachments ?? []).some((a) => a.uti === "com.apple.coreaudio-format" || a.mimeType === "audio/x-caf");
 }
 
-/** One BlueBubbles message (webhook or query result) as one event. */
 export function mapMessage(m: BBMessage): ProviderInbound {
   const chat = m.chats?.[0];
   const chatGuid = chat?.guid ?? null;
@@ -95,7 +93,6 @@ export function mapMessage(m: BBMessage): ProviderInbound {
   };
 }
 
-/** A webhook body as events; throws on a body that is not a BlueBubbles webhook. */
 export function mapWebhook(body: unknown): ProviderInbound[] {
   const event = parseWebhookEvent(body);
   switch (event.type) {

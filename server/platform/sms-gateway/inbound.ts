@@ -13,23 +13,16 @@ import {
   type SGIncomingMessage,
 } from "./schemas";
 
-// SMS Gateway webhooks in our terms. Every delivery is signed (webhooks/plugins/
-// PayloadSingingPlugin.kt): X-Signature = lowercase hex HMAC-SHA256, keyed with the signing key
-// shown in the app, over the raw body followed directly by the X-Timestamp value (Unix
-// seconds). The phone retries a webhook for hours and is known to emit one received SMS twice
-// under new event IDs, and its `messageId` for a received SMS is a hash of the text alone: a
-// received SMS is therefore keyed on its sender, receive time and text, which is also what the
-// inbox listing gives, so a webhook and a catch-up of one SMS are one message.
+// Signing: webhooks/plugins/PayloadSingingPlugin.kt. A received SMS is keyed on sender, receive
+// time and text (docs/providers.md): the phone repeats it under new event IDs, and its messageId
+// hashes the text alone; the inbox listing gives the same three, so webhook and catch-up agree.
 
-/** How far X-Timestamp may be from our clock. */
 const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
 
-/** The signature the gateway sends for `body` at `timestamp`: hex HMAC-SHA256(key, body + timestamp). */
 export function webhookSignature(key: string, body: Uint8Array | string, timestamp: string): string {
   return createHmac("sha256", key).update(body).update(timestamp, "utf8").digest("hex");
 }
 
-/** Why a webhook's signature does not verify, or null when it does (constant-time comparison). */
 export function verifyWebhookSignature(
   key: string,
   request: { headers: Headers; body: Uint8Array },
@@ -53,7 +46,6 @@ export function verifyWebhookSignature(
   return null;
 }
 
-/** Our ID of a received SMS: a hash of its sender (normalized), receive time (ms) and text. */
 export function receivedGuid(sender: string, receivedAt: number, text: string): string {
   const hash = createHash("sha256").update(`${normalizeHandle(sender)}\n${receivedAt}\n${text}`, "utf8").digest("hex");
   return `in_${hash.slice(0, 32)}`;
@@ -63,7 +55,6 @@ function received(sender: string, at: number, text: string): ProviderInbound {
   return smsFromContact({ guid: receivedGuid(sender, at, text), sender, text, sentAt: at });
 }
 
-/** The value at `path` in `input`, or undefined. */
 function valueAt(input: unknown, path: PropertyKey[]): unknown {
   let v = input;
   for (const key of path) {
@@ -73,7 +64,6 @@ function valueAt(input: unknown, path: PropertyKey[]): unknown {
   return v;
 }
 
-/** A ZodError as the ApiError to answer: a field that is absent is missing, anything else invalid. */
 function refusal(err: ZodError, input: unknown, prefix: PropertyKey[], event: string): ApiError {
   const issue = err.issues[0]!;
   const path = [...prefix, ...issue.path];
@@ -91,7 +81,6 @@ function parseWith<S extends ZodType>(schema: S, input: unknown, prefix: Propert
   return parsed.data as z.output<S>;
 }
 
-/** One webhook body as events; throws ApiError for a body that is not an SMS Gateway webhook. */
 export function mapWebhook(body: unknown): ProviderInbound[] {
   const envelope = parseWith(SGWebhookEnvelopeSchema, body, [], "", body);
   const { event, payload } = envelope;
@@ -121,7 +110,6 @@ export function mapWebhook(body: unknown): ProviderInbound[] {
   }
 }
 
-/** One inbox row (GET /inbox) as the event its sms:received webhook maps to; other types are ignored. */
 export function mapIncoming(m: SGIncomingMessage): ProviderInbound {
   if (m.type !== "SMS") return { kind: "ignored", reason: `SMS Gateway inbox ${m.type} message` };
   return received(m.sender, m.createdAt, m.contentPreview);

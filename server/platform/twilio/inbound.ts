@@ -6,27 +6,20 @@ import type { DeliveryStatus, ProviderAttachmentRef, ProviderInbound } from "../
 import { twilioErrorText } from "./errors";
 import { InboundMessageSchema, StatusCallbackSchema, type TwilioMessage } from "./schemas";
 
-// What Twilio posts to a line's inbound URL, in our terms. One URL takes both kinds of webhook:
-// the number's (or Messaging Service's) "A message comes in", and the status callbacks of the
-// messages we sent (their StatusCallback). A status callback carries MessageStatus; an inbound
-// message does not (or says "received"). Both are deduplicated by the core: inbound messages
-// by MessageSid (the message GUID, the same SID catch-up reads), reports by SID and status.
+// One URL takes both "A message comes in" and our sends' status callbacks: only a callback
+// carries a MessageStatus other than "received".
 
-/** The line as the mapping needs it. */
 export interface TwilioLineView {
   handle: string;
   accountSid: string;
   messagingServiceSid: string | null;
 }
 
-// Twilio's default opt-out and opt-in keywords for long codes and toll-free numbers (help.twilio.com
-// "Twilio support for opt-out keywords (SMS STOP filtering)"; REVOKE and OPTOUT were added in 2025
-// for the FCC's revocation rules). Only a message that is the keyword alone counts ("STOP please"
-// does not), as Twilio itself decides.
+// help.twilio.com "Twilio support for opt-out keywords" (REVOKE and OPTOUT since 2025, the FCC's
+// revocation rules); only the keyword alone counts, as Twilio itself decides.
 const OPT_OUT_KEYWORDS = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "REVOKE", "OPTOUT"] as const;
 const OPT_IN_KEYWORDS = ["START", "YES", "UNSTOP"] as const;
 
-/** Whether a contact's message opts them out of or back into this sender's messages. */
 export function optOutChange(body: string | null, optOutType?: string): "stop" | "start" | undefined {
   // Advanced Opt-Out (Messaging Services) names the kind itself, also for custom keywords.
   const type = optOutType?.trim().toUpperCase();
@@ -40,11 +33,9 @@ export function optOutChange(body: string | null, optOutType?: string): "stop" |
 }
 
 export type StatusMeaning =
-  /** A delivery report: our status, with a reason when Twilio gives none. */
   | { report: DeliveryStatus; reason?: string }
   /** Still on its way at Twilio: the message is already `sent` for us. */
   | { pending: true }
-  /** An inbound message's own status. */
   | { inbound: true };
 
 const STATUS_MEANINGS: Record<string, StatusMeaning> = {
@@ -64,12 +55,11 @@ const STATUS_MEANINGS: Record<string, StatusMeaning> = {
   received: { inbound: true },
 };
 
-/** What one of Twilio's message statuses means here; null for a value Twilio does not document. */
 export function statusMeaning(status: string): StatusMeaning | null {
   return Object.hasOwn(STATUS_MEANINGS, status) ? STATUS_MEANINGS[status]! : null;
 }
 
-/** RawDlrDoneDate (YYMMDDhhmm, UTC) as Unix ms; null when it is not one. */
+/** RawDlrDoneDate is YYMMDDhhmm, UTC. */
 export function parseRawDlrDoneDate(value: string | undefined): number | null {
   const m = value ? /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})$/.exec(value.trim()) : null;
   if (!m) return null;
@@ -98,7 +88,7 @@ const EXTENSIONS: Record<string, string> = {
   "application/pdf": "pdf",
 };
 
-/** Twilio's media have no file name: the media SID (the URL's last segment) and an extension from the type. */
+/** Twilio's media have no file name: the media SID and an extension from the type. */
 export function mediaFilename(url: string, mimeType: string): string {
   let last = "";
   try {
@@ -111,14 +101,12 @@ export function mediaFilename(url: string, mimeType: string): string {
   return ext && !name.toLowerCase().endsWith(`.${ext}`) ? `${name}.${ext}` : name;
 }
 
-/** The form's first value of each name (the signature, checked before, covered them all). */
 function fields(form: URLSearchParams): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of form) if (!Object.hasOwn(out, name)) out[name] = value;
   return out;
 }
 
-/** A form that is not the shape Twilio posts, as the API error that says which field is wrong. */
 function refusal(error: ZodError, given: Record<string, string>, what: string): ApiError {
   const issue = error.issues[0]!;
   const name = String(issue.path[0] ?? "body");
@@ -134,7 +122,6 @@ function parseWith<T>(schema: ZodType<T>, given: Record<string, string>, what: s
 
 const sameNumber = (a: string, b: string) => normalizeHandle(a) === normalizeHandle(b);
 
-/** A webhook about another account, number or Messaging Service than this line's is refused, never taken in. */
 function checkOwnership(line: TwilioLineView, hook: { AccountSid: string; MessagingServiceSid?: string }, number: { param: "To" | "From"; value: string }, what: string): void {
   if (hook.AccountSid !== line.accountSid) {
     throw new ApiError("invalid_parameter_value", `Twilio ${what} for account ${hook.AccountSid}, not this line's account.`, { param: "AccountSid" });
@@ -155,7 +142,6 @@ function statusEvent(given: Record<string, string>, line: TwilioLineView, now: n
   if (!meaning || "inbound" in meaning) {
     throw new ApiError("invalid_parameter_value", `Twilio ${what}: unknown MessageStatus '${cb.MessageStatus.slice(0, 40)}'.`, { param: "MessageStatus" });
   }
-  // Our own message: it went From the line's number.
   checkOwnership(line, cb, { param: "From", value: cb.From }, what);
   if ("pending" in meaning) return { kind: "ignored", reason: `status ${cb.MessageStatus} of ${cb.MessageSid}: still on its way` };
   const status = meaning.report;
@@ -182,7 +168,6 @@ function messageEvent(given: Record<string, string>, line: TwilioLineView, now: 
   return smsFromContact({ guid: m.MessageSid, sender: m.From, text: m.Body || null, attachments, sentAt: now, optOut: optOutChange(m.Body || null, m.OptOutType) });
 }
 
-/** One webhook form as events; throws ApiError for a form that is not Twilio's or not this line's. */
 export function mapWebhook(form: URLSearchParams, line: TwilioLineView, now = Date.now()): ProviderInbound[] {
   const given = fields(form);
   const status = given.MessageStatus;
@@ -190,7 +175,6 @@ export function mapWebhook(form: URLSearchParams, line: TwilioLineView, now = Da
   return [messageEvent(given, line, now)];
 }
 
-/** An inbound message read back from the Messages list (catch-up), with its media as listed. */
 export function mapListedMessage(m: TwilioMessage, attachments: ProviderAttachmentRef[]): ProviderInbound {
   if (m.direction !== "inbound") return { kind: "ignored", reason: `${m.direction ?? "unknown"} message ${m.sid}` };
   if (!m.from) return { kind: "ignored", reason: `message ${m.sid} without a sender` };

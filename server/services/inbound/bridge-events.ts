@@ -8,8 +8,7 @@ import { type BridgeEvent, BridgeEventSchema, type BridgeOf, type InboundEvent }
 import { discardBlob, storeBlob } from "../../storage/blobs";
 import { type TakenIn, takeIn } from "./take-in";
 
-// Events from an in-process bridge (the simulator's other phone, a test): checked as an API
-// request is, their bytes stored, then taken in like a provider's.
+// Events from an in-process bridge (the simulator, a test): checked as an API request is.
 
 const lineService = (line: Line) => (line.service === "sms" ? "sms" : "imessage");
 
@@ -29,7 +28,6 @@ async function taken(line: Line, event: InboundEvent): Promise<TakenIn> {
   return result;
 }
 
-/** One message; `created` false when the line already had its GUID (that message is returned). */
 export async function bridgeMessage(line: Line, event: BridgeOf<"message">): Promise<{ message: StoredMessage; created: boolean }> {
   const sender = normalizeHandle(event.sender);
   if (event.guid) {
@@ -92,7 +90,6 @@ export async function bridgeReceipt(line: Line, event: BridgeOf<"receipt">): Pro
   return (await taken(line, { type: "receipt", sender: normalizeHandle(event.sender), at, once: null })).row as ReadReceipt;
 }
 
-/** Entry point for platform bridges: validates the event and routes it by line ID. */
 export async function ingestInbound(raw: BridgeEvent) {
   const event = BridgeEventSchema.parse(raw);
   const db = await getDb();

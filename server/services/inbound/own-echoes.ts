@@ -5,8 +5,6 @@ import { adoptSent, inFlightMessages } from "../../outbox/record";
 import { sameContent } from "../../platform/matching";
 import type { ProviderInbound } from "../../platform/types";
 
-// Our own sends echoed back by the provider are matched to their outbox items and recorded
-// there as sent (the outbox's record step), never stored as new messages.
 
 type MessageEvent = Extract<ProviderInbound, { kind: "message" }>;
 
@@ -15,7 +13,6 @@ async function chatHasProviderId(chatId: string, providerChatId: string): Promis
   return rows.length > 0;
 }
 
-/** Whether `event` is our own send echoed back: adopted into its outbox item (by tempGuid, else by content in flight). */
 export async function adoptOwnEcho(line: Line, event: MessageEvent): Promise<boolean> {
   const sent = { guid: event.guid, sentAt: event.sentAt, service: event.service ?? undefined, providerChatId: event.providerChatId ?? undefined };
   const theirs = { text: event.text, attachmentNames: event.attachments.map((a) => a.filename) };
@@ -28,7 +25,7 @@ export async function adoptOwnEcho(line: Line, event: MessageEvent): Promise<boo
     if (item.id === event.tempGuid) return whole ? (await adoptSent(item.id, sent)) || true : true;
   }
   for (const item of inFlight) {
-    // One part of a message sent in parts (its text, or one attachment): ours, not a new message.
+    // One part of a message sent in parts (its text, or one attachment) is ours too.
     const parts = [...(item.payload.text ? [{ text: item.payload.text, attachmentNames: [] }] : []), ...item.fileNames.map((n) => ({ text: null, attachmentNames: [n] }))];
     const isPart = parts.length > 1 && parts.some((p) => sameContent(p, theirs));
     if (isPart && (item.payload.to === (event.group?.id ?? normalizeHandle(event.sender)) || (event.providerChatId !== null && (await chatHasProviderId(item.payload.chat_id, event.providerChatId))))) return true;

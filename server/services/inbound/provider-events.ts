@@ -13,9 +13,6 @@ import { adoptOwnEcho } from "./own-echoes";
 import { receiveMedia } from "./provider-media";
 import { type InboundOutcome, type TakenIn, takeIn } from "./take-in";
 
-// A provider's event (webhook or catch-up) in our terms: deduplicated by the provider's own ID
-// per line (Message(lineId, guid) for messages, ProviderEvent for reactions and reads), its
-// attachment fetched, and taken in like every other inbound event.
 
 export type { InboundOutcome };
 
@@ -28,7 +25,6 @@ async function knownGuid(lineId: string, guid: string): Promise<boolean> {
 
 const lineService = (line: Line) => (line.service === "sms" ? "sms" : "imessage");
 
-/** Our own message typed on the device: an outgoing message of its chat (a group's only if we have it). */
 function ownMessage(line: Line, event: MessageEvent): InboundEvent {
   const contact = normalizeHandle(event.sender);
   const chat = event.group
@@ -72,11 +68,10 @@ async function contactMessage(line: Line, pl: ProviderLine, event: MessageEvent)
   };
 }
 
-/** The event to take in, or the outcome when there is none. */
 async function normalize(line: Line, pl: ProviderLine, event: ProviderInbound): Promise<InboundEvent | InboundOutcome> {
   switch (event.kind) {
     case "message":
-      // A contact's plain text needs nothing before its unit: the message store's insert decides whether it is new.
+      // The message store's insert decides whether a plain text is new: no read of its own on the hot path.
       if (!event.isFromMe && !event.attachments.length) return (await contactMessage(line, pl, event)) ?? "ignored";
       if (await knownGuid(line.id, event.guid)) return "duplicate";
       if (event.isFromMe) return (await adoptOwnEcho(line, event)) ? "adopted" : ownMessage(line, event);
@@ -99,7 +94,7 @@ async function normalize(line: Line, pl: ProviderLine, event: ProviderInbound): 
   }
 }
 
-/** Takes in one mapped provider event. Events that cannot be placed are logged, never thrown. */
+/** Events that cannot be placed are logged, never thrown. */
 export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: ProviderInbound): Promise<InboundOutcome> {
   // NUL characters and lone surrogates, which neither database stores, become U+FFFD.
   const event = storableDeep(mapped);
@@ -111,7 +106,6 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
     try {
       taken = await takeIn(line, normalized);
     } finally {
-      // A repeat, a refusal or a failure: no File row points at the bytes.
       if (blob && taken?.outcome !== "stored") await discardBlob(blob).catch(() => {});
     }
     if (taken.refusal) throw taken.refusal;
@@ -126,7 +120,6 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
   }
 }
 
-/** One delivery report from a line's provider: "stored", or "duplicate" for a report of this message and status seen before. */
 export async function receiveDeliveryReport(lineId: string, guid: string, report: DeliveryReport, segments: number | null): Promise<"stored" | "duplicate"> {
   const line = await findLine(lineId);
   if (!line) throw new ApiError("line_not_found", `No line with ID ${lineId}.`, { param: "line" });

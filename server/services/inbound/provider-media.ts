@@ -11,9 +11,7 @@ import type { ProviderAttachmentRef } from "../../platform/types";
 import { storeBlob } from "../../storage/blobs";
 import { noteStorageAvailable, noteStorageFull } from "../lines/line-health";
 
-// A provider's attachment, fetched before its message's unit of work (a provider call never
-// runs in a transaction). ACCOUNT_STORAGE_QUOTA_MB bounds what one account's files add up to;
-// checked before each download, so an account overshoots by at most the downloads under way.
+// Checked before each download: an account overshoots ACCOUNT_STORAGE_QUOTA_MB by at most the downloads under way.
 
 class StorageQuotaReached extends Error {}
 
@@ -51,10 +49,7 @@ async function download(line: Line, pl: ProviderLine, ref: ProviderAttachmentRef
   return { filename: ref.filename.slice(0, 255) || "attachment", mimeType: type, blob, transcription: null };
 }
 
-/**
- * The message's one attachment, in storage; a file that cannot be had leaves a note in the
- * text instead (the message itself is never dropped). Our own storage failing is thrown.
- */
+/** A file that cannot be had leaves a note in the text instead: the message itself is never dropped. */
 export async function receiveMedia(line: Line, pl: ProviderLine, guid: string, text: string | null, refs: ProviderAttachmentRef[]): Promise<{ file: InboundFile | null; text: string | null }> {
   const [first, ...rest] = refs;
   if (rest.length) log().warn({ line_id: line.id, guid, dropped: rest.length }, "inbound message: attachments after the first not taken in");

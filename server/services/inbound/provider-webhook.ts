@@ -7,16 +7,12 @@ import { noteProviderUp } from "../lines/line-health";
 import { findLine } from "../lines/lines";
 import { type InboundOutcome, ingestProviderEvent } from "./provider-events";
 
-// POST /api/inbound/<line_id>: the line's token and the provider's own verification, then the
-// provider's folder parses the body into events, each taken in in order.
-
 export interface WebhookReceipt {
   counts: Record<InboundOutcome, number>;
   /** The provider's own answer body, when it expects one (Twilio: TwiML). */
   reply?: { contentType: string; body: string };
 }
 
-/** The body as its provider encodes it: parsed JSON, or a form's fields. Throws ApiError for a body that is neither. */
 function decodeBody(format: "json" | "form", request: InboundRequest, label: string): unknown {
   const text = new TextDecoder().decode(request.body);
   if (format === "form") {
@@ -33,15 +29,13 @@ function decodeBody(format: "json" | "form", request: InboundRequest, label: str
   }
 }
 
-/** A provider's webhook for line `lineId`: verified, mapped, taken in. Refusals are thrown as ApiError. */
 export async function receiveProviderWebhook(lineId: string, request: InboundRequest): Promise<WebhookReceipt> {
   const unauthorized = new ApiError("invalid_inbound_token", "Missing or wrong token for this line's inbound URL.");
   const line = lineId.startsWith("ln_") ? await findLine(lineId) : null;
   const provider = line ? findProvider(line.provider) : null;
   if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
   const inbound = provider.inbound;
-  // Every provider's URL carries the line's token (docs/providers.md, "Inbound"), signed providers' too: a
-  // request signed correctly but sent without it, or with another line's, is refused.
+  // Signed providers' too: a request signed correctly but without the line's token is refused.
   if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
   const pl = providerLine(line);
   if (inbound.auth === "signature") {

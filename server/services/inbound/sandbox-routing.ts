@@ -4,9 +4,8 @@ import type { InboundEvent } from "../../platform/inbound-event";
 import type { Unit } from "../../write/unit";
 import { normalizeActivationCode } from "../lines/sandbox";
 
-// Whose event it is. A line's own account, except on the shared sandbox line: there the
-// account the sender's phone is paired with, or the one whose activation code the text is
-// (which pairs the phone, unpairing it from any other account: one account per phone).
+// On the shared sandbox line an event is the account's whose phone sent it, or whose activation
+// code the text is (which pairs the phone, unpairing it elsewhere: one account per phone).
 
 export interface Routed {
   i: number;
@@ -40,7 +39,6 @@ async function sandboxAccount({ query }: Unit, sender: string, text: string | nu
   return paired.accountId;
 }
 
-/** Each event with its account; an event no account takes is refused in `results`. */
 export async function routeAccounts(unit: Unit, inputs: { line: Line; event: InboundEvent }[], results: { outcome: string; refusal?: ApiError }[]): Promise<Routed[]> {
   const routed: Routed[] = [];
   const unpaired: string[] = [];

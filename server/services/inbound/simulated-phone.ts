@@ -24,15 +24,10 @@ import { listMessages } from "../messaging/messages";
 import { normalizeActivationCode } from "../lines/sandbox";
 import { requireSandboxOwner } from "../lines/sandbox-state";
 
-// The simulated platform's other phone: lets a person or a test act as a contact texting a
-// line. A key of the line's account drives it within its line restriction (the routes ask for
-// messages:write to inject, messages:read to read); any key of an owned account may drive the
-// sandbox line, but only as its own paired phone or to text its own activation code from a
-// phone no other account has paired. SIMULATOR_ENABLED switches it off (production default).
+// Who may drive the simulated other phone: docs/api.md, "The simulated platform".
 
 export const simulatorEnabled = (): boolean => config().simulatorEnabled;
 
-/** The simulator's routes and procedures answer like an unknown route while it is off. */
 function requireSimulator(): void {
   if (!simulatorEnabled()) {
     throw new ApiError("route_not_found", "The simulator is off on this server (SIMULATOR_ENABLED).");
@@ -60,9 +55,7 @@ async function simulatedLine(actor: Actor, handle: string, from: string, text?: 
     const isOwnCode = !!text && !!state && normalizeActivationCode(text) === state.activationCode;
     const isOwnPhone = !!state && state.status === "active" && state.contactIdentifier === normalizeHandle(from);
     if (isOwnCode) {
-      // Texting a code pairs the sending phone, unpairing it elsewhere: a real phone proves
-      // possession that way, a simulated one proves nothing, so it may not take another
-      // account's phone.
+      // A real phone proves possession by texting the code; a simulated one proves nothing.
       const holder = await db.sandboxState.findUnique({ where: { contactIdentifier: normalizeHandle(from) } });
       if (holder && holder.accountId !== actor.accountId) {
         throw new ApiError("sandbox_contact_mismatch", "This phone is paired with another account's sandbox; text your code from another number.", {
@@ -108,15 +101,13 @@ export async function simulateMessage(actor: Actor, input: z.output<typeof Simul
     group: input.group,
     replyToGuid: input.reply_to_guid,
   });
-  // The GUID is unique per line; on the shared sandbox line it may name another account's
-  // message, which is not the caller's to see.
+  // On the shared sandbox line a GUID may name another account's message.
   if (message.accountId !== actor.accountId) {
     throw invalidParam("guid", "This guid names a message of another account on this line; use a new one.");
   }
   return serializeMessage(message, await fileUrlSigner());
 }
 
-/** What the simulated phones received from the line, newest first. */
 export async function simulatorInbox(actor: Actor, input: z.output<typeof SimulatorInboxQuery>) {
   requireSimulator();
   try {
@@ -144,11 +135,7 @@ export async function simulateReceipt(actor: Actor, input: z.output<typeof Simul
   return serializeReceipt(await bridgeReceipt(line, { sender: input.from }));
 }
 
-/**
- * The simulator's reachability switch: after `imessage: false`, iMessage sends from the line to
- * the contact are refused as a real Mac refuses them (not registered with iMessage), so SMS
- * fallback can be tried without a Mac.
- */
+/** SMS fallback without a Mac: iMessage sends to the contact are refused as a real Mac refuses them. */
 export async function simulateReachability(actor: Actor, input: z.output<typeof SimulatorReachabilityBody>) {
   const line = await simulatedLine(actor, input.line, input.handle);
   const handle = normalizeHandle(input.handle);

@@ -15,17 +15,14 @@ import { serializeReaction } from "../../wire/serializers";
 import { type Unit, unitOfWork } from "../../write/unit";
 import { type Routed, routeAccounts } from "./sandbox-routing";
 
-// Every inbound event, whatever brought it, is taken in here: concurrent events share one unit
-// of work (one statement per table for the batch, one message store call), and what others
-// must hear of (webhook events, live events, stale caches) is declared in it.
+// Concurrent inbound events share one unit of work: one statement per table for the batch.
 
 export type InboundOutcome = "stored" | "duplicate" | "adopted" | "ignored";
 
 export interface TakenIn {
   outcome: InboundOutcome;
-  /** The row written: the message (stored now), reaction, typing indicator or read receipt. */
   row?: StoredMessage | Reaction | TypingIndicator | ReadReceipt;
-  /** Why the event was refused (its sender is not paired, its message is unknown); nothing of it was written. */
+  /** Nothing of a refused event was written. */
   refusal?: ApiError;
 }
 
@@ -55,7 +52,7 @@ async function run(inputs: Intake[]): Promise<TakenIn[]> {
   return results;
 }
 
-/** A contact's STOP (or START) to this line, with the message that carried it (a repeat changes nothing). */
+/** Only with a new message: a STOP delivered again after START must not opt the contact out again. */
 async function recordOptOuts({ query }: Unit, messages: Of<"message">[]): Promise<void> {
   for (const { line, event } of messages) {
     if (!event.optOut || event.isFromMe) continue;
@@ -73,7 +70,6 @@ async function recordOptOuts({ query }: Unit, messages: Of<"message">[]): Promis
   }
 }
 
-/** Events with a provider key claim it (ProviderEvent); those taken in before are duplicates and go no further. */
 async function claimOnce(unit: Unit, events: (Of<"reaction"> | Of<"receipt">)[], results: TakenIn[]): Promise<Routed[]> {
   const keyed = new Map<string, number>();
   for (const r of events) {
@@ -90,7 +86,6 @@ async function claimOnce(unit: Unit, events: (Of<"reaction"> | Of<"receipt">)[],
   return events.filter((r) => results[r.i]!.outcome !== "duplicate");
 }
 
-/** Each event's chat, created or brought up to date (typing and receipts: the sender's direct chat). */
 async function placeInChats(unit: Unit, events: (Of<"message"> | Of<"typing"> | Of<"receipt">)[]): Promise<Map<number, string>> {
   const rows: (InboundChatRow & { i: number; existingOnly: boolean })[] = events.map(({ i, line, event, accountId }) => {
     const service = line.service === "sms" ? "sms" : "imessage";
@@ -109,7 +104,6 @@ async function placeInChats(unit: Unit, events: (Of<"message"> | Of<"typing"> | 
   return ids;
 }
 
-/** The batch's messages through the message store: a GUID the line has (or had twice in the batch) is a duplicate. */
 async function writeNewMessages(unit: Unit, messages: Of<"message">[], chats: Map<number, string>, results: TakenIn[], url: FileUrlSigner): Promise<void> {
   const seen = new Set<string>();
   const batch = messages.filter(({ i, line, event }) => {
@@ -172,7 +166,6 @@ async function react(unit: Unit, { i, line, event, accountId }: Of<"reaction">, 
   results[i] = { outcome: "stored", row: reaction };
 }
 
-/** A contact's state in their direct chat: typing, or read up to a time. */
 async function writePresence(unit: Unit, events: (Of<"typing"> | Of<"receipt">)[], chats: Map<number, string>, results: TakenIn[]): Promise<void> {
   for (const { i, line, event, accountId } of events) {
     const chatId = chats.get(i)!;
@@ -196,7 +189,6 @@ async function writePresence(unit: Unit, events: (Of<"typing"> | Of<"receipt">)[
   }
 }
 
-/** Delivery reports of our sent messages: a report of a message and status seen before (or twice in the batch) is a duplicate. */
 async function deliveryReports(unit: Unit, reports: Of<"delivery">[], results: TakenIn[], url: FileUrlSigner): Promise<void> {
   if (!reports.length) return;
   const fresh = await recordReports(unit, reports.map(({ line, event }) => ({ lineId: line.id, guid: event.guid, ...event.report, segments: event.segments })), url);
@@ -208,7 +200,6 @@ async function deliveryReports(unit: Unit, reports: Of<"delivery">[], results: T
   }
 }
 
-/** The catch-up cursor of provider lines: the newest message or reaction taken in. */
 async function moveCursors({ query }: Unit, events: { line: Line; event: InboundEvent }[]): Promise<void> {
   const newest = new Map<string, number>();
   for (const { line, event } of events) {
@@ -225,7 +216,6 @@ const inFlight = () => (config().DATABASE_URL ? 2 : 1);
 
 const batch = processSingleton("inbound-take-in", () => batcher<Intake, TakenIn>(run, { maxInFlight: inFlight }));
 
-/** Takes in one normalized event on `line`; concurrent events share one unit of work. */
 export function takeIn(line: Line, event: InboundEvent): Promise<TakenIn> {
   return batch({ line, event });
 }

@@ -2,8 +2,6 @@ import { z } from "zod";
 import { PageQuery } from "../../wire/pagination";
 import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../../platform/inbound-event";
 
-// Wire schemas of the simulated platform's "other phone" endpoints under /api/simulator.
-
 const handle = z.string().trim().min(1, "must not be empty").max(320);
 const base = { line: handle, from: handle };
 
@@ -38,12 +36,10 @@ export const SimulatorReactionBody = z.object({
 
 export const SimulatorTypingBody = z.object({ ...base, is_typing: z.boolean() });
 export const SimulatorReceiptBody = z.object(base);
-/** POST /api/simulator/reachability: whether a contact can receive iMessage from the line. */
 export const SimulatorReachabilityBody = z
   .object({ line: handle, handle: handle.describe("The contact"), imessage: z.boolean().describe("false: iMessage sends to them are refused as not registered") })
   .strict();
 
-/** GET /api/simulator/messages: what the simulated phones received from a line. */
 export const SimulatorInboxQuery = PageQuery.extend({
   line: handle,
   /** One phone (or a cht_ chat ID); all of the line's chats when omitted. */
