@@ -19,10 +19,8 @@ import {
 } from "./responses";
 import { jsonBody, parseWith, queryObject } from "./validation";
 
-// The /v1 wrapper: request_id, authentication, rate limit, scope, input parsing, errors, around
-// an operation's handler (v1-routes.ts) or a simulator route's.
+// The /v1 wrapper (request_id, authentication, rate limit, scope, parsing, errors) of a handler.
 
-/** What a route declares besides its handler: an operation's HTTP settings (services/operation.ts). */
 export type RouteOptions<QS extends z.ZodType | undefined, BS extends z.ZodType | undefined> = Pick<
   Operation<QS, BS>,
   "scope" | "query" | "body" | "status" | "cache" | "upload" | "replaySecret"
@@ -99,12 +97,8 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export type RouteHandler = (request: Request) => Promise<Response> | Response;
 
-/**
- * Completes a route module: CORS preflight, and a JSON 404 (Stripe's "Unrecognized request
- * URL") for every method the path does not implement, instead of Next's empty 405. A path
- * whose `enabled()` is false (a feature switched off) answers like an unknown one, before
- * authentication.
- */
+// A JSON 404 (Stripe's "Unrecognized request URL") for a method the path lacks, not Next's empty
+// 405; a path whose `enabled()` is false answers like an unknown one, before authentication.
 export function routes(
   handlers: Partial<Record<Method, RouteHandler>>,
   options: { enabled?: () => boolean } = {},

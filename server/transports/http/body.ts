@@ -3,10 +3,6 @@ import { config } from "../../kernel/config";
 import { ApiError } from "../../kernel/errors";
 import { fileTooLarge } from "../../storage/blobs";
 
-// Request bodies are read with a cap, enforced while streaming: a body over it is refused
-// (413) from its Content-Length without reading it, or as soon as the bytes read pass the
-// cap, and the rest is never read or buffered.
-
 type TooLargeCode = "file_too_large" | "request_too_large";
 
 const mib = (bytes: number) => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
@@ -17,13 +13,9 @@ function tooLarge(code: TooLargeCode, max: number): ApiError {
     : new ApiError("request_too_large", `Request bodies may be at most ${max} bytes (${mib(max)}).`);
 }
 
-/** The largest JSON request body (MAX_JSON_BODY_BYTES). */
 export const jsonBodyLimit = () => config().MAX_JSON_BODY_BYTES;
 
-/**
- * The request body as chunks, at most `max` bytes: a declared Content-Length over it is refused
- * before anything is read, and a body that grows past it is cut off (the rest unread).
- */
+/** A Content-Length over `max` is refused unread, a body growing past it cut off (the rest unread). */
 export async function* bodyChunks(request: Request, max: number, tooBig = () => fileTooLarge(max)): AsyncGenerator<Uint8Array> {
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > max) throw tooBig();
@@ -47,7 +39,7 @@ export async function* bodyChunks(request: Request, max: number, tooBig = () => 
   }
 }
 
-/** Chunks of `size` bytes in all, copied once into a buffer of the exact size (Buffer.concat and then a typed copy would be two). */
+/** One copy into a buffer of the exact size (Buffer.concat and then a typed copy would be two). */
 function joined(chunks: Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(size);
   let offset = 0;
@@ -58,7 +50,7 @@ function joined(chunks: Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
   return bytes;
 }
 
-/** Thrown while reading a body whose client went away before sending all of it: there is no one to answer. */
+/** The client went away before sending the whole body: there is no one to answer. */
 export class ClientGone extends Error {
   constructor() {
     super("the client closed the connection before sending the whole body");
@@ -66,11 +58,7 @@ export class ClientGone extends Error {
   }
 }
 
-/**
- * A Node request's body (the routes the production server answers without Next: see
- * fast-routes.ts), with the same cap and errors as readBody: a declared Content-Length over
- * `max` is refused before anything is read, a body that grows past it as soon as it does.
- */
+/** readBody on a Node request (fast-routes.ts), with the same cap and errors. */
 export function readNodeBody(req: IncomingMessage, max: number, code: TooLargeCode = "file_too_large"): Promise<Uint8Array<ArrayBuffer>> {
   const declared = Number(req.headers["content-length"] ?? "NaN");
   if (Number.isFinite(declared) && declared > max) return Promise.reject(tooLarge(code, max));
@@ -96,7 +84,6 @@ export function readNodeBody(req: IncomingMessage, max: number, code: TooLargeCo
   });
 }
 
-/** Reads a request body up to `max` bytes, failing early past it. */
 export async function readBody(request: Request, max: number, code: TooLargeCode = "file_too_large"): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -107,19 +94,14 @@ export async function readBody(request: Request, max: number, code: TooLargeCode
   return joined(chunks, size);
 }
 
-/** A request body as text, at most `max` bytes (request_too_large past it). */
 export async function readText(request: Request, max: number): Promise<string> {
-  // A body with a Content-Length within the cap is read whole: the HTTP parser delivers no
-  // byte beyond Content-Length, so nothing is left to enforce while streaming.
+  // Read whole within a declared cap: the HTTP parser delivers no byte beyond Content-Length.
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared <= max && request.body && !request.headers.has("transfer-encoding")) return request.text();
   return new TextDecoder().decode(await readBody(request, max, "request_too_large"));
 }
 
-/**
- * The same request with its body read (at most `max` bytes) and held in memory, for handlers
- * of libraries that would otherwise buffer a body of any size (tRPC, next-auth).
- */
+/** The body held in memory (at most `max`), for libraries that would buffer any size (tRPC, next-auth). */
 export async function boundedRequest(request: Request, max: number): Promise<Request> {
   if (!request.body) return request;
   const body = await readBody(request, max, "request_too_large");

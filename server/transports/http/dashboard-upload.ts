@@ -9,11 +9,7 @@ import { errorResponse, jsonResponse, requestIdOf } from "./responses";
 /** The header the dashboard's upload sends: a cross-site form cannot, so a session cookie alone uploads nothing. */
 const DASHBOARD_UPLOAD_HEADER = "x-relay-dashboard";
 
-/**
- * POST /api/dashboard/files: an attachment picked in the dashboard's conversation, stored as
- * POST /v1/files stores it (raw bytes, Content-Type, X-Filename), for the signed-in session's
- * account. The answer is the same file object; the page then sends it by its file_ ID.
- */
+/** POST /api/dashboard/files: as POST /v1/files, for the signed-in session's account. */
 export async function handleDashboardUpload(request: Request, resolveActor: () => Promise<Actor | null> = sessionActor): Promise<Response> {
   const requestId = requestIdOf(request.headers);
   let upload: StoredBlob | undefined;

@@ -5,21 +5,10 @@ import { type Answer, answerInbound } from "./provider-webhook-answer";
 import { clientGoneSignal, endWithUnreadBody, requestUrl, sendWebResponse, webHeaders, webRequest } from "./node-web";
 import { envelopeHeaders, errorAnswer, requestIdOf } from "./responses";
 
-// Routes the production server (scripts/start.mjs) answers on Node's own request and response,
-// before Next's request handling, whose routing, tracing and web-stream conversion cost more
-// than the work of a small request:
-//   - provider webhooks, which arrive at a rate no person's request does (a busy line's Mac or
-//     phone, a backlog replayed after a restart): answered here from Node's request directly;
-//   - the JSON /v1 operations (v1-routes.ts, by exact path) and /api/mcp: their own handlers run
-//     here on a web Request built from Node's (node-web.ts), as Next would call them. HEAD,
-//     trailing slashes, other spellings of a path and routes left out of the table go to Next.
-// Each route here answers exactly as through Next (same handler or service call, envelope,
-// headers and errors; start.mjs compresses as Next's router does). `next dev` and the tests
-// reach the same handlers through the route files.
-//
-// The table is published on globalThis by startServer (instrumentation), inside Next's bundle,
-// so the start script reaches the same module instances (database, batchers, runners) that the
-// route files use, instead of loading a second copy of them.
+// Routes npm start answers on Node's request and response before Next, whose routing, tracing and
+// stream conversion cost more than a small request's work (docs/benchmarks.md): provider webhooks,
+// and route files' handlers by exact path. startServer publishes the table from inside Next's
+// bundle, so the start script shares the route files' module instances instead of a second copy.
 
 type FastHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -60,15 +49,12 @@ function inbound(segment: string, target: string): FastHandler {
   };
 }
 
-/** A route file's handler for one method, as Next calls it. */
 type WebHandler = (request: Request) => Promise<Response> | Response;
-/** A route file's exports: its handler per method. */
 export type RouteModule = Partial<Record<(typeof WEB_METHODS)[number], WebHandler>>;
 
-/** The methods a route file's handler answers here; HEAD (Next derives it from GET) and others go to Next. */
+/** HEAD (Next derives it from GET) and other methods go to Next. */
 const WEB_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
-/** A route file's handler on Node's request and response. */
 function web(handler: WebHandler, url: string): FastHandler {
   return async (req, res) => {
     const response = await handler(webRequest(req, url, clientGoneSignal(res)));
@@ -93,11 +79,7 @@ function route(api: ReadonlyMap<string, RouteModule>, req: IncomingMessage): Fas
   return url ? web(handler, url) : null;
 }
 
-/**
- * Publishes the table for the start script (called once by startServer): the provider webhook
- * route, and `api`, route modules by their exact path (v1-routes.ts, /api/mcp), whose handlers run
- * here on a web Request built from Node's (node-web.ts) instead of through Next's router.
- */
+/** Called once by startServer; `api`: route modules by exact path (v1-routes.ts, /api/mcp). */
 export function registerFastRoutes(api: Readonly<Record<string, RouteModule>> = {}): FastRoutes {
   const table = processSingleton("fast-routes", () => {
     const paths = new Map<string, RouteModule>();

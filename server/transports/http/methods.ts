@@ -4,24 +4,14 @@ import { newId } from "../../kernel/ids";
 import { errorEnvelope } from "../../wire/error-envelope";
 import { envelopeHeaders } from "./responses";
 
-// Requests no route can answer, answered in the JSON envelope before any route sees them (the
-// HTTP hook calls these for every server of the process: `next dev`, `next start`, `npm start`,
-// the standalone server):
-// - a method no route serves. TRACE and TRACK cannot even reach a route handler (the fetch
-//   standard forbids them in a Request, so Next failed with a plain-text 500 and a stack), and
-//   Next answered WebDAV methods such as PROPFIND with an empty 400. Under /v1 an unknown
-//   method is an unrecognized request like any other (404 route_not_found, as Stripe answers);
-//   TRACE and TRACK, which this server never implements anywhere, and unknown methods
-//   elsewhere are 405 method_not_allowed with Allow.
-// - a request Node's HTTP parser refused (headers too large, control characters, a method
-//   llhttp does not know): Node would answer a bare 400 or 431 with no Request-Id.
+// Requests no route can answer, in the JSON envelope (docs/api.md, Conventions), from the HTTP
+// hook of every server. TRACE and TRACK cannot reach a route (the fetch standard forbids them in
+// a Request: Next answered a plain-text 500), Next answered PROPFIND an empty 400, and Node
+// answers its parser's refusals with a bare status and no Request-Id.
 
-/** The methods the app's routes implement (Next dispatches these to route handlers and pages). */
 const ROUTED_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
-/** Methods refused with 405 everywhere, /v1 included. */
 const NEVER_SERVED = new Set(["TRACE", "TRACK"]);
 
-/** What a path's routes serve, for the Allow header of a 405. */
 function allowedMethods(pathname: string): string {
   if (pathname.startsWith("/api/inbound/")) return "POST";
   if (pathname === "/v1" || pathname.startsWith("/v1/")) return "GET, POST, PATCH, DELETE, OPTIONS";
@@ -30,13 +20,11 @@ function allowedMethods(pathname: string): string {
   return "GET, HEAD, POST";
 }
 
-/** A 405 method_not_allowed for `method` on `pathname`, with its Allow header. */
 export function methodNotAllowed(method: string, pathname: string): ApiError {
   const allow = allowedMethods(pathname);
   return new ApiError("method_not_allowed", `${method} is not allowed on ${pathname.slice(0, 200)} (allowed: ${allow}).`, { headers: { Allow: allow } });
 }
 
-/** The refusal of a request whose method no route serves, or null when routes take it. */
 export function unroutedMethod(method: string | undefined, url: string | undefined): ApiError | null {
   if (method === undefined || ROUTED_METHODS.has(method)) return null;
   const raw = url ?? "/";
@@ -49,12 +37,11 @@ export function unroutedMethod(method: string | undefined, url: string | undefin
   return methodNotAllowed(method.slice(0, 20), pathname);
 }
 
-/** The envelope's text and headers for an ApiError answered outside any route. */
 export function errorPayload(err: ApiError, requestId: string): { body: string; headers: Record<string, string> } {
   return { body: JSON.stringify(errorEnvelope(err, requestId)), headers: envelopeHeaders(requestId, err.headers) };
 }
 
-/** What Node's parser error `code` answers (Node's own choice of status, in our envelope). */
+/** Node's own choice of status, in our envelope. */
 function parserError(err: { code?: string }): ApiError {
   switch (err.code) {
     case "HPE_HEADER_OVERFLOW":
@@ -72,11 +59,7 @@ function parserError(err: { code?: string }): ApiError {
 
 const REASONS: Record<number, string> = { 400: "Bad Request", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Payload Too Large", 431: "Request Header Fields Too Large" };
 
-/**
- * A server's `clientError`: answers the envelope with a Request-Id and closes the connection,
- * where Node would write a bare status line. Nothing is written once a response on this
- * connection has started (that would corrupt it), nor to a client that reset the connection.
- */
+/** A server's `clientError`. Nothing is written once a response has started (it would corrupt it). */
 export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (err.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) {

@@ -5,8 +5,6 @@ import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
 import { errorEnvelope } from "../../wire/error-envelope";
 
-// The JSON envelope, CORS and Request-Id headers shared by every /v1 and simulator response.
-
 export const CORS_HEADERS: Record<string, string> = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Allow-Methods": "GET, POST, PATCH, DELETE, OPTIONS",
@@ -16,10 +14,8 @@ export const CORS_HEADERS: Record<string, string> = {
   "Access-Control-Max-Age": "86400",
 };
 
-/** The request's ID: the one its log line carries (server/observability/request-context.ts), or a new one outside a request. */
 export { requestIdOf };
 
-/** The headers of every enveloped JSON answer: content type, Request-Id and CORS. */
 export function envelopeHeaders(requestId: string, headers: Record<string, string> = {}): Record<string, string> {
   return { "Content-Type": "application/json; charset=utf-8", "Request-Id": requestId, ...CORS_HEADERS, ...headers };
 }
@@ -34,7 +30,7 @@ export function jsonTextResponse(status: number, json: string, requestId: string
   return new Response(body, { status, headers: envelopeHeaders(requestId, headers) });
 }
 
-/** An error as an answer to send: its status, the envelope without request_id, and its headers. */
+/** `body`: the envelope without request_id. */
 export interface ErrorAnswer {
   status: number;
   body: { error: Record<string, string> };

@@ -2,8 +2,7 @@ import { OPERATION_LIST } from "../../services/operations";
 import { apiRoute, type Method, type RouteHandler, routes } from "./api-route";
 import type { RouteModule } from "./fast-routes";
 
-// Every /v1 operation's HTTP handler, by exact path: what the catch-all route file
-// (app/v1/[[...path]]/route.ts) and the production fast path (fast-routes.ts) both answer.
+// Every /v1 operation's handler by exact path, for app/v1/[[...path]]/route.ts and fast-routes.ts.
 
 type PathRoutes = ReturnType<typeof routes>;
 
@@ -19,7 +18,7 @@ const UNKNOWN = routes({});
 const dispatch = (method: Method | "OPTIONS"): RouteHandler => (request) =>
   (V1_ROUTES.get(new URL(request.url).pathname) ?? UNKNOWN)[method](request);
 
-/** The catch-all's exports: each method dispatched on the path; an unknown path is a JSON 404. */
+/** An unknown path is a JSON 404. */
 export const V1_HANDLERS = {
   GET: dispatch("GET"),
   POST: dispatch("POST"),
@@ -29,7 +28,7 @@ export const V1_HANDLERS = {
   OPTIONS: dispatch("OPTIONS"),
 };
 
-/** The /v1 routes the production server answers before Next: all but those whose body streams (an upload, the event stream). */
+/** All but those whose body streams (an upload, the event stream): those go through Next. */
 export function fastRouteTable(): Record<string, RouteModule> {
   const paths = new Set(OPERATION_LIST.filter((op) => op.upload || op.stream).map((op) => op.path));
   const table: Record<string, RouteModule> = {};

@@ -2,9 +2,6 @@ import type { z } from "zod";
 import { ApiError, invalidParam, missingParam } from "../../kernel/errors";
 import { jsonBodyLimit, readText } from "./body";
 
-// Turns zod failures into the SPEC.md codes: a field that is absent is
-// missing_required_parameter, any other failure invalid_parameter_value; `param` names it.
-
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let cur: unknown = input;
   for (const key of path) {
@@ -14,15 +11,11 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
-// A lone UTF-16 surrogate (JSON "\ud800") cannot be encoded as UTF-8: the database driver
-// fails on it. Without the u flag the regexp sees code units; each alternative looks one unit
-// around, so the scan is linear.
+// A lone surrogate (JSON "\ud800") is not UTF-8: the database driver fails on it. Without the u
+// flag the regexp sees code units, and each alternative looks one unit around: a linear scan.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/**
- * Refuses strings the database cannot store (NUL, lone surrogates) anywhere in `input`,
- * naming the field. Iterative, so no input nests deep enough to overflow the stack.
- */
+/** Iterative, so no input nests deep enough to overflow the stack. */
 export function rejectUnsafeStrings(input: unknown, root = ""): void {
   const stack: [unknown, string][] = [[input, root]];
   while (stack.length) {
@@ -53,7 +46,7 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown): z.out
   throw invalidParam(param, `Invalid value for '${param}': ${issue.message}`);
 }
 
-/** Query string to a plain object: first value of each name, empty values dropped. */
+/** The first value of each name; empty values dropped. */
 export function queryObject(url: URL): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of url.searchParams) {
@@ -62,14 +55,9 @@ export function queryObject(url: URL): Record<string, string> {
   return out;
 }
 
-/** Deepest nesting of arrays and objects a JSON request may have. */
 export const MAX_JSON_DEPTH = 64;
 
-/**
- * Whether JSON text nests deeper than `max`: one linear pass over the brackets outside
- * strings, so a hostile body is refused before anything recursive (parsers, validators,
- * walkers) meets it.
- */
+/** One linear pass, so a hostile body is refused before anything recursive (parsers, validators) meets it. */
 export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
   let depth = 0;
   let inString = false;
@@ -86,7 +74,6 @@ export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
   return false;
 }
 
-/** JSON.parse for request input: invalid_json for malformed or too deeply nested text. */
 export function parseJson(text: string, what = "The request body"): unknown {
   if (jsonTooDeep(text)) throw new ApiError("invalid_json", `${what} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels.`);
   try {
@@ -96,7 +83,6 @@ export function parseJson(text: string, what = "The request body"): unknown {
   }
 }
 
-/** Whether a Content-Type names JSON: application/json or a +json type, any parameters. */
 function isJsonType(contentType: string | null): boolean {
   if (!contentType) return false;
   const semi = contentType.indexOf(";");
@@ -109,11 +95,7 @@ function notJson(request: Request): ApiError {
   return new ApiError("unsupported_media_type", `Request bodies are JSON: send Content-Type: application/json${type ? `, not ${type.slice(0, 100)}` : ""}.`);
 }
 
-/**
- * Reads a JSON object body (at most MAX_JSON_BODY_BYTES); an empty body is {} (then missing
- * fields are reported). A body sent as anything but JSON is 415 unsupported_media_type: refused
- * unread when its Content-Length says it has one.
- */
+/** An empty body is {} (so missing fields are reported); one not sent as JSON is 415, unread when it can be. */
 export async function jsonBody(request: Request): Promise<Record<string, unknown>> {
   const json = isJsonType(request.headers.get("content-type"));
   if (!json && Number(request.headers.get("content-length") ?? 0) > 0) throw notJson(request);
