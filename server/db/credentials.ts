@@ -5,11 +5,8 @@ import path from "node:path";
 import { config } from "../kernel/config";
 import { processSingleton } from "../kernel/singleton";
 
-// Provider credentials (passwords, tokens) are encrypted at rest with AES-256-GCM under
-// CREDENTIALS_KEY. Without it, a key is generated once into DATA_DIR/credentials.key (mode
-// 0600), so `npm run dev` needs no setup and the operator CLI, which reads the same DATA_DIR,
-// encrypts alike. Several instances must share one CREDENTIALS_KEY: a key generated on one
-// machine's disk is not on the others'.
+// AES-256-GCM under CREDENTIALS_KEY, else a key generated once into DATA_DIR/credentials.key:
+// instances on several machines must share one CREDENTIALS_KEY.
 
 export const CREDENTIALS_KEY_FILE = "credentials.key";
 const VERSION = "v1";
@@ -55,21 +52,15 @@ function currentKey(): KeyState {
   return state.current;
 }
 
-/** Where the key came from: for the start-up warning when CREDENTIALS_KEY is unset. */
 export function credentialsKeySource(): KeyState["source"] {
   return currentKey().source;
 }
 
-/** For tests that change CREDENTIALS_KEY or DATA_DIR. */
 export function resetCredentialsKey(): void {
   state.current = null;
 }
 
-/**
- * Encrypts a JSON value: "v1.<iv>.<tag>.<ciphertext>", base64url parts; with `context`,
- * "v2.…", bound to it as AES-GCM associated data, so it decrypts only under the same context
- * (a line's sealed secrets: its ID, provider and where the secrets are sent).
- */
+/** "v1.<iv>.<tag>.<ciphertext>"; with `context`, "v2.…" bound to it as associated data (a line's ID, provider, destination). */
 export function encryptJson(value: unknown, context?: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv("aes-256-gcm", currentKey().key, iv);
@@ -85,12 +76,7 @@ export function isUnboundSealed(sealed: string): boolean {
   return sealed.startsWith(`${VERSION}.`);
 }
 
-/**
- * Decrypts what encryptJson made; throws CredentialsError when the key is not the one it was
- * made with, or a bound (v2) value's context is not the one it was sealed under (a value copied
- * to another line, or its line's destination changed without sealing it again). An unbound
- * (v1) value is read without a context.
- */
+/** A v2 value under another context (copied to another line, or its destination changed) throws CredentialsError. */
 export function decryptJson(sealed: string, context?: string): unknown {
   const [version, iv, tag, body] = sealed.split(".");
   if ((version !== VERSION && version !== BOUND_VERSION) || !iv || !tag || body === undefined) throw new CredentialsError("stored credentials are not in a known format");

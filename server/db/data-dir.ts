@@ -3,19 +3,14 @@ import path from "node:path";
 import { isMainThread } from "node:worker_threads";
 import { processSingleton } from "../kernel/singleton";
 
-// DATA_DIR holds the embedded database, credentials.key, uploaded files and the database's
-// Unix sockets: nobody but the service's own OS user may read any of it (a copy of the
-// database holds the session secret). The directory is 0700 and every file in it 0600; a
-// directory made by an older version (0755, files 0644) is fixed when the service opens it,
-// and the process creates files privately from then on (umask 077), including those the
-// embedded database writes later.
+// Only the service's OS user may read DATA_DIR (the database holds the session secret): 0700,
+// files 0600, umask 077 for what the database writes later; an older 0755 directory is fixed.
 
 const PRIVATE_DIR_MODE = 0o700;
 const PRIVATE_FILE_MODE = 0o600;
 
 const secured = processSingleton("data-dir-secured", () => new Set<string>());
 
-/** Makes `dir` (created if missing) and everything in it private; returns how many modes it changed. Once per directory and process. */
 export function secureDataDir(dir: string): number {
   const root = path.resolve(dir);
   if (secured.has(root)) return 0;

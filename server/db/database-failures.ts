@@ -3,14 +3,9 @@ import { ApiError } from "../kernel/errors";
 import { log } from "../kernel/log";
 import { processSingleton } from "../kernel/singleton";
 
-// Database failures, told apart from everything else: an unreachable or broken database, or a
-// pool too busy to lend a connection, is the service's trouble, not the caller's. Every
-// transport answers it 503 service_unavailable with Retry-After (never an authentication error
-// or a 500), so clients and providers retry. The process also remembers since when queries
-// fail: GET /readyz says so, and after DATABASE_FAILURE_EXIT_SECONDS of nothing but failures
-// GET /healthz fails too, so an orchestrator restarts the process.
+// An unreachable or overloaded database is the service's trouble, not the caller's: 503 with
+// Retry-After on every transport (docs/production.md), never an authentication error or a 500.
 
-/** Seconds a client is told to wait after a database failure. */
 const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export type DatabaseFailureKind = "unreachable" | "overloaded";
@@ -45,7 +40,6 @@ function codeOf(err: object): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
-/** Whether `err` (or what caused it) is the database being unreachable or overloaded; null for any other error. */
 export function databaseFailure(err: unknown, depth = 0): DatabaseFailureKind | null {
   if (!err || typeof err !== "object" || depth > 5) return null;
   const code = codeOf(err);
@@ -72,44 +66,34 @@ export function databaseFailure(err: unknown, depth = 0): DatabaseFailureKind | 
   return null;
 }
 
-/** The first line of an error's message, short: enough to act on, nothing to leak. */
+/** Enough to act on, nothing to leak. */
 export function shortCause(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).trim().split("\n", 1)[0]!.slice(0, 200);
 }
 
 const state = processSingleton("database-failures", () => ({
-  /** When queries began failing (nothing succeeded since); null while the database answers. */
   failingSince: null as number | null,
   lastError: "",
 }));
 
-/** A query failed because of the database (not of its input). */
 export function noteDatabaseFailure(err: unknown): void {
   state.failingSince ??= Date.now();
   state.lastError = shortCause(err);
 }
 
-/** A query succeeded: the database answers. */
 export function noteDatabaseSuccess(): void {
   if (state.failingSince !== null) state.failingSince = null;
 }
 
-/** Since when queries fail, and the last failure, or null while the database answers. */
 export function databaseFailing(): { since: number; error: string } | null {
   return state.failingSince === null ? null : { since: state.failingSince, error: state.lastError };
 }
 
-/** Whether the process has seen nothing but database failures for longer than DATABASE_FAILURE_EXIT_SECONDS (0: never). */
 export function databaseFailedTooLong(now = Date.now()): boolean {
   const limit = config().DATABASE_FAILURE_EXIT_SECONDS;
   return limit > 0 && state.failingSince !== null && now - state.failingSince > limit * 1000;
 }
 
-/**
- * A database that is unreachable or too busy as 503 service_unavailable with Retry-After (a
- * client or provider retries), logged with its cause; null for any other error. Every
- * transport (REST, inbound webhooks, GraphQL, tRPC) translates errors through this.
- */
 export function databaseUnavailableError(err: unknown, requestId?: string | null): ApiError | null {
   if (err instanceof ApiError) return null;
   const kind = databaseFailure(err);

@@ -15,7 +15,6 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Takes the lock or throws DataDirBusyError; returns the release function. */
 export function lockDataDir(dataDir: string): () => void {
   const file = path.join(/*turbopackIgnore: true*/ dataDir, "pglite.lock");
   for (let attempt = 0; attempt < 2; attempt++) {

@@ -14,8 +14,7 @@ import { pgliteRunner, pgRunner } from "./runners";
 import { PrismaClient } from "../generated/prisma/client";
 import { processSingleton } from "../kernel/singleton";
 
-// The Prisma client: embedded PGlite in DATA_DIR when DATABASE_URL is unset, PostgreSQL
-// through @prisma/adapter-pg when it is set. Migrations are applied on first use.
+// Embedded PGlite in DATA_DIR, or PostgreSQL when DATABASE_URL is set; migrations applied on first use.
 
 export type { Prisma } from "../generated/prisma/client";
 import type { Prisma } from "../generated/prisma/client";
@@ -24,27 +23,20 @@ import { log } from "../kernel/log";
 export interface Database {
   prisma: PrismaClient;
   kind: "pglite" | "postgres";
-  /** The embedded instance, when kind is "pglite" and this process owns it (on its own thread unless PGLITE_THREAD=false). */
   pglite?: PGlite | PGliteThread;
-  /** The connection pool Prisma uses, when kind is "postgres". */
   pool?: pg.Pool;
   close(): Promise<void>;
 }
 
 export interface OpenOptions {
-  /** Connect through PostgreSQL wire protocol (e.g. a running server's PGlite socket). */
+  /** A running server's PGlite socket, for instance. */
   url?: string;
   schema?: string;
-  /** Skip applying migrations (they are applied by whoever owns the database). */
   skipMigrations?: boolean;
   poolSize?: number;
 }
 
-/**
- * A request waits at most this long for a pooled connection: past it the pool is overloaded and
- * the request answers 503 service_unavailable with Retry-After (server/db/database-failures.ts) instead
- * of hanging.
- */
+/** Past this wait for a pooled connection a request answers 503 with Retry-After instead of hanging. */
 const CONNECTION_WAIT_MS = 10_000;
 
 function pgPool(url: string, schema: string, max: number): pg.Pool {
@@ -112,16 +104,10 @@ export async function openDatabase(options: OpenOptions = {}): Promise<Database>
   };
 }
 
-// One database per process, whatever bundle asks (a PGlite data directory can be opened by
-// one instance only).
+// One per process: a PGlite data directory can be opened by one instance only.
 const holder = processSingleton("database", (): { db?: Promise<Database>; memorySeed?: string } => ({}));
 
-/**
- * Starts each in-memory database (DATA_DIR=:memory:) from `file`, a tar of a data directory
- * written by PGlite's dumpDataDir, instead of from an empty cluster. Migrations still run (and
- * find themselves applied). For the tests: one migrated seed per run (tests/global-setup.ts)
- * saves every test file the seconds PGlite's initdb takes.
- */
+/** For tests: in-memory databases start from one migrated dump per run, saving each file PGlite's initdb seconds. */
 export function seedMemoryDatabases(file: string | undefined): void {
   holder.memorySeed = file;
 }
@@ -138,18 +124,13 @@ export async function getDb(): Promise<PrismaClient> {
   return (await database()).prisma;
 }
 
-/** Closes the process database (tests, scripts). */
 export async function closeDatabase(): Promise<void> {
   const db = holder.db;
   holder.db = undefined;
   if (db) await (await db).close();
 }
 
-/**
- * One SQL statement straight through the driver (pg or PGlite), without the ORM's query
- * compiler and interpreter: for the few statements on the hot write path. Parameters are $1,
- * $2, ...; rows come back with the driver's type parsing (timestamptz as Date, jsonb parsed).
- */
+/** Straight through the driver, without the ORM's compiler and interpreter: for the hot write path. */
 export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]> {
   checkParamCount(params);
   // observed() written out: this runs for every statement, and needs no closure of its own.
@@ -168,12 +149,10 @@ export async function sql<T>(text: string, params: unknown[] = []): Promise<T[]>
   }
 }
 
-/** Notes a failure that is the database's (GET /readyz and /healthz read it). */
 function noteIfDatabaseFailure(err: unknown): void {
   if (databaseFailure(err)) noteDatabaseFailure(err);
 }
 
-/** Runs `fn`, noting whether the database answered (GET /readyz and /healthz read it). */
 async function observed<R>(fn: () => Promise<R>): Promise<R> {
   try {
     const result = await fn();
@@ -185,24 +164,17 @@ async function observed<R>(fn: () => Promise<R>): Promise<R> {
   }
 }
 
-/**
- * Most bind parameters one batched statement may carry. The wire protocol counts them in 16
- * bits (65,535 at most); past that, PostgreSQL refuses the statement and embedded PGlite's
- * protocol parser breaks for good (every later query fails). Builders of multi-row statements
- * chunk their rows to stay under this, with room for a few extra parameters.
- */
+// Past the protocol's 65,535 parameters PostgreSQL refuses a statement, and PGlite's protocol
+// parser breaks for good: multi-row builders chunk their rows under MAX_STATEMENT_PARAMS.
 const MAX_STATEMENT_PARAMS = 30_000;
-/** The protocol's own limit: a statement with more parameters is never sent. */
 const PROTOCOL_MAX_PARAMS = 65_535;
 
-/** Throws (before anything is sent) when a statement carries more parameters than the protocol allows. */
 function checkParamCount(params: readonly unknown[]): void {
   if (params.length > PROTOCOL_MAX_PARAMS) {
     throw new Error(`a statement with ${params.length} bind parameters was not sent (the protocol allows ${PROTOCOL_MAX_PARAMS}); its builder must chunk its rows`);
   }
 }
 
-/** Splits rows into chunks whose parameters (each row's width, plus `extra` per statement) stay within MAX_STATEMENT_PARAMS. */
 export function chunkRows<R extends unknown[]>(rows: R[], extra = 0): R[][] {
   const width = Math.max(1, ...rows.map((r) => r.length));
   const perChunk = Math.max(1, Math.floor((MAX_STATEMENT_PARAMS - extra) / width));
@@ -211,12 +183,7 @@ export function chunkRows<R extends unknown[]>(rows: R[], extra = 0): R[][] {
   return chunks;
 }
 
-/**
- * `($1, $2::jsonb), ($3, $4::jsonb)` and the flat parameters, for a multi-row VALUES list.
- * Each column's entry in `casts` follows its placeholder (`::jsonb`), or wraps it where it
- * holds a `$` (`ARRAY(SELECT jsonb_array_elements_text($::jsonb))`).
- * Throws past MAX_STATEMENT_PARAMS: a caller with unbounded rows chunks them (chunkRows).
- */
+/** `($1, $2::jsonb), …`: a cast follows its placeholder, or wraps it where it holds a `$`. */
 export function valuesList(rows: unknown[][], casts: readonly string[] = []): { text: string; params: unknown[] } {
   const count = rows.reduce((n, r) => n + r.length, 0);
   if (count > MAX_STATEMENT_PARAMS) throw new Error(`a VALUES list of ${count} parameters (at most ${MAX_STATEMENT_PARAMS}): chunk its rows`);
@@ -229,15 +196,12 @@ export function valuesList(rows: unknown[][], casts: readonly string[] = []): { 
   return { text: tuples.join(", "), params };
 }
 
-/** Runs statements on one connection. */
 export type Query = <T>(text: string, params?: unknown[]) => Promise<T[]>;
 
-/** A Query over a Prisma transaction, for code shared with driver-level transactions. */
 export function prismaQuery(tx: Prisma.TransactionClient): Query {
   return <T>(text: string, params: unknown[] = []) => (checkParamCount(params), tx.$queryRawUnsafe<T[]>(text, ...params));
 }
 
-/** A transaction straight through the driver (see `sql`); rolled back if `fn` throws. */
 export function sqlTransaction<R>(fn: (query: Query) => Promise<R>): Promise<R> {
   return observed(() => transaction(fn));
 }

@@ -4,15 +4,14 @@ import { normalizeHandle } from "../kernel/handles";
 import { processSingleton } from "../kernel/singleton";
 import { getDb } from "./index";
 
-// Lines change rarely (label, activation): lookups by handle or ID are cached as briefly as
-// API keys, so a line-scoped read costs no extra round trip on the hot path.
+// Lines change rarely: cached as briefly as API keys, so a line-scoped read costs no round trip.
 const lineCache = processSingleton("line-cache", () => new Map<string, { line: Line; at: number }>());
 
 export function forgetCachedLines(): void {
   lineCache.clear();
 }
 
-/** A line by handle or ln_ ID, cached briefly; no access check. */
+/** No access check. */
 export async function findLine(ref: string): Promise<Line | null> {
   const key = ref.startsWith("ln_") ? ref : normalizeHandle(ref);
   const now = Date.now();

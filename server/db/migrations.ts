@@ -3,9 +3,8 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { log } from "../kernel/log";
 
-// Applies prisma/migrations in order and records them in Prisma's own `_prisma_migrations`
-// table (same columns and checksums), so `prisma migrate deploy` stays compatible on machines
-// that have the native engine. Works on PGlite and PostgreSQL without any engine binary.
+// Records in Prisma's own `_prisma_migrations` (same checksums), so `prisma migrate deploy` stays
+// compatible; needs no engine binary.
 
 export interface SqlRunner {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
@@ -45,7 +44,6 @@ const CREATE_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
   "applied_steps_count" INTEGER NOT NULL DEFAULT 0
 )`;
 
-/** Applies pending migrations; returns the names applied. */
 export async function applyMigrations(db: SqlRunner, migrations?: MigrationFile[]): Promise<string[]> {
   const files = migrations ?? (await readMigrations());
   await db.lock?.();

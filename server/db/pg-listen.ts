@@ -1,8 +1,6 @@
 import pg from "pg";
 
-// A PostgreSQL LISTEN connection of its own (LISTEN needs a session outside the pool) that
-// reconnects a second after it is lost. `onUp` runs once listening, `onDown` when the
-// connection fails, so a caller can tell when it may have missed notifications.
+// LISTEN needs a session outside the pool. `onDown` tells a caller it may have missed notifications.
 
 export interface ListenHandlers {
   onPayload: (payload: string) => void;
@@ -10,7 +8,6 @@ export interface ListenHandlers {
   onDown?: () => void;
 }
 
-/** Starts listening; resolves after the first connection attempt, whether or not it succeeded. */
 export async function listen(url: string, channel: string, handlers: ListenHandlers): Promise<void> {
   const connect = async (): Promise<void> => {
     const client = new pg.Client({ connectionString: url });

@@ -1,13 +1,9 @@
 import { Worker } from "node:worker_threads";
 import { messages, Mutex, type ParserOptions, type Results, types } from "@electric-sql/pglite";
 
-// Embedded PGlite on its own thread. PGlite is PostgreSQL compiled to WebAssembly: in the
-// server's thread its query execution took a third of the CPU of every write, time the
-// event loop could not spend on HTTP. Here the database runs in a worker thread (the second
-// core), and this class offers the parts of PGlite's API that the app, the Prisma adapter,
-// the migration runner and the wire-protocol socket use. One round trip per statement: the
-// worker runs PGlite's own query() with every value left as text, and values are parsed
-// here with PGlite's parsers, so results are the same as in-process.
+// In the server's thread PGlite's query execution took a third of the CPU of every write: here it
+// runs in a worker (the second core). Values come back as text and are parsed here with PGlite's
+// parsers, so results are the same as in-process.
 
 /** The worker: plain JavaScript, evaluated (it must load PGlite from node_modules at run time, outside any bundle). */
 const WORKER_SOURCE = `
@@ -131,7 +127,6 @@ function toError(e: PlainError): Error {
   return err;
 }
 
-/** What the app uses of an embedded database: PGlite itself, or PGliteThread. */
 export interface EmbeddedPg {
   query<T>(text: string, params?: unknown[], options?: QueryOptions): Promise<Results<T>>;
   exec(text: string): Promise<Results[]>;
@@ -139,7 +134,6 @@ export interface EmbeddedPg {
   close(): Promise<void>;
 }
 
-/** PGlite in a worker thread, with PGlite's query/exec/transaction semantics. */
 export class PGliteThread implements EmbeddedPg {
   readonly #worker: Worker;
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
@@ -182,7 +176,6 @@ export class PGliteThread implements EmbeddedPg {
     this.#worker.on("exit", (code) => fail(new Error(`the PGlite thread exited (code ${code})`)));
   }
 
-  /** Opens the database in `dataDir` (a directory path), or in memory when undefined. */
   static async create(dataDir?: string, options: { seedFile?: string } = {}): Promise<PGliteThread> {
     const db = new PGliteThread(dataDir, options.seedFile);
     try {
@@ -247,7 +240,6 @@ export class PGliteThread implements EmbeddedPg {
     return this.#parse<T>(raw, options);
   }
 
-  /** exec() results come parsed by PGlite's default parsers (exec takes no options). */
   async #exec(text: string, begin = false): Promise<Results[]> {
     return (await this.#queryMutex.runExclusive(() => this.#call({ op: "exec", text, begin }))) as Results[];
   }
@@ -260,11 +252,7 @@ export class PGliteThread implements EmbeddedPg {
     return this.#txMutex.runExclusive(() => this.#exec(text));
   }
 
-  /**
-   * PGlite's transaction(): BEGIN, the callback's statements with nothing else in between,
-   * COMMIT (ROLLBACK if it throws). BEGIN travels with the first statement: a round trip less
-   * for every transaction, during which no other statement could run.
-   */
+  /** BEGIN travels with the first statement: a round trip less per transaction, during which nothing else could run. */
   transaction<T>(fn: (tx: ThreadTransaction) => Promise<T>): Promise<T> {
     return this.#txMutex.runExclusive(async () => {
       let begun = false;
@@ -312,12 +300,9 @@ export class PGliteThread implements EmbeddedPg {
     });
   }
 
-  // For the wire-protocol socket (pglite-socket): raw protocol messages in and out. A client's
-  // extended-query exchange (Parse, Bind, ... Sync) may arrive in several chunks, and its
-  // explicit transactions span many: between them no statement of the app may run, or it would
-  // replace the client's unnamed statement or run inside its transaction. So the socket holds
-  // the statement lock from its first chunk until it is idle again (after a Sync or a simple
-  // Query, outside a transaction), or silent for RAW_IDLE_MS (a client that went away).
+  // The wire-protocol socket: a client's exchange (Parse, Bind, ... Sync) and its transactions span
+  // chunks, and an app statement between them would replace its unnamed statement or run inside
+  // its transaction. So the socket holds the lock until it is idle again or silent for RAW_IDLE_MS.
 
   #rawRelease: (() => void) | null = null;
   #rawAcquiring: Promise<void> | null = null;

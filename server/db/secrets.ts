@@ -2,15 +2,11 @@ import { randomBytes } from "node:crypto";
 import { getDb } from "./index";
 import { processSingleton } from "../kernel/singleton";
 
-// Instance-wide secrets (URL signing, dashboard sessions) kept in the database, so every app
-// instance signs and verifies alike and `npm run dev` needs no configuration.
+// In the database, so every instance signs and verifies alike with no configuration.
 
 const loads = processSingleton("instance-secrets", () => new Map<string, Promise<string>>());
 
-/**
- * The secret named `key`, created on first use. Concurrent first callers share one load, and
- * the insert skips duplicates, so instances starting together agree on one value.
- */
+/** The insert skips duplicates, so instances starting together agree on one value. */
 export function instanceSecret(key: string): Promise<string> {
   let load = loads.get(key);
   if (!load) {

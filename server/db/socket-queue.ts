@@ -4,14 +4,10 @@ import path from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import type { PGliteThread } from "./pglite-thread";
 
-// Serves the embedded PGlite over the PostgreSQL wire protocol, for the operator CLI. PGlite
-// has no authentication, so it is served on Unix sockets only, in a directory of mode 0700
-// (sockets 0600): only the server's own OS user can connect; never on a TCP port, which any
-// local user could reach. pglite-socket 0.1.x breaks when two clients are connected at once,
-// so a front socket accepts every connection and hands them to the inner one at a time: a
-// second CLI command waits for the first to finish instead of failing.
+// PGlite has no authentication: Unix sockets in a 0700 directory only, never a TCP port any local
+// user could reach. pglite-socket 0.1.x breaks with two clients at once, so a front socket hands
+// connections to the inner one a time: a second CLI command waits instead of failing.
 
-/** PostgreSQL's name for a server socket: clients take the directory as host and this port. */
 const SOCKET_PORT = 5432;
 const SOCKET_FILE = `.s.PGSQL.${SOCKET_PORT}`;
 const INNER_FILE = "pglite-inner.sock";
@@ -19,10 +15,8 @@ const INNER_FILE = "pglite-inner.sock";
 const MAX_SOCKET_PATH = process.platform === "linux" ? 107 : 103;
 
 export interface QueuedSocket {
-  /** The directory holding the socket: libpq's and node-postgres's `host` for Unix sockets. */
   host: string;
   port: number;
-  /** The socket file itself. */
   path: string;
   close(): Promise<void>;
 }
@@ -39,10 +33,7 @@ function listen(server: net.Server, file: string): Promise<void> {
   });
 }
 
-/**
- * Opens the sockets in `dir` (created 0700, or tightened to it). The caller must own the data
- * directory (its lock), since socket files left by a crashed server there are replaced.
- */
+/** The caller must own the data directory's lock: socket files a crashed server left are replaced. */
 export async function startQueuedSocket(db: PGlite | PGliteThread, dir: string): Promise<QueuedSocket> {
   const frontPath = path.join(dir, SOCKET_FILE);
   const innerPath = path.join(dir, INNER_FILE);
