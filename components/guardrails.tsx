@@ -3,7 +3,7 @@ import { useId } from "react";
 import type { Scope } from "@/server/services/access/scopes";
 import styles from "./approvals.module.css";
 
-// The guardrails of an API key handed to an AI agent or script (server/kernel/guardrails.ts):
+// The guardrails of an API key handed to an AI agent or script (server/policy/key-guardrails.ts):
 // whom it may write to, whether each send waits for approval, and two limits. The same fields
 // create a key and change one; a summary shows them in the key list.
 

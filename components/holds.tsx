@@ -8,7 +8,7 @@ import { useTRPC } from "@/lib/trpc";
 import styles from "./sending.module.css";
 
 // Held sends: a pending outbox item that may not go yet (hold_reason, not_before; see
-// server/outbox/holds.ts), the reason in words, when it goes, and Cancel / Reschedule; a send
+// server/outbox/held-items.ts), the reason in words, when it goes, and Cancel / Reschedule; a send
 // waiting for the owner's approval (a key with require_approval) has Approve / Reject instead.
 
 export type HoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "line_rate" | "line_unavailable" | "approval";

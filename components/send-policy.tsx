@@ -8,7 +8,7 @@ import { useTRPC } from "@/lib/trpc";
 import type { AppRouter } from "@/server/transports/trpc/router";
 import styles from "./sending.module.css";
 
-// A line's send policy (server/kernel/send-policy.ts): contact-first, the new-contact budgets
+// A line's send policy (server/policy/line-send-policy.ts): contact-first, the new-contact budgets
 // per sliding hour and day (blank: no limit), quiet hours in an IANA zone, and the pace. The
 // server validates; a refusal is shown next to the field it names (error.data.param).
 

@@ -1,6 +1,6 @@
 // Operator CLI commands of API keys (docs/operator-cli.md; admin.ts has the rest).
 import { parseArgs } from "node:util";
-import type { Guardrails } from "../server/kernel/guardrails";
+import type { Guardrails } from "../server/policy/key-guardrails";
 import type { Actor } from "../server/services/access/actor";
 import { UsageError } from "./admin-send-policy";
 
@@ -86,7 +86,7 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
   const { getDb } = await import("../server/db");
   const { findAccountByEmail } = await import("../server/services/accounts/accounts");
   const { createApiKey, hashKey } = await import("../server/services/access/api-keys");
-  const { GuardrailsInput } = await import("../server/kernel/guardrails");
+  const { GuardrailsInput } = await import("../server/policy/key-guardrails");
   const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
   /** The operator acts as the key's account owner, who may change any of its keys. */
   const keyOf = async (ref: string) => {
@@ -99,7 +99,7 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
   switch (command) {
     case "key create": {
       const { parseScopes } = await import("../server/services/access/scopes");
-      const { APPROVE_SCOPE } = await import("../server/services/access/guardrails");
+      const { APPROVE_SCOPE } = await import("../server/services/access/approval-scope");
       const { normalizeHandle } = await import("../server/kernel/handles");
       const account = await findAccountByEmail(need(values, "account"));
       const guardrails = GuardrailsInput.parse(guardrailFlags(values));
@@ -133,7 +133,7 @@ export async function runKeyCommand(argv: string[]): Promise<void> {
     }
     case "key guard": {
       const { setApiKeyGuardrails } = await import("../server/services/accounts/api-keys");
-      const { APPROVE_SCOPE } = await import("../server/services/access/guardrails");
+      const { APPROVE_SCOPE } = await import("../server/services/access/approval-scope");
       if (typeof values.json !== "string") throw new UsageError("--json is required: the guardrails to change");
       const change = GuardrailsInput.parse(parseJson(values.json));
       const { key, owner } = await keyOf(need(values, "key"));

@@ -55,7 +55,7 @@ export async function runSendPolicyCommand(argv: string[]): Promise<void> {
   const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
   switch (command) {
     case "line policy": {
-      const { setLinePolicy, SendPolicyInput, linePolicy } = await import("../server/services/lines/send-policy");
+      const { setLinePolicy, SendPolicyInput, linePolicy } = await import("../server/services/lines/set-line-policy");
       const id = await lineId(need(values, "line"));
       if (values.json === undefined) {
         if (!values.show) throw new UsageError("give --show, or --json with the fields to change");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AuthorizationError, InvalidRequestError, NotFoundError, RateLimitError, Relay, RelayError } from "@/packages/client/src/index";
-import type { GuardrailsInput } from "@/server/kernel/guardrails";
+import type { GuardrailsInput } from "@/server/policy/key-guardrails";
 import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 
 // The client library and a key handed to an agent (docs/agents.md), against the real route

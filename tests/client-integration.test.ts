@@ -4,7 +4,7 @@ import { AuthenticationError, InvalidRequestError, NotFoundError, Relay, verifyW
 import { revokeApiKeyBySecret } from "@/server/services/access/api-keys";
 import { newId } from "@/server/kernel/ids";
 import { createLine } from "@/server/services/lines/lines";
-import { setLinePolicy } from "@/server/services/lines/send-policy";
+import { setLinePolicy } from "@/server/services/lines/set-line-policy";
 import { createPool } from "@/server/services/pools/pools";
 import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 

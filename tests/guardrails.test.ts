@@ -51,7 +51,7 @@ describe("allow_to", () => {
 
   it("refuses a new contact before a chat is opened for it (a line that may message people first)", async () => {
     const f = await makeAccount();
-    const { setLinePolicy } = await import("@/server/services/lines/send-policy");
+    const { setLinePolicy } = await import("@/server/services/lines/set-line-policy");
     await setLinePolicy(null, f.line.id, { contact_first: false });
     const stranger = phone();
     const key = await makeKey(f.accountId, { guardrails: { allow_to: [phone()] } });

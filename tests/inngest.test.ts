@@ -162,7 +162,7 @@ describe("Inngest engine", () => {
 
   it("runs the line's policy at its claim: inside quiet hours the item is held again, not sent", async () => {
     const f = await makeAccount();
-    const { setLinePolicy } = await import("@/server/services/lines/send-policy");
+    const { setLinePolicy } = await import("@/server/services/lines/set-line-policy");
     const hhmm = (d: Date) => `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;
     await setLinePolicy(null, f.line.id, {
       contact_first: false,

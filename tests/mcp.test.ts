@@ -4,8 +4,8 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { revokeApiKeyBySecret } from "@/server/services/access/api-keys";
-import type { GuardrailsInput } from "@/server/kernel/guardrails";
-import { setLinePolicy } from "@/server/services/lines/send-policy";
+import type { GuardrailsInput } from "@/server/policy/key-guardrails";
+import { setLinePolicy } from "@/server/services/lines/set-line-policy";
 import { errorOf, ToolData } from "./mcp-results";
 import { dispatch, get, inbound, makeAccount, makeKey, phone, post, runDelivery, type Fixture } from "./helpers";
 

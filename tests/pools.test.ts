@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { createLine, forgetCachedLines } from "@/server/services/lines/lines";
-import { setLinePolicy } from "@/server/services/lines/send-policy";
+import { setLinePolicy } from "@/server/services/lines/set-line-policy";
 import { addPoolLine, createPool, removePoolLine } from "@/server/services/pools/pools";
 import { get, inbound, makeAccount, makeKey, phone, post, runDelivery, db, type Fixture } from "./helpers";
 

@@ -9,7 +9,7 @@ import { encodeQr } from "@/packages/client/src/cli/qr";
 import { verifyWebhook } from "@/packages/client/src/webhooks";
 import { newId } from "@/server/kernel/ids";
 import { createLine } from "@/server/services/lines/lines";
-import { setLinePolicy } from "@/server/services/lines/send-policy";
+import { setLinePolicy } from "@/server/services/lines/set-line-policy";
 import { createPool } from "@/server/services/pools/pools";
 import { dispatch, inbound, makeAccount, makeKey, phone, runDelivery, type Fixture } from "./helpers";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
-import { setLinePolicy } from "@/server/services/lines/send-policy";
-import { SendPolicyInput } from "@/server/kernel/send-policy";
-import { budgetUse, HOUR_MS } from "@/server/outbox/budgets";
+import { setLinePolicy } from "@/server/services/lines/set-line-policy";
+import { SendPolicyInput } from "@/server/policy/line-send-policy";
+import { budgetUse, HOUR_MS } from "@/server/policy/new-contact-budget";
 import { call, db, get, inbound, makeAccount, makeKey, phone, post, runDelivery, type Fixture } from "./helpers";
 
 // Holds and the line send policy through /v1: scheduled sends, cancel and reschedule, contact

@@ -1,9 +1,9 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLine } from "@/server/services/lines/lines";
-import { setLinePolicy } from "@/server/services/lines/send-policy";
+import { setLinePolicy } from "@/server/services/lines/set-line-policy";
 import { createPool } from "@/server/services/pools/pools";
-import type { GuardrailsInput } from "@/server/kernel/guardrails";
+import type { GuardrailsInput } from "@/server/policy/key-guardrails";
 import { get, inbound, makeAccount, makeKey, phone, post, runDelivery, type Fixture } from "./helpers";
 
 // SMS fallback from a pool runs the checks of a new send from the SMS line it moves to, for the

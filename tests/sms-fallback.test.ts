@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { createLine } from "@/server/services/lines/lines";
-import { setLinePolicy } from "@/server/services/lines/send-policy";
+import { setLinePolicy } from "@/server/services/lines/set-line-policy";
 import { createPool } from "@/server/services/pools/pools";
 import { type FakeBlueBubbles, startFakeBlueBubbles } from "./fakes/bluebubbles";
 import { blueBubblesLine, db, dispatch, get, inbound, makeAccount, phone, post, runDelivery, type Fixture } from "./helpers";

@@ -1,6 +1,6 @@
 import { cron, type Inngest } from "inngest";
 import { overduePending } from "@/server/outbox/queue";
-import { heldDueSoon } from "@/server/outbox/holds";
+import { heldDueSoon } from "@/server/outbox/held-items";
 import { CHORES } from "@/server/engine/chores";
 import { inngest } from "../inngest-client";
 import { outboxItemCreated } from "../inngest-events";

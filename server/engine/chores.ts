@@ -1,7 +1,7 @@
 import { config } from "../kernel/config";
 import { releaseExpiredLeases } from "../outbox/queue";
 import { expireStranded } from "../outbox/serial";
-import { forgetOldOpenings } from "../outbox/budgets";
+import { forgetOldOpenings } from "../policy/new-contact-budget";
 import { deleteExpiredIdempotencyRecords } from "../services/access/idempotency";
 import { log } from "../kernel/log";
 import { deleteStaleListenSessions } from "../services/webhooks/listen";

@@ -4,18 +4,15 @@ import { log } from "../kernel/log";
 import type { SendResult } from "../platform/types";
 import { type BatchContext, loadContext, type Prepared, prepare, preparedOne } from "./prepare";
 import { retryLater } from "./queue";
-import { admit } from "./holds";
+import { admit } from "./admit-claims";
 import { recordOutcomes } from "./record";
-import { send } from "./send";
+import { sendToProvider } from "./send-to-provider";
 
-// Delivery of claimed items, prepare -> send -> record: a batch at a time for the embedded
-// runner, or one step at a time for an engine that runs each item as its own durable function
-// (Inngest), where claim, send and record are separate steps persisted between retries.
+// prepare -> send -> record: a batch at a time for the embedded runner, or one durable step at a
+// time for Inngest (claim, send and record persisted between retries).
 
-/** Sends a batch of claimed items through their lines' platforms and records the outcomes. */
 export async function deliverBatch(claimed: OutboxItem[]): Promise<void> {
   if (!claimed.length) return;
-  // The policy step: items inside quiet hours or over a new-contact budget are held again.
   const items = await admit(claimed);
   if (!items.length) return;
   let ctx: BatchContext;
@@ -31,7 +28,7 @@ export async function deliverBatch(claimed: OutboxItem[]): Promise<void> {
     items.map(async (item) => {
       try {
         const x = prepare(item, ctx);
-        outcomes.push({ x, result: await send(x) });
+        outcomes.push({ x, result: await sendToProvider(x) });
       } catch (err) {
         log().error({ err, outbox_id: item.id }, "delivering failed unexpectedly");
         await retryLater(item, "internal error while delivering").catch(() => undefined);
@@ -47,22 +44,19 @@ export async function deliverBatch(claimed: OutboxItem[]): Promise<void> {
   }
 }
 
-/** Sends one claimed item and records the outcome. */
 export const deliver = (item: OutboxItem): Promise<void> => deliverBatch([item]);
 
-/** Sends a claimed item. Safe to repeat: the outbox ID is the platform's idempotency key. */
+/** Safe to repeat: the outbox ID is the platform's idempotency key. */
 export async function sendOne(id: string): Promise<SendResult | null> {
   const x = await preparedOne(id);
-  return x ? send(x) : null;
+  return x ? sendToProvider(x) : null;
 }
 
 export interface ItemState {
   status: string;
-  /** When a pending item is due again (ISO), after a transient failure. */
   availableAt: string | null;
 }
 
-/** Records what the platform did with a claimed item; returns where the item stands. */
 export async function recordOne(id: string, result: SendResult): Promise<ItemState> {
   const x = await preparedOne(id);
   if (x) await recordOutcomes([{ x, result }]);

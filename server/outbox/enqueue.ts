@@ -6,19 +6,14 @@ import { livePayloads, publishLocal } from "../events/live";
 import { processSingleton } from "../kernel/singleton";
 import type { OutboxKind } from "./payloads";
 import { outboxEvent } from "./queue";
-import { lockSends } from "./key-limits";
+import { lockSends } from "../policy/key-send-limits";
+import { NEVER } from "../policy/hold-reasons";
 
-// How an accepted write enters the outbox: one pending row, committed before the caller answers.
-
-/**
- * Stores a pending item. Concurrent writes share one INSERT and one commit; each caller
- * returns only once its row is committed, so an accepted item is never lost. Live
- * subscribers hear of the accepted items; other instances through a NOTIFY in the same
- * statement (no extra round trip).
- */
+/** Concurrent writes share one INSERT and commit; each caller returns once its row is committed. */
 export const addToOutbox = processSingleton("outbox-insert", () =>
   batcher<NewOutboxItem, void>(async (items) => {
-    // Straight through the driver: the ORM's query compiler costs more CPU than the insert.
+    // Straight through the driver: the ORM's query compiler costs more CPU than the insert. Other
+    // instances hear of the items through a NOTIFY in the same statement.
     const { text, params } = insertRows(items);
     const events = items.map((i) => outboxEvent(i, i.payload.chat_id, "pending"));
     const notify = livePayloads(events);
@@ -36,9 +31,6 @@ export const addToOutbox = processSingleton("outbox-insert", () =>
     return items.map(() => undefined);
   }, { maxInFlight: oneStatementAtATimeOnPGlite }),
 );
-
-/** The due time of a hold that only a person, or a change of the line's policy, releases (shown as not_before null). */
-export const NEVER = new Date("9999-12-31T00:00:00.000Z");
 
 function insertRows(items: NewOutboxItem[]) {
   const { text, params } = valuesList(
@@ -61,12 +53,7 @@ function insertRows(items: NewOutboxItem[]) {
   };
 }
 
-/**
- * Stores one send of a key with guardrails, in a transaction that first takes the key's lock
- * (so concurrent sends of the key, on any instance, are counted one after the other), then runs
- * `check` (the counted guardrails; it throws to refuse, and nothing is stored), then inserts.
- * `effects` adds what the stored item causes (an approval request's webhook).
- */
+/** Under the key's lock, so `check` (it throws to refuse) counts concurrent sends of the key one after the other. */
 export async function addGuardedToOutbox(
   item: NewOutboxItem,
   check: (query: Query) => Promise<void>,
@@ -82,7 +69,7 @@ export async function addGuardedToOutbox(
   });
 }
 
-/** Embedded PGlite runs one statement at a time: merge writes that would only queue. */
+// Embedded PGlite runs one statement at a time: merge writes that would only queue.
 function oneStatementAtATimeOnPGlite(): number {
   return config().DATABASE_URL ? Infinity : 1;
 }
@@ -93,15 +80,10 @@ export interface NewOutboxItem {
   lineId: string;
   apiKeyId: string | null;
   kind: OutboxKind;
-  /** Every kind's payload names its chat. */
   payload: { chat_id: string };
-  /** The failed item this one sends again, when it is a retry. */
   retryOf?: string | null;
-  /** A scheduled send: held until then. */
   sendAt?: Date | null;
-  /** Held until the owner approves it (a key with require_approval). */
   approval?: boolean;
-  /** The pool named as `from`, when the line was chosen from one. */
   poolId?: string | null;
   requestId: string;
 }

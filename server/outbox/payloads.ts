@@ -1,7 +1,5 @@
 import { z } from "zod";
 
-// What an outbox item carries, per kind, validated when it is delivered (whichever engine
-// runs it). Every kind names its chat and the chat identifier the platform sends to.
 const target = { chat_id: z.string(), to: z.string(), is_group: z.boolean() };
 export const OutboxTarget = z.object(target);
 
@@ -20,7 +18,6 @@ export const ReactionPayload = z.object({
   message_id: z.string(),
   message_guid: z.string(),
   type: z.string(),
-  /** False removes the line's earlier reaction of this type. */
   added: z.boolean().default(true),
 });
 export type ReactionPayload = z.infer<typeof ReactionPayload>;

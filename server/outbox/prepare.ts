@@ -4,14 +4,9 @@ import { isSerialLine } from "../platform/connection";
 import { findLine } from "../db/line-cache";
 import { MessagePayload, OutboxTarget, type OutboxKind, ReactionPayload, ReceiptPayload, TypingPayload } from "./payloads";
 
-// Preparing claimed items: their payloads parsed, with the lines, files and chats they need,
-// loaded once per batch.
-
-/** What a batch of items needs from the database: their lines and attached files. */
 export interface BatchContext {
   lines: Map<string, Line>;
   files: Map<string, File>;
-  /** Chats of items on provider lines (their provider chat IDs). */
   chats: Map<string, Chat>;
 }
 
@@ -35,7 +30,6 @@ export async function loadContext(items: OutboxItem[]): Promise<BatchContext> {
   };
 }
 
-/** One claimed item with its parsed payload, line and files. */
 export type Prepared = (
   | { kind: "message"; item: OutboxItem; line: Line; p: MessagePayload; files: File[] }
   | { kind: "reaction"; item: OutboxItem; line: Line; p: ReactionPayload }
@@ -66,7 +60,7 @@ export function prepare(item: OutboxItem, ctx: BatchContext): Prepared {
   }
 }
 
-/** A claimed item by ID, prepared (null when it is not claimed: handled already). */
+/** Null when it is not claimed: handled already. */
 export async function preparedOne(id: string): Promise<Prepared | null> {
   const db = await getDb();
   const item = await db.outboxItem.findUnique({ where: { id } });

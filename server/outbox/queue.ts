@@ -9,26 +9,23 @@ import { PROVIDER_NAMES } from "../platform/registry";
 import { findLine } from "../db/line-cache";
 import type { LiveEvent } from "../events/live";
 import { unitOfWork } from "../write/unit";
-import { releaseOpening } from "./budgets";
+import { releaseOpening } from "../policy/new-contact-budget";
 import { MessagePayload, OutboxTarget } from "./payloads";
 
-// The outbox state machine: pending -> claimed (with a lease) -> sent | failed, or back to
-// pending with a later available_at on a transient error. A claim whose lease expires (a
-// crashed worker) returns to pending. The outbox ID is the platform's idempotency key, so a
-// retried claim of an item the platform already accepted never sends twice.
+// pending -> claimed (leased) -> sent | failed, or back to pending later. The outbox ID is the
+// platform's idempotency key, so a retried claim of an item it already accepted never sends twice.
 
 export { LEASE_MS };
 const MAX_BACKOFF_MS = 60_000;
 
 export const workerId = `${process.pid}-${randomUUID().slice(0, 8)}`;
 
-/** Delay before retry n (1-based): 0.5 s doubling, at most a minute, with ±20% jitter. */
 function backoffMs(attempt: number): number {
   const base = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.max(0, attempt - 1));
   return Math.round(base * (0.8 + Math.random() * 0.4));
 }
 
-/** A claim handed back before its attempt is known to have finished: the provider may have sent it, so it is asked first. */
+/** A claim handed back before its attempt finished may have sent: the provider is asked first. */
 const queue = leasedQueue<OutboxItem>({
   table: "OutboxItem",
   claimedStatus: "claimed",
@@ -37,10 +34,7 @@ const queue = leasedQueue<OutboxItem>({
   claimable: ["pending", "held"],
 });
 
-/**
- * SET items of every claim: a held item leaves its hold (its send window starts now). $3 is
- * the claim's time. In an UPDATE's SET, `status` is still the row's old value.
- */
+/** A held item's send window starts at its claim ($3). In an UPDATE's SET, `status` is still the old value. */
 const CLAIM_SET = `"attemptStartedAt" = $3, "releasedAt" = CASE WHEN status = 'held' THEN $3 ELSE "releasedAt" END, "holdReason" = NULL`;
 
 export function outboxEvent(
@@ -53,14 +47,9 @@ export function outboxEvent(
 
 const SERIAL_PROVIDERS = serialProviderNames(PROVIDER_NAMES);
 
-/**
- * Atomically claims up to `limit` due pending items for this worker, on lines whose provider
- * takes sends in any order (simulated); provider lines go one at a time (serial.ts).
- */
+/** Lines whose provider takes sends in any order (simulated); provider lines go one at a time (serial.ts). */
 export async function claimDue(limit: number, now = new Date()): Promise<OutboxItem[]> {
-  // One ordered range of the (status, availableAt) index per status: over `status IN
-  // ('pending', 'held')` the planner, expecting most held rows to be due, sorted every held row
-  // (with parallel workers, on PostgreSQL) each idle second once 100,000 were scheduled.
+  // One ordered range of the (status, availableAt) index per status, never `status IN (...)`.
   const due = (status: string) => `SELECT id, "availableAt" FROM "OutboxItem" WHERE status = '${status}' AND "availableAt" <= $3
          AND "lineId" NOT IN (SELECT id FROM "Line" WHERE platform = ANY($5::text[]))
        ORDER BY "availableAt", id LIMIT $4 FOR UPDATE SKIP LOCKED`;
@@ -71,11 +60,10 @@ export async function claimDue(limit: number, now = new Date()): Promise<OutboxI
     params: [workerId, now, limit, SERIAL_PROVIDERS],
     now,
   });
-  // RETURNING follows no order: the batch is judged oldest first (budget slots go to the oldest sends).
+  // RETURNING follows no order; budget slots go to the oldest sends.
   return rows.sort((a, b) => a.availableAt.getTime() - b.availableAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/** Claims one item by ID if it is pending and due; null when it is not (already handled, or not yet due). An Inngest run's claim. */
 export async function claimOne(id: string, claimedBy: string, now = new Date()): Promise<OutboxItem | null> {
   const rows = await queue.claim({
     set: `"claimedBy" = $2, ${CLAIM_SET}`,
@@ -86,29 +74,18 @@ export async function claimOne(id: string, claimedBy: string, now = new Date()):
   return rows[0] ?? null;
 }
 
-/** Returns claimed items whose lease ran out (their worker died) to pending: whether the provider sent them is unknown until asked. */
 export const releaseExpiredLeases = (now = new Date()): Promise<number> => queue.release({ expiredBefore: now });
 
-/**
- * Returns the items this process still holds to pending at once (it is stopping). An attempt
- * that started may have reached the provider: it is reconciled before it is sent again.
- */
 export const releaseOwnClaims = (): Promise<number> => queue.release({ claimedBy: workerId });
 
-/**
- * Returns every claimed item to pending. Only for a process that owns the database alone
- * (embedded PGlite) at start: whatever is claimed then was claimed by a process that died.
- */
+/** Only for a process that owns the database alone (embedded PGlite), at start. */
 export const releaseAllClaims = (): Promise<number> => queue.release({ all: true });
 
-/** When the next pending item becomes due, if any. */
 export const nextDueAt = (): Promise<Date | null> => queue.nextDue();
 
-/** Ends an item `failed`; a failed message also tells webhooks subscribed to message.failed. */
 async function fail(item: OutboxItem, reason: string): Promise<void> {
   const completedAt = new Date();
   const line = item.kind === "message" ? await findLine(item.lineId) : null; // outside: PGlite has one connection
-  // An unreadable payload (the reason it failed, maybe) still fails; it just has no chat to announce.
   const target = OutboxTarget.safeParse(item.payload);
   await unitOfWork(async (unit) => {
     const rows = await unit.query(
@@ -119,12 +96,11 @@ async function fail(item: OutboxItem, reason: string): Promise<void> {
     if (!rows.length) return;
     if (target.success) unit.live([outboxEvent(item, target.data.chat_id, "failed")]);
     if (item.kind !== "message") return;
-    await releaseOpening(unit.query, item.id); // a send that never went opened no conversation
+    await releaseOpening(unit.query, item.id);
     await unit.fanOut([failedEvent(item, line, reason, completedAt)]);
   });
 }
 
-/** The message.failed webhook event of a failed message item. */
 export function failedEvent(item: OutboxItem, line: Line | null, reason: string, completedAt: Date): WebhookEventData {
   const p = MessagePayload.parse(item.payload);
   const data = {
@@ -142,15 +118,12 @@ export function failedEvent(item: OutboxItem, line: Line | null, reason: string,
 }
 
 export interface RetryOptions {
-  /** The attempt may have sent: ask the provider before sending again. */
   unknown?: boolean;
-  /** The provider did not answer: the item waits for it (up to the send window) instead of using up attempts. */
+  /** Waits for the provider (up to the send window) instead of using up attempts. */
   waitForProvider?: boolean;
-  /** The provider asked for this pause (Retry-After); the backoff is never shorter. */
   retryAfterMs?: number;
 }
 
-/** Fails an item this worker claimed, as any failure does (message.failed for messages). */
 export const failClaimed = (item: OutboxItem, reason: string): Promise<void> => fail(item, reason);
 
 export async function retryLater(item: OutboxItem, reason: string, options: RetryOptions = {}): Promise<void> {
@@ -166,7 +139,6 @@ export async function retryLater(item: OutboxItem, reason: string, options: Retr
     return;
   }
   const db = await getDb();
-  // A provider's Retry-After is honoured up to the longest backoff (the item's window still bounds it).
   const delay = Math.max(backoffMs(Math.min(item.attempts, 8)), Math.min(options.retryAfterMs ?? 0, MAX_BACKOFF_MS));
   await db.outboxItem.updateMany({
     where: { id: item.id, status: "claimed", claimedBy: item.claimedBy },
@@ -182,7 +154,7 @@ export async function retryLater(item: OutboxItem, reason: string, options: Retr
   });
 }
 
-/** Pending (or held) items due for a while (their event was lost, or their lease expired): to be sent again. */
+/** Items due for a while: their event was lost, or their lease expired. */
 export async function overduePending(olderThanMs: number, limit = 1_000, now = Date.now()): Promise<{ id: string; lineId: string; attempts: number }[]> {
   const db = await getDb();
   return db.outboxItem.findMany({

@@ -13,15 +13,14 @@ import { fireAndWait } from "../kernel/signals";
 import { type FileUrlSigner, fileUrlSigner } from "../storage/signed-urls";
 import { type Unit, unitOfWork } from "../write/unit";
 import { MessagePayload } from "./payloads";
-import { learnFromSend } from "./fallback";
+import { learnFromSend } from "../policy/sms-fallback";
+import { requeueAsSms } from "./sms-fallback-moves";
 import { loadContext, type Prepared, prepare } from "./prepare";
 import { failClaimed, outboxEvent, retryLater } from "./queue";
 
-// Recording what the platform did with each item: sent items in one transaction, straight
-// through the driver (the ORM's per-statement CPU cost dominated delivery), failures and
-// retries through the queue's transitions.
+// Sent items in one transaction, straight through the driver: the ORM's per-statement CPU cost
+// dominated delivery.
 
-/** The provider refused a send because the recipient opted out: later sends fail at once. */
 async function recordRefusedOptOut(lineId: string, to: string): Promise<void> {
   await sql(`INSERT INTO "OptOut" ("lineId", handle) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [lineId, to]).catch((err: unknown) => {
     log().error({ err, line_id: lineId }, "recording an opt-out failed");
@@ -30,16 +29,11 @@ async function recordRefusedOptOut(lineId: string, to: string): Promise<void> {
 
 type Sent = { x: Prepared; guid: string; sentAt: Date; service?: string; providerChatId?: string; segments?: number; delivery?: DeliveryReport };
 
-/** Whether the line's provider reports delivery after accepting: its sent messages start `sent`. */
 function reportsDelivery(line: Line): boolean {
   return findProvider(line.provider)?.deliveryReports === true;
 }
 
-/**
- * Writes the Message rows of sent messages (through the message store): once per outbox item,
- * even if one was delivered twice. Then their delivery reports: the one the send's answer
- * carried, and any that arrived before it did.
- */
+/** Once per outbox item, even if one was delivered twice; then the delivery reports that came before. */
 async function recordMessages(unit: Unit, sent: Sent[], url: FileUrlSigner): Promise<void> {
   const rows = sent.filter((s): s is Sent & { x: Extract<Prepared, { kind: "message" }> } => s.x.kind === "message");
   if (!rows.length) return;
@@ -75,13 +69,11 @@ async function recordMessages(unit: Unit, sent: Sent[], url: FileUrlSigner): Pro
   await applyReports(unit, reporting.map(({ x, guid }) => ({ lineId: x.line.id, guid })), url, { segments: true });
 }
 
-/** The service that carried a message: as the provider said, else the line's. */
 function serviceOf({ x, service }: Pick<Sent, "x" | "service">): string {
   if (service === "sms" || service === "imessage") return service;
   return x.line.service === "sms" ? "sms" : "imessage";
 }
 
-/** What a sent reaction, typing indicator or receipt leaves in the database. */
 async function recordAction(query: Query, { x, sentAt }: Sent): Promise<void> {
   const handle = x.line.handle;
   switch (x.kind) {
@@ -112,7 +104,7 @@ async function recordAction(query: Query, { x, sentAt }: Sent): Promise<void> {
   }
 }
 
-/** The send's metric and log line (IDs, provider and outcome; never the message's text). */
+/** Never the message's text. */
 function noteSendOutcome(x: Prepared, result: SendResult): void {
   const outcome = result.ok ? "sent" : result.unknown ? "unknown" : result.permanent ? "failed" : "retry";
   metrics().sends.inc({ provider: x.line.provider, outcome });
@@ -131,12 +123,14 @@ export async function recordOutcomes(outcomes: { x: Prepared; result: SendResult
       await fireAndWait("provider.answered", { lineId: x.line.id, reachable, reason: reachable ? null : result.reason });
     }
     if (result.ok) {
-      if (x.kind === "message") await learnFromSend(x.item, x.line, result);
+      if (x.kind === "message") await learnFromSend(x.item, x.line, x.p, result);
       sent.push({ x, guid: result.guid, sentAt: new Date(result.sentAt), service: result.service, providerChatId: result.providerChatId, segments: result.segments, delivery: result.delivery });
     } else if (result.permanent && !result.unknown) {
       if (result.optedOut && x.kind === "message") await recordRefusedOptOut(x.line.id, x.p.to);
-      // Refused as not registered with iMessage: a message that may fall back goes again as SMS.
-      if (x.kind === "message" && (await learnFromSend(x.item, x.line, result))) continue;
+      if (x.kind === "message" && (await learnFromSend(x.item, x.line, x.p, result))) {
+        await requeueAsSms(sql, x.item, null);
+        continue;
+      }
       await failClaimed(x.item, result.reason);
     }
     else await retryLater(x.item, result.reason, { unknown: result.unknown, waitForProvider: result.unreachable || result.unknown, retryAfterMs: result.retryAfterMs });
@@ -145,10 +139,8 @@ export async function recordOutcomes(outcomes: { x: Prepared; result: SendResult
 }
 
 /**
- * Records sent items together; when the database refuses the batch, each half is tried on its
- * own, down to the one item it refuses, which is quarantined: failed, with the database's
- * reason, so it never holds back the others or comes round again. A database that is down
- * refuses everything alike: that is thrown, and the claims' leases bring the items back.
+ * A batch the database refuses is halved down to the one item it refuses, which fails (quarantined)
+ * so it never holds back the others. A database that is down is thrown: the leases bring items back.
  */
 async function recordSentIsolated(sent: Sent[]): Promise<void> {
   try {
@@ -191,10 +183,7 @@ async function recordSent(sent: Sent[]): Promise<void> {
   });
 }
 
-/**
- * Records item `id` as sent with what the provider reported (a webhook echoing our send, or
- * a send found again), whoever holds it: false when it is not waiting to be sent.
- */
+/** A webhook echoing our send, or a send found again, whoever holds it: false when it is not waiting to be sent. */
 export async function adoptSent(id: string, sent: { guid: string; sentAt: number; service?: "imessage" | "sms"; providerChatId?: string }): Promise<boolean> {
   const db = await getDb();
   const item = await db.outboxItem.findUnique({ where: { id } });
@@ -204,10 +193,7 @@ export async function adoptSent(id: string, sent: { guid: string; sentAt: number
   return true;
 }
 
-/**
- * Outbox messages on a line whose echoes may still arrive: being sent, sent with an unknown
- * outcome, or sent in the last minutes (a message sent in parts echoes each part).
- */
+/** Messages whose echoes may still arrive: a message sent in parts echoes each part. */
 export async function inFlightMessages(lineId: string): Promise<{ id: string; payload: MessagePayload; fileNames: string[] }[]> {
   const items = await sql<OutboxItem>(
     `SELECT * FROM "OutboxItem" WHERE "lineId" = $1 AND kind = 'message'

@@ -4,40 +4,24 @@ import { serialProviderNames } from "../platform/connection";
 import { PROVIDER_NAMES, providerFor } from "../platform/registry";
 import { findLine } from "../db/line-cache";
 import { config } from "../kernel/config";
-import { admit } from "./holds";
+import { admit } from "./admit-claims";
+import { paceMs } from "../policy/line-send-policy";
 import { claimOne, failClaimed, LEASE_MS } from "./queue";
 
-// Provider lines send one item at a time, in outbox order, paced: a real Apple ID or SIM that
-// sends a burst gets flagged, and a conversation read out of order is wrong. The head of a
-// line (its oldest item pending or claimed) is the only one that may be claimed, and only once
-// the line's pacing slot (Line.nextSendAt, 1 / sendRatePerSecond apart) is free. Both
-// conditions are checked in the claiming statement itself, so instances never race.
-//
-// A held item is not in line while it waits: what comes after it goes first. Once due it is
-// released (back to pending, releasedAt set: its send window starts) and takes its place by ID,
-// so held items that come due together go oldest first, at the line's pace.
-//
-// Every statement here reads an index by a single status (a minimum, or a range of the
-// (status, availableAt) index), never `status IN (...)` nor an OR across statuses: the planner
-// cannot know that held rows are the ones due later (it multiplies the share of held rows by
-// the share of rows due, nearly all of them), and such conditions became scans of every held
-// row, each round, once 100,000 were scheduled. A row whose ID is known is read by its ID
-// only: its status is checked as `(...) IS TRUE`, which no index can answer, so the planner
-// never prefers a status index on statistics that say few rows are pending.
+// Only a line's head, once its pacing slot is free, may be claimed: both are checked in the claiming
+// statement, so instances never race. Each statement reads an index by one status, and a row whose
+// ID is known by its ID alone (`(...) IS TRUE`): docs/architecture.md, "The outbox's statements".
 
 const SERIAL = serialProviderNames(PROVIDER_NAMES);
 
-/** Whether lines of this provider send one item at a time, in order (the provider-line loop's). */
 export const sendsSerially = (provider: string): boolean => SERIAL.includes(provider);
 
-/** The head of line $1: its oldest item pending or claimed (a held one is not in line). */
+/** A held item is not in line: what comes after it goes first, and it takes its place (by ID) once due. */
 const HEAD_ID = `LEAST((SELECT min(id) FROM "OutboxItem" WHERE "lineId" = $1 AND status = 'pending'),
                        (SELECT min(id) FROM "OutboxItem" WHERE "lineId" = $1 AND status = 'claimed'))`;
 
-/** Margin of a claim's lease over the provider's own send timeout. */
 const LEASE_MARGIN_MS = 60_000;
 
-/** Held items released per statement (a burst due at once takes several). */
 const RELEASE_BATCH = 1_000;
 
 export interface LineHead {
@@ -45,10 +29,7 @@ export interface LineHead {
   lineId: string;
 }
 
-/**
- * Held items on provider lines that are due go back to pending, to take their place in line
- * (oldest due first; `lineId` narrows to one line). Returns how many.
- */
+/** Due held items on provider lines go back to pending (their send window starts), oldest first. */
 export async function releaseDueHolds(now = new Date(), lineId?: string): Promise<number> {
   let total = 0;
   for (;;) {
@@ -66,7 +47,6 @@ export async function releaseDueHolds(now = new Date(), lineId?: string): Promis
   }
 }
 
-/** Heads of provider lines that are due now, their line's pacing slot free and the line not disconnected. */
 export async function dueLineHeads(now = new Date()): Promise<LineHead[]> {
   return sql<LineHead>(
     `SELECT o.id, l.id AS "lineId" FROM "Line" l
@@ -77,9 +57,7 @@ export async function dueLineHeads(now = new Date()): Promise<LineHead[]> {
   );
 }
 
-/** Whether any provider line has an item in line (pending or claimed), or a held one now due. */
 export async function serialBacklog(now = new Date()): Promise<boolean> {
-  // Held items that are not due yet are no backlog: a month of scheduled sends costs no polling.
   const [row] = await sql<{ busy: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM "Line" l WHERE l.platform = ANY($1::text[])
                       AND (EXISTS (SELECT 1 FROM "OutboxItem" WHERE "lineId" = l.id AND status = 'pending')
@@ -92,7 +70,6 @@ export async function serialBacklog(now = new Date()): Promise<boolean> {
   return row?.busy ?? false;
 }
 
-/** How long a claim on this line must last: past the provider's own send timeout. */
 function leaseMsFor(line: Line | null): number {
   if (!line) return LEASE_MS;
   const provider = providerFor(line.provider);
@@ -100,31 +77,18 @@ function leaseMsFor(line: Line | null): number {
   return Math.max(LEASE_MS, timeout + LEASE_MARGIN_MS);
 }
 
-/** The interval between two sends of a line (ms), from its rate. */
-function paceMs(line: Line | null): number {
-  const rate = line && line.sendRatePerSecond > 0 ? line.sendRatePerSecond : 1;
-  return Math.ceil(1000 / rate);
-}
-
 export interface HeadClaim {
   item: OutboxItem;
-  /** When the line's next pacing slot frees (the claim took this one). */
   nextSlotAt: Date;
 }
 
-/**
- * Claims the head of line `lineId` (only if it is item `id`, when given) if it is pending and
- * due and the line's pacing slot is free, taking the slot. Null when any of that does not hold.
- */
+/** Takes the line's pacing slot with its head (only if it is item `id`, when given). */
 export async function claimLineHead(lineId: string, claimedBy: string, id: string | null = null, now = new Date()): Promise<HeadClaim | null> {
   const line = await findLine(lineId);
-  const nextSlot = new Date(now.getTime() + paceMs(line));
+  const nextSlot = new Date(now.getTime() + (line ? paceMs(line) : 1000));
   const lease = new Date(now.getTime() + leaseMsFor(line));
   const rows = await sql<OutboxItem>(
-    // Every row is found by its ID (o.id = a scalar subquery). Joined to a CTE, and with its status as a
-    // condition the planner could use, it read every pending row of the table to find the head
-    // (its statistics, taken when few were pending, call the status index the cheaper way):
-    // each claim of a 10,000-item burst cost 20 ms.
+    // Every row by its ID (o.id = a scalar subquery): found through the status index, the head cost 20 ms per claim.
     `WITH target AS (
        SELECT o.id FROM "OutboxItem" o
        WHERE o.id = (SELECT ${HEAD_ID}) AND ($6::text IS NULL OR o.id = $6) AND (o.status = 'pending' AND o."availableAt" <= $2) IS TRUE),
@@ -141,12 +105,10 @@ export async function claimLineHead(lineId: string, claimedBy: string, id: strin
   return rows[0] ? { item: rows[0], nextSlotAt: nextSlot } : null;
 }
 
-/** Claims item `id` if it is its line's head, due, and the line's pacing slot is free (an engine run's claim). */
 async function claimHead(id: string, lineId: string, claimedBy: string, now = new Date()): Promise<OutboxItem | null> {
   return (await claimLineHead(lineId, claimedBy, id, now))?.item ?? null;
 }
 
-/** When a blocked item on a provider line should be looked at again. */
 async function nextChanceAt(lineId: string, now = new Date()): Promise<Date> {
   const line = await findLine(lineId);
   const slot = line?.nextSendAt && line.nextSendAt > now ? line.nextSendAt : null;
@@ -155,22 +117,17 @@ async function nextChanceAt(lineId: string, now = new Date()): Promise<Date> {
 
 export type RunClaim = { status: "claimed" } | { status: "skip" } | { status: "wait"; until: string };
 
-/**
- * One engine run's claim of item `id` (Inngest): claimed; skip (already handled, or not due:
- * a later event or the sweep brings it back); or wait (a provider line's earlier item or its
- * pacing slot is in the way) until a time worth trying again.
- */
+/** An Inngest run's claim: skip when handled or not due (an event or the sweep brings it back), or wait for its turn. */
 export async function claimForRun(id: string, lineId: string, claimedBy: string, now = new Date()): Promise<RunClaim> {
   const line = await findLine(lineId);
   const serial = line !== null && SERIAL.includes(line.provider);
-  if (serial) await releaseDueHolds(now, lineId); // the line's held items now due take their place first
+  if (serial) await releaseDueHolds(now, lineId);
   const claimed = serial ? await claimHead(id, lineId, claimedBy, now) : await claimOne(id, claimedBy, now);
-  // The policy step: a claimed item inside quiet hours or over a budget is held again.
   if (claimed && (await admit([claimed], now.getTime())).length) return { status: "claimed" };
   const rows = await sql<{ status: string; availableAt: Date }>(`SELECT status, "availableAt" FROM "OutboxItem" WHERE id = $1`, [id]);
   const row = rows[0];
   if (row?.status === "held") {
-    // A run sleeps for a hold that ends soon; a later one is woken near its time by the chores (a month-long sleep per item costs the engine).
+    // A month-long sleep per item costs the engine: a later hold is woken near its time by the chores.
     const at = Math.max(new Date(row.availableAt).getTime(), now.getTime() + 1_000);
     return at - now.getTime() <= RUN_HOLD_WAIT_MS ? { status: "wait", until: new Date(at).toISOString() } : { status: "skip" };
   }
@@ -178,18 +135,13 @@ export async function claimForRun(id: string, lineId: string, claimedBy: string,
   return { status: "wait", until: (await nextChanceAt(lineId, now)).toISOString() };
 }
 
-/** How long an engine run waits for a held item itself; past it, the chores wake the item nearer its time. */
 const RUN_HOLD_WAIT_MS = 15 * 60_000;
 
-/**
- * Items on provider lines that waited past the send window without the provider coming back
- * (a line that stays disconnected is never claimed from) fail, with the reason.
- */
+/** A disconnected line is never claimed from: its items fail once they waited past the send window. */
 export async function expireStranded(now = new Date()): Promise<number> {
   const windowMs = config().PROVIDER_SEND_WINDOW_SECONDS * 1000;
   const items = await sql<OutboxItem>(
-    // From the disconnected lines (usually none), each status by its own index: an OR across
-    // statuses over the whole table read every held row every five seconds.
+    // From the disconnected lines (usually none), each status by its own index.
     `WITH stranded AS (
        SELECT o.id FROM "Line" l CROSS JOIN LATERAL (
          (SELECT id FROM "OutboxItem" WHERE "lineId" = l.id AND status = 'pending' AND COALESCE("releasedAt", "createdAt") < $1 ORDER BY id LIMIT 100)

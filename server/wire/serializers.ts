@@ -15,8 +15,8 @@ import type { FileUrlSigner } from "../storage/signed-urls";
 
 // One serializer per resource: the JSON shapes of SPEC.md + COMPAT.md (snake_case, Unix ms).
 
-import { policyOf } from "../kernel/send-policy";
-import { serializeGuardrails } from "../kernel/guardrails";
+import { policyOf } from "../policy/line-send-policy";
+import { serializeGuardrails } from "../policy/key-guardrails";
 
 const ms = (d: Date) => d.getTime();
 export const msOrNull = (d: Date | null) => (d ? d.getTime() : null);
@@ -136,7 +136,7 @@ export function serializeReceipt(r: ReadReceipt) {
   };
 }
 
-/** The due time of a hold that only a person or a policy change ends (server/outbox/holds.ts NEVER). */
+/** The due time of a hold that only a person or a policy change ends (server/policy/hold-reasons.ts NEVER). */
 const NEVER_MS = Date.UTC(9999, 11, 31);
 
 /** What is in the way of a pending item that is due, read from its line's state (not stored). */

@@ -1,4 +1,4 @@
-import type { Guardrails } from "../../kernel/guardrails";
+import type { Guardrails } from "../../policy/key-guardrails";
 import type { Scope } from "./scopes";
 
 /** Who is calling: resolved once per request by the transport, passed to every service. */

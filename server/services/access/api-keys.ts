@@ -6,8 +6,8 @@ import { newId } from "../../kernel/ids";
 import { processSingleton } from "../../kernel/singleton";
 import type { Actor } from "./actor";
 import { isScope, type Scope } from "./scopes";
-import { APPROVE_SCOPE, checkApprovalScope } from "./guardrails";
-import { guardrailsOf, type GuardrailsInput, UNGUARDED, withGuardrails } from "../../kernel/guardrails";
+import { APPROVE_SCOPE, checkApprovalScope } from "./approval-scope";
+import { guardrailsOf, type GuardrailsInput, UNGUARDED, withGuardrails } from "../../policy/key-guardrails";
 import { log } from "../../kernel/log";
 
 // API keys: sk_live_ + 32 random characters, shown once, stored as a SHA-256 hash. Verified

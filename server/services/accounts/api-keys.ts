@@ -6,8 +6,8 @@ import { getDb } from "../../db";
 import { ApiError, invalidParam } from "../../kernel/errors";
 import type { ApiKey } from "../../generated/prisma/client";
 import { serializeApiKey } from "../../wire/serializers";
-import { checkApprovalScope } from "../access/guardrails";
-import { guardrailsOf, GuardrailsInput, serializeGuardrails, withGuardrails } from "../../kernel/guardrails";
+import { checkApprovalScope } from "../access/approval-scope";
+import { guardrailsOf, GuardrailsInput, serializeGuardrails, withGuardrails } from "../../policy/key-guardrails";
 
 export const CreateApiKeyBody = z.object({
   name: z.string().trim().min(1, "must not be empty").max(100),

@@ -1,11 +1,11 @@
 import { z } from "zod";
 import type { Actor } from "../access/actor";
 import type { Line } from "../../generated/prisma/client";
-import { policyOf } from "../../kernel/send-policy";
-import { lineBudgetUse, type Window } from "../../outbox/budgets";
-import { HOLD_REASONS, type HoldReason } from "../../outbox/holds";
+import { policyOf } from "../../policy/line-send-policy";
+import { lineBudgetUse, type Window } from "../../policy/new-contact-budget";
+import { HOLD_REASONS, type HoldReason } from "../../policy/hold-reasons";
 import { queuedCounts } from "../../outbox/queued-counts";
-import { quietState } from "../../kernel/quiet-hours";
+import { quietState } from "../../policy/quiet-hours";
 import { sendsSerially } from "../../outbox/serial";
 import { poolLines } from "../pools/pools";
 import { resolveLine } from "./lines";

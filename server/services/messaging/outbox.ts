@@ -10,7 +10,7 @@ import { whereForActor, whereOnLine } from "../lines/tenancy";
 
 import { OUTBOX_STATUSES, type OutboxStatus } from "./outbox-statuses";
 import { z } from "zod";
-import { cancelPending, schedulePending } from "../../outbox/holds";
+import { cancelPending, schedulePending } from "../../outbox/held-items";
 import { fire } from "../../kernel/signals";
 import { sendsSerially } from "../../outbox/serial";
 import { findLine } from "../../db/line-cache";

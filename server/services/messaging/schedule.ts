@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { invalidParam } from "../../kernel/errors";
-import { MAX_SCHEDULE_MS } from "../../outbox/holds";
+import { MAX_SCHEDULE_MS } from "../../policy/hold-reasons";
 
 export const sendAt = z
   .number()

@@ -6,8 +6,8 @@ import { ApiError, invalidParam } from "../../kernel/errors";
 import type { Line, Pool } from "../../generated/prisma/client";
 import { newId } from "../../kernel/ids";
 import { normalizeHandle } from "../../kernel/handles";
-import { policyOf } from "../../kernel/send-policy";
-import { lineBudgetUse } from "../../outbox/budgets";
+import { policyOf } from "../../policy/line-send-policy";
+import { lineBudgetUse } from "../../policy/new-contact-budget";
 import { notifyChange } from "../../cache/changes";
 import { requireIdKind } from "../access/id-params";
 

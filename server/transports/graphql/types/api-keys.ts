@@ -1,4 +1,4 @@
-import type { Guardrails } from "../../../kernel/guardrails";
+import type { Guardrails } from "../../../policy/key-guardrails";
 import { listApiKeys, SetGuardrailsBody, setApiKeyGuardrails } from "../../../services/accounts/api-keys";
 import type { Actor } from "../../../services/access/actor";
 import type { serializeApiKey } from "../../../wire/serializers";

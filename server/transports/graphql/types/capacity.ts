@@ -1,4 +1,4 @@
-import type { Window } from "../../../outbox/budgets";
+import type { Window } from "../../../policy/new-contact-budget";
 import { CapacityQuery, getCapacity, type LineCapacity as LineCapacityValue } from "../../../services/lines/capacity";
 import { builder } from "../builder";
 import { parseArgs, renamingParams } from "../inputs";

@@ -1,5 +1,5 @@
 import { describeLine } from "../../../services/lines/line-connections";
-import { linePolicy } from "../../../services/lines/send-policy";
+import { linePolicy } from "../../../services/lines/set-line-policy";
 import { linesForActor } from "../../../services/lines/tenancy";
 import { builder } from "../builder";
 import { ChatConnection, CHAT_ORDER } from "./chats";

@@ -12,7 +12,7 @@ import {
   TypingPayload,
 } from "../../../outbox/payloads";
 import { REACTION_TYPES } from "../../../platform/inbound-event";
-import { HOLD_REASONS } from "../../../outbox/holds";
+import { HOLD_REASONS } from "../../../policy/hold-reasons";
 import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { approveSend, rejectSend } from "../../../services/messaging/approvals";
 import { cancelOutboxItem, findOutboxItem, OUTBOX_STATUSES, type OutboxStatus as OutboxStatusValue, outboxItemView, outboxWhere, RescheduleBody, rescheduleOutboxItem } from "../../../services/messaging/outbox";

@@ -1,7 +1,7 @@
-import type { QuietHours as QuietHoursValue } from "../../../kernel/quiet-hours";
+import type { QuietHours as QuietHoursValue } from "../../../policy/quiet-hours";
 import { TestLineBody as LineIdBody } from "../../../services/lines/line-connections";
-import type { SendPolicy as SendPolicyValue } from "../../../kernel/send-policy";
-import { SendPolicyInput as SendPolicySchema, setLinePolicy } from "../../../services/lines/send-policy";
+import type { SendPolicy as SendPolicyValue } from "../../../policy/line-send-policy";
+import { SendPolicyInput as SendPolicySchema, setLinePolicy } from "../../../services/lines/set-line-policy";
 import { builder } from "../builder";
 import { parseArgs } from "../inputs";
 import { OWNER_ONLY, ownerAccount } from "../owner";

@@ -1,28 +1,23 @@
 import type { Query } from "../db";
 import { ApiError } from "../kernel/errors";
-import type { Sender } from "../kernel/guardrails";
+import type { Sender } from "./key-guardrails";
 
-// The counted guardrails of an API key (docs/agents.md): sends to a chat since its contact last
-// wrote, and sends a day. They count the key's outbox items, inside the transaction that stores
-// a send, after the key's lock, so concurrent sends (on any instance) count each other. A send
-// that SMS fallback moves into another chat is counted there again.
+// Counted inside the transaction that stores a send, after the key's lock, so concurrent sends (on
+// any instance) count each other.
 
-/** The kinds of outbox item that count as sends for approval and the daily cap (typing and receipts carry no content). */
+/** Typing and receipts carry no content: they need no approval and count for no cap. */
 export const GUARDED_KINDS: readonly string[] = ["message", "audio_message", "reaction"];
-/** The kinds that count against max_sends_per_chat_without_reply. */
 const REPLY_COUNTED_KINDS = ["message", "audio_message"];
 
 const DAY_MS = 24 * 3_600_000;
 
-/** Items that did not go because a person stopped them do not count. */
 const COUNTED = `(error IS NULL OR error NOT IN ('canceled', 'rejected'))`;
 
-/** Takes the lock that orders a key's sends (the account's, for the owner's session), until the transaction ends. */
+/** Until the transaction ends; the account's lock for the owner's session. */
 export async function lockSends(query: Query, keyOrAccountId: string): Promise<void> {
   await query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [keyOrAccountId]);
 }
 
-/** max_sends_per_chat_without_reply, for one more send of `kind` into `chatId`. */
 export async function checkReplyLimit(query: Query, sender: Sender, kind: string, chatId: string): Promise<void> {
   const limit = sender.guardrails?.max_sends_per_chat_without_reply ?? null;
   if (limit === null || !sender.keyId || !REPLY_COUNTED_KINDS.includes(kind)) return;
@@ -41,7 +36,6 @@ export async function checkReplyLimit(query: Query, sender: Sender, kind: string
   }
 }
 
-/** max_sends_per_day, for one more send. */
 async function checkDailyLimit(query: Query, keyId: string, limit: number, now: number): Promise<void> {
   const since = new Date(now - DAY_MS);
   const [row] = await query<{ n: number }>(
@@ -64,7 +58,6 @@ async function checkDailyLimit(query: Query, keyId: string, limit: number, now: 
   );
 }
 
-/** The counted guardrails of one new send by a guarded key, after the key's lock. */
 export async function checkSendLimits(query: Query, sender: Sender, kind: string, chatId: string, now = Date.now()): Promise<void> {
   const g = sender.guardrails;
   if (!g || !sender.keyId || !GUARDED_KINDS.includes(kind)) return;

@@ -1,14 +1,12 @@
 import { z } from "zod";
-import { ApiError } from "./errors";
-import { normalizeHandle } from "./handles";
+import { ApiError } from "../kernel/errors";
+import { normalizeHandle } from "../kernel/handles";
 
-// The guardrails of an API key: their shape, the owner's input, the stored columns, and the
-// checks of the chat a send goes to (docs/agents.md). The checks are here, below both the send
-// service and the outbox, because a send is checked at accept and again when SMS fallback moves
-// it to another line and chat. The counted ones are in server/outbox/key-limits.ts.
+// The checks sit below the send service and the outbox: a send is checked at accept, and again
+// when SMS fallback moves it to another line and chat. The counted ones: key-send-limits.ts.
 
 export interface Guardrails {
-  /** Normalized handles and chat IDs the key may send to; null: anyone the line may reach. */
+  /** Normalized handles and chat IDs; null: anyone the line may reach. */
   allow_to: string[] | null;
   require_approval: boolean;
   max_sends_per_chat_without_reply: number | null;
@@ -20,7 +18,6 @@ const MAX_LIMIT = 1_000_000;
 
 const limit = z.number().int("must be a whole number").min(1, "must be at least 1").max(MAX_LIMIT).nullable();
 
-/** The guardrails as the owner sets them (dashboard, GraphQL, operator CLI): any subset, null clears one. */
 export const GuardrailsInput = z
   .object({
     allow_to: z
@@ -37,7 +34,6 @@ export const GuardrailsInput = z
   .strict();
 export type GuardrailsInput = z.output<typeof GuardrailsInput>;
 
-/** The stored columns of an ApiKey for these guardrails. */
 export interface GuardrailColumns {
   allowTo: string[];
   requireApproval: boolean;
@@ -45,13 +41,11 @@ export interface GuardrailColumns {
   maxSendsPerDay: number | null;
 }
 
-/** An allow-list entry as sends are compared with it: a chat ID as is, a contact normalized. */
 function allowEntry(raw: string): string {
   const value = raw.trim();
   return value.startsWith("cht_") ? value : normalizeHandle(value);
 }
 
-/** The columns an input changes (absent fields keep their value). */
 function guardrailColumns(input: GuardrailsInput): Partial<GuardrailColumns> {
   const out: Partial<GuardrailColumns> = {};
   if (input.allow_to !== undefined) out.allowTo = input.allow_to ? [...new Set(input.allow_to.map(allowEntry))] : [];
@@ -61,15 +55,13 @@ function guardrailColumns(input: GuardrailsInput): Partial<GuardrailColumns> {
   return out;
 }
 
-/** The columns of a key without guardrails. */
 export const UNGUARDED: GuardrailColumns = { allowTo: [], requireApproval: false, maxSendsPerChatWithoutReply: null, maxSendsPerDay: null };
 
-/** A key's columns after an input changes some of them. */
 export function withGuardrails(current: GuardrailColumns, input: GuardrailsInput): GuardrailColumns {
   return { ...current, ...guardrailColumns(input) };
 }
 
-/** The guardrails of a key's columns, or null when it has none (an unguarded key). */
+/** Null for a key without guardrails. */
 export function guardrailsOf(key: GuardrailColumns): Guardrails | null {
   const g: Guardrails = {
     allow_to: key.allowTo.length ? key.allowTo : null,
@@ -80,21 +72,19 @@ export function guardrailsOf(key: GuardrailColumns): Guardrails | null {
   return g.allow_to || g.require_approval || g.max_sends_per_chat_without_reply !== null || g.max_sends_per_day !== null ? g : null;
 }
 
-/** The guardrails as the owner reads them (always every field). */
 export function serializeGuardrails(key: GuardrailColumns): Guardrails {
   return guardrailsOf(key) ?? { allow_to: null, require_approval: false, max_sends_per_chat_without_reply: null, max_sends_per_day: null };
 }
 
-/** Who a send is checked for: a request's caller (an Actor), or the key that made an outbox item. */
+/** A request's caller (an Actor), or the key that made an outbox item. */
 export interface Sender {
-  /** The API key, or null for the owner's dashboard session. */
+  /** Null for the owner's dashboard session. */
   keyId: string | null;
-  /** Lines it may use; null: every line of the account. */
+  /** Null: every line of the account. */
   lineIds: ReadonlySet<string> | null;
   guardrails: Guardrails | null;
 }
 
-/** What of a chat the guardrails look at. */
 export interface GuardedChat {
   id: string;
   identifier: string;
@@ -105,10 +95,7 @@ export interface GuardedChat {
 const notAllowed = (to: string) =>
   new ApiError("recipient_not_allowed", `This API key may not send to ${to}: it is not on the key's allow_to list.`, { param: "to" });
 
-/**
- * allow_to, for a contact a send would open a new chat with: one the key does not list is
- * refused before anything (a chat) is stored for it.
- */
+/** allow_to for a contact a send would open a chat with: refused before the chat is stored. */
 export function checkRecipientName(sender: Sender, to: string): void {
   const allow = sender.guardrails?.allow_to;
   if (!allow) return;
@@ -117,7 +104,7 @@ export function checkRecipientName(sender: Sender, to: string): void {
   if (!allow.includes(normalizeHandle(value))) throw notAllowed(value);
 }
 
-/** allow_to and human takeover, for the chat a send goes to. The owner's sends (no guardrails) pass a pause. */
+/** allow_to and human takeover; the owner's sends (no guardrails) pass a pause. */
 export function checkChat(sender: Sender, chat: GuardedChat): void {
   const g = sender.guardrails;
   if (!g) return;

@@ -5,14 +5,12 @@ import { platformForLine } from "../platform/connection";
 import { findProvider } from "../platform/registry";
 import type { OutgoingMessage, Platform, SendResult } from "../platform/types";
 import type { Prepared } from "./prepare";
-import { sendService } from "./fallback";
+import { sendService } from "../policy/sms-fallback";
 
-// Sending a prepared item: through its line's platform, the outbox ID as idempotency key. An
-// item whose earlier attempt may have sent is reconciled with the provider first. Never inside
-// a database transaction.
+// Never inside a database transaction.
 
 function outgoingMessage(x: Extract<Prepared, { kind: "message" }>): OutgoingMessage {
-  const service = sendService(x.item, x.line);
+  const service = sendService(x.item, x.line, x.p);
   return {
     ...common(x),
     text: x.p.text,
@@ -27,8 +25,7 @@ function common(x: Prepared) {
   return { idempotencyKey: x.item.id, lineHandle: x.line.handle, to: x.p.to, isGroup: x.p.is_group, providerChatId: x.providerChatId };
 }
 
-/** Hands one item to its line's platform, the outbox ID as idempotency key. */
-export async function send(x: Prepared): Promise<SendResult> {
+export async function sendToProvider(x: Prepared): Promise<SendResult> {
   let platform: Platform;
   try {
     platform = platformForLine(x.line);
@@ -63,12 +60,11 @@ export async function send(x: Prepared): Promise<SendResult> {
   }
 }
 
-/** When the contact opted out of this provider line's messages (replied STOP), if they did and have not opted back in. */
 async function optedOutAt(line: Line, to: string): Promise<Date | null> {
   if (!findProvider(line.provider)?.service) return null; // only SMS providers carry opt-outs
   const rows = await sql<{ optedOutAt: Date }>(`SELECT "optedOutAt" FROM "OptOut" WHERE "lineId" = $1 AND handle = $2`, [line.id, to]);
   return rows[0]?.optedOutAt ?? null;
 }
 
-/** Clock difference allowed between this server and a provider's host when reconciling. */
+// Clock difference allowed between this server and a provider's host.
 const RECONCILE_SLACK_MS = 5_000;

@@ -1,11 +1,9 @@
 import { type Query, sql, sqlTransaction } from "../db";
-import type { SendPolicy } from "../kernel/send-policy";
+import type { SendPolicy } from "./line-send-policy";
 import { processSingleton } from "../kernel/singleton";
 
-// New-contact budgets: how many conversations a line may open per sliding hour and day with
-// contacts it never exchanged a message with. Each opening is a ContactOpening row (this file
-// is its one writer), reserved at the claim of the send that opens it, under a per-line lock
-// so instances racing for the last slot never both win.
+// Each opening is a ContactOpening row (this file is its one writer), reserved at the claim of the
+// send that opens it under a per-line lock, so instances racing for the last slot never both win.
 
 export const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -14,28 +12,26 @@ export interface Window {
   used: number;
   limit: number | null;
   remaining: number | null;
-  /** When the oldest opening in the window ages out (a slot frees), if any is in it. */
   resets_at: number | null;
 }
 
 export interface BudgetUse {
   hour: Window;
   day: Window;
-  /** When a new-contact send could go out (now when both windows have room; null when a limit is 0). */
+  /** Null when a limit is 0. */
   next_slot_at: number | null;
 }
 
 function windowOf(openings: number[], spanMs: number, limit: number | null, now: number): { w: Window; freeAt: number | null } {
-  const inside = openings.filter((t) => t > now - spanMs); // ascending
+  const inside = openings.filter((t) => t > now - spanMs);
   const used = inside.length;
   const w: Window = { used, limit, remaining: limit === null ? null : Math.max(0, limit - used), resets_at: used ? inside[0]! + spanMs : null };
   if (limit === null || used < limit) return { w, freeAt: now };
   if (limit === 0) return { w, freeAt: null };
-  // The slot frees when enough openings leave the window: the (used - limit + 1)-th oldest.
+  // A slot frees when the (used - limit + 1)-th oldest opening leaves the window.
   return { w, freeAt: inside[used - limit]! + spanMs };
 }
 
-/** The budgets' state from a line's openings of the last day (ascending Unix ms). */
 export function budgetUse(openings: number[], policy: Pick<SendPolicy, "new_contacts_per_hour" | "new_contacts_per_day">, now: number): BudgetUse {
   const hour = windowOf(openings, HOUR_MS, policy.new_contacts_per_hour, now);
   const day = windowOf(openings, DAY_MS, policy.new_contacts_per_day, now);
@@ -51,29 +47,20 @@ async function openingsOf(query: Query, lineId: string, now: number): Promise<nu
   return rows.map((r) => new Date(r.at).getTime());
 }
 
-/** A line's budget use now (capacity). */
 export async function lineBudgetUse(lineId: string, policy: SendPolicy, now = Date.now()): Promise<BudgetUse> {
   return budgetUse(await openingsOf(sql, lineId, now), policy, now);
 }
 
-/**
- * Chats known to need no budget slot, with when this process learned it. A chat with a message
- * stays known (a message exchanged is not undone), so a policy line's steady stream of
- * sends to the same contacts asks the database nothing; the entries still age out, so that
- * whatever removed a chat's history (an account's data deleted) is seen within minutes.
- */
+// Chats known to need no slot, so steady sends to the same contacts ask the database nothing; they
+// age out so that a chat's history removed (an account's data deleted) is seen within minutes.
 const known = processSingleton("known-conversations", () => new Map<string, number>());
 const KNOWN_FOR_MS = 10 * 60_000;
 const KNOWN_MAX = 50_000;
 
-/**
- * Of these chats (each with its line), the ones that need no budget slot: their line exchanged
- * a message with them, or an earlier send opened them. One statement for a batch of claims,
- * and none for chats this process already knows.
- */
+/** The chats that need no slot: their line exchanged a message with them, or an earlier send opened them. */
 export async function knownConversations(chats: { lineId: string; chatId: string }[], now = Date.now()): Promise<Set<string>> {
   const out = new Set<string>();
-  const ask = new Map<string, string>(); // chat -> line, each once
+  const ask = new Map<string, string>();
   for (const c of chats) {
     const at = known.get(`${c.lineId}:${c.chatId}`);
     if (at !== undefined && now - at < KNOWN_FOR_MS) out.add(c.chatId);
@@ -97,10 +84,7 @@ export async function knownConversations(chats: { lineId: string; chatId: string
   return out;
 }
 
-/**
- * Takes a budget slot for `outboxId` opening `chatId`, if both windows have room: null when
- * taken, else when to try again (null inside: only a policy change frees it).
- */
+/** `retryAt` null: only a policy change frees a slot. */
 export async function reserveOpening(
   lineId: string,
   chatId: string,
@@ -120,12 +104,10 @@ export async function reserveOpening(
   });
 }
 
-/** A send that failed for good opened nothing: its slot is given back. */
 export async function releaseOpening(query: Query, outboxId: string): Promise<void> {
   await query(`DELETE FROM "ContactOpening" WHERE "outboxId" = $1`, [outboxId]);
 }
 
-/** Openings older than a day count for nothing (a chore). */
 export async function forgetOldOpenings(now = Date.now()): Promise<number> {
   const rows = await sql(`DELETE FROM "ContactOpening" WHERE "openedAt" < $1 RETURNING 1`, [new Date(now - DAY_MS)]);
   return rows.length;

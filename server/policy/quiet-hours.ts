@@ -1,8 +1,5 @@
 import { z } from "zod";
 
-// Quiet hours: a daily local-time window in an IANA zone during which new messages are held.
-// Pure and dependency-free (Intl only) because the outbox asks on every send.
-
 export interface QuietHours {
   start: string;
   end: string;
@@ -10,11 +7,10 @@ export interface QuietHours {
 }
 
 export interface QuietState {
-  /** Whether `now` is inside a quiet window. */
   active: boolean;
-  /** When active: the instant (Unix ms) the current window ends; else null. */
+  /** When active: when the current window ends (Unix ms). */
   until: number | null;
-  /** The instant (Unix ms) the next window starts (after `now`; when active, the start of the following window). */
+  /** When the next window starts: when active, the one after the current. */
   nextStart: number;
 }
 
@@ -52,10 +48,6 @@ const MINUTE = 60_000;
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 
-/**
- * A zone's UTC offsets over [from, to] (local-as-UTC minus UTC, in ms): offsets[i] holds from
- * starts[i] until starts[i + 1]; starts[0] is -Infinity.
- */
 interface Span {
   format: Intl.DateTimeFormat;
   from: number;
@@ -64,10 +56,8 @@ interface Span {
   offsets: number[];
 }
 
-// formatToParts costs a few µs, too much to call several times per send, so each zone keeps the
-// offsets around the last `now`, probed once a day across 8 days, and answers with arithmetic.
-// Assumes at most one offset change per day (tzdb's closest are a week apart, e.g. Asia/Gaza).
-// A call reads local days now-1 .. now+1, so a span is reused while it covers now ± 3 days.
+// formatToParts is too slow to call per send: each zone keeps its offsets (offsets[i] from starts[i])
+// over 8 days around `now`, probed daily, at most one change a day (docs/architecture.md).
 const REACH = 3 * DAY;
 const WIDTH = 8 * DAY;
 const MAX_ZONES = 1_000;
@@ -87,7 +77,6 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
   });
 }
 
-/** The zone's offset at instant `t`: its local wall time read as UTC, minus `t` (to the second). */
 function offsetAt(format: Intl.DateTimeFormat, t: number): number {
   const f = { year: 0, month: 1, day: 1, hour: 0, minute: 0, second: 0 };
   for (const part of format.formatToParts(t)) {
@@ -97,7 +86,6 @@ function offsetAt(format: Intl.DateTimeFormat, t: number): number {
   return wall - (t - (((t % SECOND) + SECOND) % SECOND));
 }
 
-/** The first second in (lo, hi] whose offset is not `before` (the one at `lo`), by bisection. */
 function changeBetween(format: Intl.DateTimeFormat, lo: number, hi: number, before: number): number {
   while (hi - lo > SECOND) {
     const mid = lo + Math.floor((hi - lo) / (2 * SECOND)) * SECOND;
@@ -122,27 +110,19 @@ function probe(format: Intl.DateTimeFormat, from: number): Span {
 function spanAround(timeZone: string, now: number): Span {
   const cached = spans.get(timeZone);
   if (cached && cached.from <= now - REACH && now + REACH <= cached.to) return cached;
-  // Hour-aligned (probes land on whole seconds), and mostly ahead of `now`, where later calls go.
   const span = probe(cached?.format ?? formatter(timeZone), Math.floor(now / HOUR) * HOUR - REACH);
   if (!cached && spans.size >= MAX_ZONES) spans.clear();
   spans.set(timeZone, span);
   return span;
 }
 
-/** Local wall-clock time at instant `t`, as ms since the epoch read as UTC. */
 function wallAt(span: Span, t: number): number {
   let i = span.starts.length - 1;
   while (t < span.starts[i]!) i--;
   return t + span.offsets[i]!;
 }
 
-/**
- * The first instant at which the local clock reads `wall` (ms, read as UTC) or later. So across DST:
- * - a time skipped by a spring-forward gap (02:30 on 2026-03-08 in New York) maps to the first
- *   instant after the gap (03:00 EDT): a window starting or ending in the gap does so at the jump;
- * - a time read twice at a fall-back (01:30 on 2026-11-01 in New York) maps to the first
- *   occurrence (01:30 EDT): a window starts, or ends, the first time the clock reads it.
- */
+/** The first instant the clock reads `wall` or later: a time skipped by spring-forward is the jump, a time read twice its first occurrence. */
 function instantOf(span: Span, wall: number): number {
   const { starts, offsets } = span;
   for (let i = 0; i < starts.length - 1; i++) {
@@ -157,21 +137,15 @@ function minutesOf(hhmm: string): number {
   return Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3));
 }
 
-/**
- * Whether `now` (Unix ms) is inside `q`'s quiet window, and the instants that bound it.
- * A window runs from its start instant to its end instant (see instantOf), so a fall-back inside it
- * lengthens it by the shift, and a spring-forward shortens it.
- */
 export function quietState(q: QuietHours, now: number): QuietState {
   if (!Number.isFinite(now)) throw new RangeError("quiet hours: now must be a finite time");
   const start = minutesOf(q.start) * MINUTE;
-  const overnight = q.start > q.end; // "HH:MM" strings sort as times
+  const overnight = q.start > q.end;
   const end = minutesOf(q.end) * MINUTE + (overnight ? DAY : 0);
   const span = spanAround(q.timezone, now);
   const at = (day: number, time: number) => instantOf(span, day * DAY + time);
   const today = Math.floor(wallAt(span, now) / DAY);
-  // The window holding `now`, if any, started today or (crossing midnight) yesterday; the bound
-  // of two more days only guards zones whose clocks fall back across midnight.
+  // The window holding `now` started today or yesterday; two more days guard clocks that fall back across midnight.
   for (let day = today - (overnight ? 1 : 0); day <= today + 2; day++) {
     const from = at(day, start);
     if (now < from) return { active: false, until: null, nextStart: from };

@@ -1,5 +1,5 @@
 import { ApiError } from "../../kernel/errors";
-import type { Guardrails } from "../../kernel/guardrails";
+import type { Guardrails } from "../../policy/key-guardrails";
 
 // Guardrails of an API key handed to an automated sender (an agent): whom it may write to,
 // whether a person approves each send, how often it may write to a chat that has not answered,

@@ -1,14 +1,13 @@
 import { z } from "zod";
-import { ApiError } from "./errors";
+import { ApiError } from "../kernel/errors";
 import { type QuietHours, QuietHoursSchema } from "./quiet-hours";
 
-// A line's send policy: when, and to whom, it may send. Stored as set (Line.sendPolicy, only
-// the fields an operator gave); a field left out takes its default for the line's service, so
-// a line that moves from SMS to iMessage gains the iMessage budgets without a migration.
+// Stored as set (Line.sendPolicy, only the fields an operator gave): a field left out takes its
+// default for the line's service, so a line moved from SMS to iMessage gains the iMessage budgets.
 
 const budget = z.number().int("must be a whole number").min(0, "must not be negative").max(100_000, "must be at most 100000").nullable();
 
-/** What an operator may set (PUT semantics per field: a field given replaces it; null clears a budget or quiet hours). */
+/** What an operator may set: a field given replaces it; null clears a budget or quiet hours. */
 export const SendPolicyInput = z
   .object({
     contact_first: z.boolean().describe("Sends only to contacts that messaged the line first (the contact-first rule). Default true"),
@@ -21,7 +20,6 @@ export const SendPolicyInput = z
   .strict();
 export type SendPolicyInput = z.output<typeof SendPolicyInput>;
 
-/** The stored part (everything but the rate, which is the line's pacing column). */
 const StoredPolicy = SendPolicyInput.omit({ rate_per_second: true });
 
 export interface SendPolicy {
@@ -32,7 +30,7 @@ export interface SendPolicy {
   rate_per_second: number;
 }
 
-/** Apple flags iMessage accounts that message too many new people: these are Sendblue's published per-line limits, hour and day. */
+/** Sendblue's published per-line limits: Apple flags iMessage accounts that message too many new people. */
 const IMESSAGE_BUDGETS = { new_contacts_per_hour: 10, new_contacts_per_day: 50 } as const;
 
 function defaultPolicy(service: string): Omit<SendPolicy, "rate_per_second"> {
@@ -40,48 +38,41 @@ function defaultPolicy(service: string): Omit<SendPolicy, "rate_per_second"> {
   return { contact_first: true, ...budgets, quiet_hours: null };
 }
 
-/** What of a line (a Line row) its policy is read from. */
 export interface PolicyHolder {
   service: string;
   sendPolicy: unknown;
   sendRatePerSecond: number;
 }
 
-/** Parsed policies by line row (a cached line is one object until it changes): the send path reads one per item. */
 const parsed = new WeakMap<PolicyHolder, SendPolicy>();
 
-/** The policy a line sends under: what was set, defaults for the rest. */
 export function policyOf(line: PolicyHolder): SendPolicy {
   const cached = parsed.get(line);
   if (cached) return cached;
-  // A stored policy was validated when set; one that no longer parses (a field renamed) falls back to defaults, never fails a send.
+  // A stored policy that no longer parses (a field renamed) falls back to defaults, never fails a send.
   const stored = StoredPolicy.safeParse(line.sendPolicy).data ?? {};
   const policy: SendPolicy = { ...defaultPolicy(line.service), ...stored, rate_per_second: line.sendRatePerSecond > 0 ? line.sendRatePerSecond : 1 };
   parsed.set(line, policy);
   return policy;
 }
 
-/** The stored JSON after applying a change to what was set before. */
 export function mergePolicy(current: unknown, change: SendPolicyInput): { stored: z.output<typeof StoredPolicy>; rate: number | undefined } {
   const { rate_per_second: rate, ...rest } = change;
   const before = StoredPolicy.safeParse(current).data ?? {};
   return { stored: { ...before, ...rest }, rate };
 }
 
-/** Whether new-contact budgets apply: the line may message people first, and a budget is set. */
+export const paceMs = (line: PolicyHolder): number => Math.ceil(1000 / policyOf(line).rate_per_second);
+
 export function budgetsApply(policy: SendPolicy): boolean {
   return !policy.contact_first && (policy.new_contacts_per_hour !== null || policy.new_contacts_per_day !== null);
 }
 
-/** Whether the policy can hold a message at its claim (quiet hours or budgets that apply). */
 export function mayHold(policy: SendPolicy): boolean {
   return policy.quiet_hours !== null || budgetsApply(policy);
 }
 
-/**
- * The contact-first rule (SPEC), where the line's policy keeps it: the line sends only into a
- * chat that has messaged it. `chat` is the line's chat with `to`, null when there is none.
- */
+/** The contact-first rule: the line sends only into a chat that has messaged it (`chat`: null when there is none). */
 export function checkContactFirst<C extends { isGroup: boolean; hasReceivedInbound: boolean }>(
   line: { handle: string },
   chat: C | null,

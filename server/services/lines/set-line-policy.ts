@@ -2,8 +2,8 @@ import { getDb, type Prisma } from "../../db";
 import { forgetCachedLines } from "../../db/line-cache";
 import { ApiError } from "../../kernel/errors";
 import type { Line } from "../../generated/prisma/client";
-import { reconsiderHolds } from "../../outbox/holds";
-import { mergePolicy, policyOf, type SendPolicy, SendPolicyInput } from "../../kernel/send-policy";
+import { reconsiderHolds } from "../../outbox/held-items";
+import { mergePolicy, policyOf, type SendPolicy, SendPolicyInput } from "../../policy/line-send-policy";
 import { notifyChange } from "../../cache/changes";
 
 // Setting a line's send policy: the operator CLI (`line policy`), the dashboard and GraphQL
