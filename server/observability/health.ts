@@ -8,16 +8,11 @@ import { heartbeat } from "./heartbeats";
 import { isShuttingDown } from "../kernel/shutdown";
 import { checkStorage } from "../storage";
 
-// GET /readyz: can this instance take traffic? The database answers and carries every
-// migration this build ships, file storage takes a write, and (with the embedded engine) the
-// outbox runner and webhook sender are going round. Provider lines are summarised but do not
-// decide readiness: a phone that is off is not a reason to take the instance out of the load
-// balancer. No secrets: statuses, counts, names of migrations, and one-line causes.
+// Provider lines do not decide readiness: a phone that is off is no reason to take the instance out
+// of the load balancer.
 
-/** Each check's time limit, so a hung dependency answers "not ready" instead of hanging the probe. */
 const CHECK_TIMEOUT_MS = 3_000;
 const DB_SLOW = `the database did not answer within ${CHECK_TIMEOUT_MS / 1000} s`;
-/** A running loop goes round at least every second when idle; allow for a long batch. */
 const RUNNER_STALE_MS = 60_000;
 /** Probes arriving together (several load balancers) share one round of checks. */
 const REUSE_MS = 1_000;
@@ -30,14 +25,12 @@ interface Check {
 
 export interface Readiness {
   status: "ready" | "not_ready" | "shutting_down";
-  /** Absent while shutting down: the dependencies are being closed, and nothing is checked. */
   checks?: { database: Check; storage: Check; delivery: Check };
   lines?: { total: number; by_status: Record<string, number>; by_provider: Record<string, Record<string, number>> };
 }
 
 let shipped: Promise<string[]> | null = null;
 
-/** Whether the database answers a trivial query correctly; throws with the cause when it does not. */
 async function probeDatabase(timeoutMs: number): Promise<void> {
   const rows = await withTimeout(sql<{ ok: number }>(`SELECT 1 AS ok`), timeoutMs, `the database did not answer within ${timeoutMs / 1000} s`);
   if (rows.length !== 1 || rows[0]!.ok !== 1) throw new Error("the database gave a wrong answer to SELECT 1");
@@ -134,16 +127,10 @@ export function readiness(): Promise<Readiness> {
 
 export interface Liveness {
   ok: boolean;
-  /** Set while database queries fail: since how long, and the last cause. */
   database?: { failing_for_seconds: number; error: string };
 }
 
-/**
- * GET /healthz: the process is alive unless its database queries have failed for longer than
- * DATABASE_FAILURE_EXIT_SECONDS (confirmed by one more query, so a single old failure never
- * restarts a healthy process). Then an orchestrator should restart it: a broken embedded
- * database or a connection pool that never recovers is fixed by a new process.
- */
+/** Confirmed by one more query, so a single old failure never restarts a healthy process. */
 export async function liveness(): Promise<Liveness> {
   if (!databaseFailedTooLong()) return { ok: true };
   try {

@@ -3,12 +3,8 @@ import { sql } from "../db";
 import { lineStatusCounts } from "./line-counts";
 import { processSingleton } from "../kernel/singleton";
 
-// Prometheus metrics of this instance (GET /metrics). Counters and histograms count what this
-// process did; the queue gauges (outbox items by status, oldest pending item, webhook queue,
-// provider lines) are read from the database at scrape time, so every instance reports the
-// same shared figures: aggregate them with max(), and sum() the counters.
+// Queue gauges are read from the database at scrape time, the same on every instance: max() them, sum() the counters.
 
-/** Database gauges are read at most this often, however many scrapers there are. */
 const DB_GAUGE_TTL_MS = 5_000;
 
 interface DbFigures {
@@ -21,8 +17,7 @@ interface DbFigures {
 function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
-  // A database that does not answer leaves its gauges out of the scrape (and relay_database_up
-  // at 0) rather than failing the scrape: the process metrics matter most then.
+  // A database that does not answer leaves its gauges out rather than failing the scrape.
   let figures: { at: number; value: Promise<DbFigures | null> } | null = null;
   const dbFigures = (): Promise<DbFigures | null> => {
     if (!figures || Date.now() - figures.at > DB_GAUGE_TTL_MS) {
@@ -33,7 +28,6 @@ function createMetrics() {
   const registers = [registry];
   const m = {
     registry,
-    /** Reads the database gauges afresh at the next scrape (tests). */
     forgetDbFigures: () => void (figures = null),
     httpRequests: new Counter({
       name: "relay_http_requests_total",
@@ -82,7 +76,6 @@ function createMetrics() {
       this.set((await dbFigures()) ? 1 : 0);
     },
   });
-  /** A gauge whose series are read from the database figures at each scrape (none while it is down). */
   const dbGauge = <L extends string>(name: string, help: string, labelNames: readonly L[], series: (f: DbFigures) => [Partial<Record<L, string>>, number][]) =>
     new Gauge({
       name,
@@ -123,7 +116,6 @@ async function readDbFigures(): Promise<DbFigures> {
   const withZeros = (rows: { status: string; n: number }[], states: string[]) =>
     states.map((status) => ({ status, n: rows.find((r) => r.status === status)?.n ?? 0 }));
   return {
-    // held: waiting for its time (scheduled, quiet hours, a budget); the API shows it as pending.
     outbox: withZeros(outbox, ["pending", "held", "claimed"]),
     oldestPendingSeconds: Math.max(0, oldest[0]?.s ?? 0),
     webhooks: withZeros(webhooks, ["pending", "delivering"]),
@@ -133,7 +125,6 @@ async function readDbFigures(): Promise<DbFigures> {
 
 const state = processSingleton("metrics", () => ({ metrics: null as ReturnType<typeof createMetrics> | null }));
 
-/** This process's metrics (created on first use). */
 export function metrics(): ReturnType<typeof createMetrics> {
   state.metrics ??= createMetrics();
   return state.metrics;

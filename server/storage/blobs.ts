@@ -3,27 +3,20 @@ import { ApiError } from "../kernel/errors";
 import { newId } from "../kernel/ids";
 import { type BlobSource, storage } from "./index";
 
-// Bytes are stored before the File row that points at them is written, so a failed
-// transaction leaves at most an unreferenced blob, never a row pointing at missing bytes.
+// Bytes before the File row: a failed transaction leaves at most an unreferenced blob, never a row without bytes.
 
 export interface StoredBlob {
-  /** The file_ ID the File row must use. */
   id: string;
   storageKey: string;
   size: number;
   sha256: string;
 }
 
-/** The file_too_large error of an upload limit of `max` bytes. */
 export function fileTooLarge(max: number, hint = ""): ApiError {
   return new ApiError("file_too_large", `Files may be at most ${max} bytes (${Math.round(max / 1024 / 1024)} MiB)${hint}.`);
 }
 
-/**
- * Stores bytes, or a stream of chunks as it arrives (an upload is never held in memory whole),
- * measuring and hashing on the way. A stream that passes maxBytes fails with file_too_large as
- * soon as it does, the rest unread, and nothing is kept.
- */
+/** An upload is never held in memory whole; past maxBytes it fails at once, the rest unread, nothing kept. */
 export async function storeBlob(source: BlobSource, maxBytes = Infinity): Promise<StoredBlob> {
   const id = newId("file");
   const storageKey = `${id.slice(-2)}/${id}`;
@@ -48,7 +41,6 @@ export async function storeBlob(source: BlobSource, maxBytes = Infinity): Promis
   return { id, storageKey, size, sha256: hash.digest("hex") };
 }
 
-/** Removes a blob no File row came to point at (a refused or replayed upload). */
 export async function discardBlob(blob: StoredBlob): Promise<void> {
   await storage().delete(blob.storageKey);
 }

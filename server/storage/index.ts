@@ -9,9 +9,6 @@ import { s3Storage } from "./s3";
 import type { Storage } from "./storage-interface";
 import { withTimeout } from "../kernel/timeout";
 
-// File bytes behind a small interface, chosen by STORAGE_URL: a local directory (DATA_DIR/files
-// by default, memory when DATA_DIR is ":memory:") or an S3 bucket (./s3.ts).
-
 export type { BlobSource, Storage } from "./storage-interface";
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
@@ -26,8 +23,7 @@ export function localStorage(root: string): Storage {
     async put(key, source) {
       const target = file(key);
       await mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-      // Written beside the target and renamed into place, so a reader never sees half a file
-      // and a failed upload leaves nothing under the key.
+      // Renamed into place: a reader never sees half a file, a failed upload leaves nothing.
       const partial = `${target}.${randomBytes(6).toString("hex")}.part`;
       try {
         await writeFile(partial, source, { mode: 0o600 });
@@ -84,15 +80,10 @@ export function storage(): Storage {
   return instance;
 }
 
-/** For tests that change STORAGE_URL (after resetConfig): the next storage() follows it. */
 export function resetStorage(): void {
   instance = undefined;
 }
 
-/**
- * Proves the store works: writes a small probe object, reads it back, deletes it. Throws one
- * line naming STORAGE_URL and the cause (unreachable, access denied, no bucket, too slow).
- */
 export async function checkStorage(options: { timeoutMs?: number } = {}): Promise<void> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const store = storage();

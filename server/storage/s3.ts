@@ -6,16 +6,11 @@ import { ApiError } from "../kernel/errors";
 import type { BlobSource, Storage } from "./storage-interface";
 import { log } from "../kernel/log";
 
-// STORAGE_URL=s3://<bucket>: file bytes in S3 or an S3-compatible server (MinIO, s3rver).
-// Uploads stream through lib-storage in 8 MiB parts, at most two in flight, so an upload holds
-// about 24 MiB whatever its size; downloads stream GetObject's body. Failures of the store itself
-// (unreachable, 5xx, refused credentials, no bucket) become 503 storage_unavailable; errors of
-// the source (file_too_large) pass through unchanged.
+// 8 MiB parts, at most two in flight: an upload holds about 24 MiB whatever its size.
 
 export type S3Location = Extract<StorageLocation, { kind: "s3" }>;
 
 const PART_SIZE = 8 * 1024 * 1024;
-/** Node's errors for a server that cannot be reached or spoken to (DNS, TCP, TLS). */
 const NETWORK_ERROR = /^(E(CONN|HOST|NET|AI_|PIPE|PROTO|TIMEDOUT|NOTFOUND)|ERR_TLS|ERR_SSL|CERT_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/;
 const DENIED = new Set(["AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired"]);
 const WRONG_REGION = new Set(["PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"]);
@@ -76,7 +71,7 @@ export function s3Storage(location: S3Location): Storage {
   };
 }
 
-/** The source's chunks, reporting the error it throws (Upload may replace it with one of its own). */
+/** Upload may replace the source's error with one of its own. */
 async function* watched(source: Exclude<BlobSource, Uint8Array>, onError: (error: unknown) => void): AsyncGenerator<Uint8Array> {
   try {
     yield* source;
@@ -88,7 +83,6 @@ async function* watched(source: Exclude<BlobSource, Uint8Array>, onError: (error
 
 const bucketName = (location: S3Location) => `bucket "${location.bucket}" ${location.endpoint ? `at ${location.endpoint}` : `in ${location.region}`}`;
 
-/** What a failure of the store means, in one line an operator can act on; undefined for an error that is not the store's (a bug). */
 function explainS3Error(location: S3Location, err: unknown): string | undefined {
   const bucket = bucketName(location);
   if (err instanceof S3ServiceException) {
@@ -106,7 +100,6 @@ function explainS3Error(location: S3Location, err: unknown): string | undefined 
   return undefined;
 }
 
-/** A failure of the store as 503 storage_unavailable (logged with its cause); any other error as it is. */
 function storageFailure(location: S3Location, err: unknown): unknown {
   const why = err instanceof ApiError ? undefined : explainS3Error(location, err);
   if (!why) return err;

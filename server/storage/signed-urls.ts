@@ -2,14 +2,9 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { config } from "../kernel/config";
 import { instanceSecret } from "../db/secrets";
 
-// File download URLs: /api/files/<file_id>?expires=<unix s>&signature=<hmac>. They expire and
-// cannot be guessed; the HMAC key is an instance-wide secret kept in the database, so every
-// app instance signs and verifies alike.
-
 const SECRET_KEY = "url_signing_secret";
 const FILE_URL_TTL_SECONDS = 3600;
 
-/** The instance-wide URL signing key. */
 export async function loadSigningSecret(): Promise<Buffer> {
   return Buffer.from(await instanceSecret(SECRET_KEY));
 }
@@ -20,7 +15,6 @@ function sign(key: Buffer, fileId: string, expires: number): string {
 
 export type FileUrlSigner = (fileId: string) => string;
 
-/** A signer for one response: every URL it makes expires ttlSeconds from now. */
 export async function fileUrlSigner(ttlSeconds = FILE_URL_TTL_SECONDS, now = Date.now()): Promise<FileUrlSigner> {
   const key = await loadSigningSecret();
   const expires = Math.floor(now / 1000) + ttlSeconds;
@@ -28,7 +22,6 @@ export async function fileUrlSigner(ttlSeconds = FILE_URL_TTL_SECONDS, now = Dat
   return (fileId) => `${base}/api/files/${fileId}?expires=${expires}&signature=${sign(key, fileId, expires)}`;
 }
 
-/** Where download links point: FILES_PUBLIC_URL when set, else PUBLIC_URL. */
 export function filesBaseUrl(): string {
   const c = config();
   return c.FILES_PUBLIC_URL ?? c.PUBLIC_URL.replace(/\/+$/, "");
