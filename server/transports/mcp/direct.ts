@@ -1,12 +1,8 @@
 import { SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
 
-// The hot path of the MCP server: a POST carrying exactly one well-formed `tools/call` request,
-// with the headers the SDK's transport accepts, is answered by the same callTool the SDK's
-// Server would run, without building a Server and a transport for it. Everything else
-// (initialize, tools/list, ping, notifications, batches, task-augmented calls, any header or
-// message the SDK might judge otherwise) goes through the SDK. The answer is the one the SDK
-// gives for the same call (tests/mcp.test.ts compares the two); measured in the bench's mcp
-// part, the SDK's per-request validation of its own messages cost a quarter of a send.
+// The hot path (docs/agents.md, Operating notes): one plain tools/call runs callTool without an
+// SDK Server and transport, whose validation of its own messages cost a quarter of a send. Any
+// doubt goes to the SDK; tests/mcp.test.ts compares the two answers.
 
 export interface DirectCall {
   id: string | number;
@@ -16,7 +12,7 @@ export interface DirectCall {
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** The call, when the request is one the SDK would take as a plain tools/call; null to leave it to the SDK. */
+/** Null unless the SDK would take the request as a plain tools/call. */
 export function directToolCall(body: unknown, headers: Headers): DirectCall | null {
   const accept = headers.get("accept") ?? "";
   if (!accept.includes("application/json") || !accept.includes("text/event-stream")) return null;
@@ -34,7 +30,7 @@ export function directToolCall(body: unknown, headers: Headers): DirectCall | nu
   return { id, name: params.name, arguments: params.arguments as Record<string, unknown> | undefined };
 }
 
-/** The JSON-RPC answer, as the SDK's transport writes it in JSON mode. */
+/** Byte for byte as the SDK's transport writes it in JSON mode. */
 export function directAnswer(id: string | number, result: object): Response {
   return new Response(JSON.stringify({ result, jsonrpc: "2.0", id }), { status: 200, headers: { "Content-Type": "application/json" } });
 }

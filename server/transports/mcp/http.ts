@@ -9,13 +9,7 @@ import { callTool, mcpServer } from "./server";
 import { directAnswer, directToolCall } from "./direct";
 import { parseError, rpcErrorResponse, screen, withErrors } from "./jsonrpc";
 
-// POST /api/mcp: the MCP server over Streamable HTTP (docs/agents.md), authenticated with an API
-// key (Authorization: Bearer sk_live_…), stateless: every request carries the key and is
-// answered by a server made for it, so any instance answers any request and a revoked key is
-// refused from the next request on (within API_KEY_CACHE_SECONDS on other instances). Answers
-// are JSON (no server-to-client stream is needed: the tools only answer). Another method,
-// authentication and an oversized body answer with the /v1 error envelope and its HTTP status;
-// a body that is not JSON, or not JSON-RPC as MCP sends it, a JSON-RPC error (jsonrpc.ts).
+// POST /api/mcp: Streamable HTTP, stateless, a server per request, JSON answers (docs/agents.md).
 
 const MCP_HEADERS = { ...CORS_HEADERS, "Access-Control-Allow-Headers": "Authorization, Content-Type, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID" };
 
@@ -28,7 +22,6 @@ async function handleMcp(request: Request): Promise<Response> {
   };
   try {
     if (request.method !== "POST") {
-      // No session to end and no stream to open: a stateless server only answers POSTs.
       throw new ApiError("method_not_allowed", `${request.method} is not used by this MCP server: it is stateless and answers POST requests.`, {
         headers: { Allow: "POST, OPTIONS" },
       });
@@ -54,9 +47,8 @@ async function handleMcp(request: Request): Promise<Response> {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     const server = mcpServer({ actor, requestId, requestSignal: request.signal, recheckKey });
     await server.connect(transport);
-    // Not closed afterwards: in JSON mode the answer is complete once it resolves, nothing of
-    // the pair outlives the request, and closing only builds a "connection closed" error for
-    // requests that no longer wait.
+    // Not closed: in JSON mode nothing outlives the answer, and closing only builds a
+    // "connection closed" error for requests that no longer wait.
     return answer(await withErrors(await transport.handleRequest(request, { parsedBody: screened.rest }), screened, requestId));
   } catch (err) {
     return answer(errorResponse(err, requestId));
@@ -67,5 +59,4 @@ function mcpPreflight(request: Request): Response {
   return new Response(null, { status: 204, headers: { ...MCP_HEADERS, "Request-Id": requestIdOf(request.headers) } });
 }
 
-/** /api/mcp's handler per method: the route file's exports and the fast path's entry. */
 export const MCP_ROUTE = { GET: handleMcp, POST: handleMcp, PUT: handleMcp, PATCH: handleMcp, DELETE: handleMcp, OPTIONS: mcpPreflight };

@@ -8,12 +8,9 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
 
-// What the server makes of a body before the SDK's transport sees it. The transport answers
-// any message it cannot parse with -32700 (a parse error, for valid JSON), and the SDK's Server
-// any request whose params its schema refuses with -32603 and the schema's validation dump.
-// Here each message gets JSON-RPC's own code and one sentence: -32600 for what is not a
-// JSON-RPC 2.0 message as MCP sends them, -32602 for a request whose params its method refuses.
-// The rest goes on to the SDK.
+// Screens a body before the SDK, which answers a message it cannot parse -32700 (valid JSON too)
+// and refused params -32603 with the schema's dump: here each gets JSON-RPC's own code (-32600,
+// -32602) and one sentence (docs/agents.md). The rest goes on to the SDK.
 
 type Id = string | number;
 
@@ -23,7 +20,7 @@ export interface RpcError {
   error: { code: number; message: string; data?: { request_id: string } };
 }
 
-/** The params schema of each method the server answers (the SDK's own, which it would parse with). */
+/** The SDK's own schemas, which it would parse with. */
 const PARAMS: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
   ["initialize", InitializeRequestSchema],
   ["ping", PingRequestSchema],
@@ -32,14 +29,12 @@ const PARAMS: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
 ]);
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-/** MCP's request IDs: a string or an integer, never null. */
 const isId = (v: unknown): v is Id => typeof v === "string" || (typeof v === "number" && Number.isSafeInteger(v));
 const kindOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
 const MEMBERS = new Set(["jsonrpc", "id", "method", "params", "result", "error"]);
 
 const error = (id: Id | null, code: number, message: string): RpcError => ({ jsonrpc: "2.0", id, error: { code, message } });
 
-/** The first thing a params schema refused, as a sentence: where, and what it wanted. */
 function paramsSentence(method: string, issue: z.core.$ZodIssue | undefined): string {
   if (!issue) return `Invalid params for ${method}.`;
   const where = issue.path.map(String).join(".") || "params";
@@ -49,7 +44,6 @@ function paramsSentence(method: string, issue: z.core.$ZodIssue | undefined): st
     : `Invalid params for ${method}: ${where}: ${what}.`;
 }
 
-/** The error one message gets before the SDK, or null when it goes on to the SDK. */
 function refusal(message: unknown): RpcError | null {
   const invalid = (sentence: string, id: unknown = undefined) => error(isId(id) ? id : null, ErrorCode.InvalidRequest, `Invalid Request: ${sentence}`);
   if (!isPlainObject(message)) return invalid(`a JSON-RPC message is an object, not ${kindOf(message)}.`);
@@ -63,7 +57,6 @@ function refusal(message: unknown): RpcError | null {
   } else if (typeof message.method !== "string") {
     return invalid(`method is a string, not ${kindOf(message.method)}.`, id);
   } else if (isId(id)) {
-    // A request: its params, as its method takes them.
     if ("params" in message && !isPlainObject(message.params)) return error(id, ErrorCode.InvalidParams, `Invalid params for ${message.method}: params is an object, not ${kindOf(message.params)}.`);
     const parsed = PARAMS.get(message.method)?.safeParse(message);
     if (parsed && !parsed.success) return error(id, ErrorCode.InvalidParams, paramsSentence(message.method, parsed.error?.issues[0]));
@@ -74,15 +67,12 @@ function refusal(message: unknown): RpcError | null {
 }
 
 export interface Screened {
-  /** The errors of the messages refused here. */
   errors: RpcError[];
-  /** What goes on to the SDK (the body, or the batch without its refused messages); undefined when nothing does. */
+  /** The body, or the batch without its refused messages; undefined when nothing goes on. */
   rest: unknown;
-  /** Whether the answer is a batch's: an array. */
   batch: boolean;
 }
 
-/** Splits a parsed body into the messages refused here and those the SDK answers. */
 export function screen(body: unknown): Screened {
   if (!Array.isArray(body)) {
     const refused = refusal(body);
@@ -98,27 +88,19 @@ export function screen(body: unknown): Screened {
   return { errors, rest: rest.length ? rest : undefined, batch: true };
 }
 
-/** The error of a body that is not JSON. */
 export const parseError = (sentence: string): RpcError => error(null, ErrorCode.ParseError, `Parse error: ${sentence}`);
 
 const withRequestId = (errors: RpcError[], requestId: string) => errors.map((e) => ({ ...e, error: { ...e.error, data: { request_id: requestId } } }));
 
-/**
- * The answer to errors found before the SDK, when nothing went on to it. A single message's
- * -32600 or -32700 is 400, as the SDK's transport answers those; an error of a request's params
- * is 200, as the SDK's Server answers it.
- */
+// A single message's -32600 or -32700 is 400, as the SDK's transport answers those; a params
+// error 200, as the SDK's Server answers it.
 export function rpcErrorResponse({ errors, batch }: Pick<Screened, "errors" | "batch">, requestId: string): Response {
   const answers = withRequestId(errors, requestId);
   const status = !batch && errors[0]!.error.code !== ErrorCode.InvalidParams ? 400 : 200;
   return Response.json(batch ? answers : answers[0], { status });
 }
 
-/**
- * The SDK's answer to what went on to it, with the errors of the messages refused here. A
- * batch is answered with an array, as JSON-RPC asks (the SDK answers a batch of one request
- * with its one answer).
- */
+/** A batch gets an array, as JSON-RPC asks (the SDK answers a batch of one with its one answer). */
 export async function withErrors(response: Response, { errors, batch }: Pick<Screened, "errors" | "batch">, requestId: string): Promise<Response> {
   // A refusal of the whole request (its headers, say) stands for every message.
   if (!batch || !response.ok || (response.status === 202 && !errors.length)) return response;

@@ -11,10 +11,8 @@ import { ErrorSchema } from "../../wire/responses";
 import { parseWith } from "../http/validation";
 import { type ToolContext, TOOLS, TOOLS_BY_NAME } from "./tools";
 
-// The MCP server of one request (Streamable HTTP, stateless) over the low-level SDK Server, so
-// that every answer is ours: a refusal of any kind (unknown tool, bad arguments, a scope, a
-// guardrail, the rate limit) is a tool result with isError and the /v1 error envelope, never a
-// protocol error. Each tool call counts against the key's hourly rate limit like a /v1 request.
+// Over the low-level SDK Server, so every answer is ours: any refusal is a tool result with
+// isError and the /v1 error envelope, never a protocol error (docs/agents.md).
 
 const SERVER_INFO = { name: "relay-messaging", version: "1.0.0" };
 
@@ -23,11 +21,7 @@ const INSTRUCTIONS =
   "A contact must have written to a line before it can be messaged. send_message answers at once with a pending outbox item (follow it with get_outbox_item); " +
   "wait_for_reply waits for the contact's next message. Errors carry a code: recipient_not_allowed, reply_required, chat_paused and key_send_limit_exceeded are the owner's guardrails: do not retry them, tell the user.";
 
-/**
- * A tool's outputSchema: its /v1 answer or, when the result is an error, the /v1 error envelope
- * (the SDK's client checks every structuredContent against it, refusals included), each with
- * the request_id every answer carries.
- */
+/** With the error envelope: the SDK's client checks every structuredContent, refusals included. */
 function outputSchemaOf(output: z.ZodType): McpTool["outputSchema"] {
   const { $schema: _, ...schema } = jsonSchemaOf(z.union([output, ErrorSchema]), "output");
   return {
@@ -38,7 +32,6 @@ function outputSchemaOf(output: z.ZodType): McpTool["outputSchema"] {
   };
 }
 
-/** The tools as tools/list shows them, computed once: JSON Schemas of the same zod schemas /v1 parses and answers with. */
 let listed: McpTool[] | null = null;
 function listedTools(): McpTool[] {
   listed ??= TOOLS.map((t) => ({
@@ -52,11 +45,7 @@ function listedTools(): McpTool[] {
   return listed;
 }
 
-/**
- * A tool's result: a sentence for the model, then the structured result's JSON as text (many
- * agent apps give the model only the text; the MCP specification asks for the JSON there too),
- * in the order the SDK's CallToolResultSchema writes them, so both paths answer the same bytes.
- */
+/** In the order the SDK's CallToolResultSchema writes them, so both paths answer the same bytes. */
 function result(sentence: string, structured: Record<string, unknown>, isError?: true): CallToolResult {
   return {
     content: [
@@ -68,7 +57,6 @@ function result(sentence: string, structured: Record<string, unknown>, isError?:
   };
 }
 
-/** A refusal as a tool result: the /v1 error envelope as structured content, its code and message as the sentence. */
 function toolError(err: unknown, requestId: string): CallToolResult {
   const answer = errorAnswer(err, requestId);
   const { code, message } = answer.body.error;
@@ -77,7 +65,6 @@ function toolError(err: unknown, requestId: string): CallToolResult {
   return result(`${code}: ${message}${retryAfter ? ` (retry after ${retryAfter} s)` : ""}`, structured, true);
 }
 
-/** Runs one tools/call: the tool, its scope, the rate limit, its arguments, the service. */
 export async function callTool(ctx: ToolContext, name: string, args: unknown): Promise<CallToolResult> {
   try {
     const tool = TOOLS_BY_NAME.get(name);
@@ -94,14 +81,10 @@ export async function callTool(ctx: ToolContext, name: string, args: unknown): P
   }
 }
 
-/**
- * The JSON Schema validator a Server keeps for elicitation, which this server never asks for.
- * One for the process: the SDK would otherwise build a new Ajv instance with every server, that
- * is with every request, which cost more than the tool call itself.
- */
+// For elicitation, never asked for here. One per process: the SDK builds an Ajv instance per
+// Server, so per request, which cost more than the tool call itself.
 let validator: AjvJsonSchemaValidator | null = null;
 
-/** A server for one request's caller. */
 export function mcpServer(ctx: Omit<ToolContext, "signal"> & { requestSignal?: AbortSignal }): Server {
   validator ??= new AjvJsonSchemaValidator();
   const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS, jsonSchemaValidator: validator });

@@ -17,10 +17,8 @@ import * as R from "../../wire/responses";
 import { MessagePage } from "../../services/messaging/message-operations";
 import { OPERATIONS } from "../../services/operations";
 
-// The MCP tools (docs/agents.md): each a /v1 operation for a model, with the same zod schemas
-// (arguments and result), the same scope and the same service call, so every rule of the key
-// (scopes, lines, rate limit, guardrails) applies as on /v1. Descriptions and summaries are
-// written for the model that reads them.
+// Each tool is a /v1 operation for a model, with its schemas, scope and service call, so every rule
+// of the key applies as on /v1 (docs/agents.md). Descriptions and summaries are for the model.
 
 export interface ToolContext {
   actor: Actor;
@@ -36,11 +34,9 @@ export interface Tool<S extends z.ZodType = z.ZodType> {
   description: string;
   scope: Scope;
   input: S;
-  /** Its result's schema: the /v1 answer's (tools/list shows it as the outputSchema). */
   output: z.ZodType;
   readOnly: boolean;
   run: (ctx: ToolContext, input: z.output<S>) => Promise<object>;
-  /** One short sentence for the model, said before the result's JSON. */
   summary: (result: never, input: never, ctx: ToolContext) => string;
 }
 
@@ -53,7 +49,6 @@ const tool = <S extends z.ZodType, R extends object>(
   },
 ): Tool => t as unknown as Tool;
 
-/** The scope, schemas and read-only flag of the /v1 operation a tool mirrors (services/operations.ts). */
 function mirror<Q extends z.ZodType | undefined, B extends z.ZodType | undefined, R extends z.ZodType>(op: {
   method: Method;
   path: string;
@@ -81,7 +76,6 @@ async function once<T extends object>(ctx: ToolContext, path: string, key: strin
   return outcome.body as T;
 }
 
-/** A refusal the idempotency record kept (the first call's answer), as the error it was. */
 function storedRefusal(body: object): ApiError {
   const { error } = body as { error?: { code?: string; message?: string; param?: string } };
   const code = error?.code && error.code in ERROR_CODES ? (error.code as ErrorCode) : "internal_error";
@@ -97,7 +91,6 @@ const NOT_SENT = "it has not been sent";
 type OutboxItem = z.output<typeof R.OutboxItemSchema>;
 type HoldReason = NonNullable<OutboxItem["hold_reason"]>;
 
-/** Why a send waits, in plain words (hold_reason and not_before). */
 function hold(reason: HoldReason, until: number | null): string {
   const till = until === null ? "" : ` until ${at(until)}`;
   switch (reason) {
@@ -116,7 +109,6 @@ function hold(reason: HoldReason, until: number | null): string {
   }
 }
 
-/** Where a send is, in plain words. */
 function outboxState(r: OutboxItem): string {
   switch (r.status) {
     case "pending":
@@ -132,11 +124,8 @@ function outboxState(r: OutboxItem): string {
   }
 }
 
-/**
- * A write the outbox accepted. What holds it is known at once for an approval (the key's
- * guardrail) and a send_at; quiet hours and budgets are decided when its turn comes, so
- * get_outbox_item tells those.
- */
+// What holds a write is known at once for an approval or a send_at; quiet hours and budgets are
+// decided at its turn, so get_outbox_item tells those.
 const accepted = (kind: string) => (r: { id: string }, input: object, { actor }: ToolContext) => {
   const sendAt = "send_at" in input && typeof input.send_at === "number" && input.send_at > Date.now() ? input.send_at : null;
   const waits = actor.guardrails?.require_approval && GUARDED_KINDS.includes(kind) ? hold("approval", null) : sendAt ? hold("scheduled", sendAt) : null;
