@@ -38,23 +38,16 @@ const STATUS_TEXT: Record<number, string> = {
   503: "Unavailable",
 };
 
-/** Whether a zod object schema has a field that must be present. */
 function hasRequired(schema: z.ZodType): boolean {
   const json = z.toJSONSchema(schema, { io: "input", target: "draft-2020-12" }) as { required?: string[]; anyOf?: unknown[] };
   return Boolean(json.required?.length || json.anyOf);
 }
 
-/**
- * Errors every operation of its kind answers, whatever op.errors says: the codes of query and
- * body validation (server/transports/http/validation.ts), the JSON body's size, syntax and type, and
- * Idempotency-Key on every POST (its format, a key reused for another request, a key still
- * running).
- */
+/** What every operation of its kind answers, whatever op.errors says: validation, the JSON body, Idempotency-Key. */
 function implicitErrors(op: Operation): ErrorCode[] {
   const codes: ErrorCode[] = [];
   if (op.query || op.body) codes.push("invalid_parameter_value");
   if ((op.query && hasRequired(op.query)) || (op.body && hasRequired(op.body))) codes.push("missing_required_parameter");
-  // Every JSON body is read with the MAX_JSON_BODY_BYTES limit.
   if (op.body) codes.push("invalid_json", "request_too_large", "unsupported_media_type");
   if (op.method === "POST") codes.push("invalid_parameter_value", "idempotency_key_reused", "idempotency_key_in_use");
   return codes;
@@ -79,7 +72,6 @@ function errorResponses(op: Operation) {
         headers: status === 429 ? { "Retry-After": { schema: { type: "integer" }, description: "Seconds to wait" } } : undefined,
         content: {
           "application/json": {
-            // The codes this status carries for this operation, and no other.
             schema: { allOf: [{ $ref: `${COMPONENTS}Error` }, { properties: { error: { properties: { code: { enum: codes } } } } }] },
             examples: Object.fromEntries(
               codes.map((code) => [
