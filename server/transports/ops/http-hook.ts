@@ -11,15 +11,9 @@ import { routeTemplate } from "./routes";
 type Counter = ReturnType<ReturnType<typeof metrics>["httpRequests"]["labels"]>;
 type Histogram = ReturnType<ReturnType<typeof metrics>["httpDuration"]["labels"]>;
 
-// One place sees every HTTP request of the process, whichever server took it (`next start`,
-// the standalone server.js, `npm start` and its fast routes, `next dev`): the `request` event
-// of node:http servers, hooked as OpenTelemetry's HTTP instrumentation does. For each request
-// it opens the request context and hands its ID to the handlers (context.ts), gives the answer
-// that Request-Id (a handler's own Request-Id header, always the same ID, takes its place), and
-// when the response ends writes one log line and the request metrics. It also keeps count of
-// open requests and of the servers, for shutdown.
-//
-// This runs for every request, so it allocates little: one context, one listener.
+// The `request` event of every node:http server, whichever took it (next start/dev, server.js,
+// npm start), hooked as OpenTelemetry's instrumentation does: request context, Request-Id, one log
+// line and the metrics, open requests and servers for shutdown. Per request, so it allocates little.
 
 interface HookState {
   installed: boolean;
@@ -27,7 +21,6 @@ interface HookState {
   enabled: boolean;
   servers: Set<http.Server>;
   open: number;
-  /** Resolved whenever `open` drops to 0. */
   idleWaiters: (() => void)[];
 }
 
@@ -58,7 +51,6 @@ function onFinish(req: IncomingMessage, res: ServerResponse, context: RequestCon
   });
 }
 
-/** The request metrics' children by route, method and status, so a request does not hash its labels twice. */
 const seriesCache = new Map<string, { requests: Counter; duration: Histogram }>();
 
 function requestSeries(route: string, method: string, status: number) {
@@ -78,7 +70,6 @@ function settle(): void {
   if (state.open === 0) for (const resolve of state.idleWaiters.splice(0)) resolve();
 }
 
-/** Installs the hook once per process (startServer calls it). */
 export function installHttpHook(): void {
   if (state.installed) return;
   state.installed = true;
@@ -86,7 +77,7 @@ export function installHttpHook(): void {
   http.Server.prototype.emit = function (this: http.Server, event: string | symbol, req?: unknown, res?: unknown) {
     // `arguments`, not a rest array: this runs for every event of every server.
     if (event !== "request" || !state.enabled) {
-      // A request Node's parser refused: the envelope with a Request-Id, where no listener of the server's own answers it.
+      // A request Node's parser refused, where no listener of the server's own answers it.
       if (event === "clientError" && this.listenerCount("clientError") === 0) {
         answerClientError(req as Error, res as Socket);
         return true;
@@ -103,18 +94,14 @@ export function installHttpHook(): void {
     response.setHeader("Request-Id", context.requestId);
     openRequest(context);
     state.open++;
-    // 'close' comes once per response, after 'finish' when it was sent whole, alone when the
-    // client went away first.
+    // 'close' comes once per response, after 'finish' or alone when the client went away first.
     response.once("close", () => {
       closeRequest(context.requestId);
       settle();
       try {
         onFinish(request, response, context, started);
-      } catch {
-        // Observability must never break a response.
-      }
+      } catch {} // observability must never break a response
     });
-    // A method no route serves (TRACE, PROPFIND, …): answered here, before Next fails on it.
     const refused = unroutedMethod(request.method, request.url);
     if (refused) {
       const { body, headers } = errorPayload(refused, context.requestId);
@@ -125,23 +112,17 @@ export function installHttpHook(): void {
   } as typeof http.Server.prototype.emit;
 }
 
-/**
- * Bench only (BENCH_OBSERVABILITY_SWITCH): each SIGUSR2 switches the request log and metrics off
- * or back on. Requests then take the path they take without the hook (no context, no line, no
- * series; servers are not tracked for shutdown, which a bench does not need).
- */
+/** Bench only (BENCH_OBSERVABILITY_SWITCH): each SIGUSR2 switches the hook off or back on. */
 export function switchObservabilityOnSignal(): void {
   process.on("SIGUSR2", () => {
     state.enabled = !state.enabled;
   });
 }
 
-/** Requests under way in this process. */
 export function openRequests(): number {
   return state.open;
 }
 
-/** Resolves when no request is open, or after `ms`. */
 export function requestsSettled(ms: number): Promise<void> {
   if (state.open === 0) return Promise.resolve();
   return new Promise((resolve) => {
@@ -153,7 +134,6 @@ export function requestsSettled(ms: number): Promise<void> {
   });
 }
 
-/** Stops every server that took a request from accepting connections; open ones finish. */
 export function stopAccepting(): void {
   for (const server of state.servers) {
     server.close();

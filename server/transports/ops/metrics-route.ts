@@ -4,7 +4,6 @@ import { ApiError } from "../../kernel/errors";
 import { errorResponse, requestIdOf } from "../http/responses";
 import { metrics } from "../../observability/metrics";
 
-/** Whether `authorization` is `Bearer <token>` (compared in constant time). */
 function bearerMatches(authorization: string | null, token: string): boolean {
   const given = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
   if (!given) return false;
@@ -13,11 +12,8 @@ function bearerMatches(authorization: string | null, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/**
- * Whether a request may see what only operators should (the metrics, /readyz's details): it
- * presents METRICS_TOKEN, or the server runs in development or test and has no token set.
- * In production without a token nobody may.
- */
+// The metrics and /readyz's details: with METRICS_TOKEN, or outside production while no token is
+// set. In production without a token nobody may.
 export function operatorRequest(request: Request): boolean {
   const { METRICS_TOKEN: token, isProduction } = config();
   return token ? bearerMatches(request.headers.get("authorization"), token) : !isProduction;

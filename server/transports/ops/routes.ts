@@ -3,12 +3,9 @@ import path from "node:path";
 import { z } from "zod";
 import { trimTrailingSlashes } from "../../kernel/strings";
 
-// The route template of a request path ("/api/files/[id]", not "/api/files/file_3x…"), so that
-// metrics and logs group requests by route without one series per ID. The templates are the
-// app's own routes, read from the build's routes manifest (present under `next start`,
-// `npm start` and the standalone server); under `next dev`, which builds routes on demand, ID
-// segments are folded instead. A path no route matches is "unmatched" (scanners probing random
-// URLs must not grow the metrics without bound).
+// "/api/files/[id]", not one metrics series per ID: the build's routes manifest, or under next dev
+// (routes built on demand) ID-like segments folded. A path no route matches is "unmatched", so
+// scanners probing random URLs cannot grow the metrics without bound.
 
 const ManifestSchema = z.object({
   staticRoutes: z.array(z.object({ page: z.string() })).default([]),
@@ -37,10 +34,8 @@ function loadTable(): Table | null {
   }
 }
 
-/** An ID-like segment: one of our prefixed IDs, a phone number, a UUID or a long token. */
 const ID_SEGMENT = /^(?:[a-z]{2,6}_[A-Za-z0-9]{6,}|\+?\d[\d-]{4,}|[0-9a-f-]{16,}|[A-Za-z0-9_-]{32,})$/;
 
-/** Without a manifest (next dev): the path with ID-like segments folded to [id]. */
 function folded(pathname: string): string {
   if (pathname.startsWith("/_next/")) return "/_next/[...]";
   return pathname
@@ -64,7 +59,6 @@ export function routeTemplate(pathname: string, tableOverride?: Table | null): s
   return "unmatched";
 }
 
-/** For tests: a table built from route pages as the manifest lists them. */
 export function tableOf(staticPages: string[], dynamic: { page: string; regex: string }[]): Table {
   return { exact: new Set(staticPages), dynamic: dynamic.map((r) => ({ page: r.page, re: new RegExp(r.regex) })) };
 }
