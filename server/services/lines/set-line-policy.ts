@@ -6,18 +6,11 @@ import { reconsiderHolds } from "../../outbox/held-items";
 import { mergePolicy, policyOf, type SendPolicy, SendPolicyInput } from "../../policy/line-send-policy";
 import { notifyChange } from "../../cache/changes";
 
-// Setting a line's send policy: the operator CLI (`line policy`), the dashboard and GraphQL
-// (the owner's session). Sends already held by the old policy are judged again by the new one.
-
 export { SendPolicyInput };
 
-/** The line's effective policy (defaults filled in). */
 export const linePolicy = (line: Line): SendPolicy => policyOf(line);
 
-/**
- * Applies a change to line `lineId` of `accountId` (null: the operator, any account). Fields
- * left out keep their value; null clears a budget or the quiet hours.
- */
+/** `accountId` null: the operator, any account. Sends the old policy held are judged again by the new one. */
 export async function setLinePolicy(accountId: string | null, lineId: string, change: SendPolicyInput): Promise<{ line: Line; policy: SendPolicy }> {
   const db = await getDb();
   const line = await db.line.findFirst({ where: { id: lineId, ...(accountId ? { accountId } : {}) } });
