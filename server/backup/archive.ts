@@ -1,8 +1,6 @@
 import { createHash } from "node:crypto";
 
-// The container of a backup: a POSIX (ustar) tar stream, gzip'd by the caller, so
-// `tar -xzf backup.tar.gz` opens it with standard tools. Written and read as streams, one
-// entry at a time: only regular files, each body hashed (sha256) on the way.
+// ustar, so `tar -xzf` opens a backup with standard tools; streamed an entry at a time, each hashed.
 
 const BLOCK = 512;
 /** ustar sizes are 11 octal digits. */
@@ -19,7 +17,6 @@ function octal(value: number, width: number): string {
   return `${value.toString(8).padStart(width - 1, "0")}\0`;
 }
 
-/** Splits a path into ustar's prefix (155 bytes) and name (100 bytes) fields. */
 function splitName(name: string): [prefix: string, name: string] {
   if (Buffer.byteLength(name) <= 100) return ["", name];
   for (let at = name.indexOf("/"); at > 0; at = name.indexOf("/", at + 1)) {
@@ -80,13 +77,10 @@ export async function* archiveEntry(
   done({ size, sha256: hash.digest("hex") });
 }
 
-/** The end of the archive: two zero blocks. */
 export const ARCHIVE_END = Buffer.alloc(2 * BLOCK);
 
-/** Where one entry's body goes while the archive is read. */
 export interface EntrySink {
   write(chunk: Buffer): Promise<void>;
-  /** Called after the last byte, with the body's digest. */
   end(digest: EntryDigest): Promise<void>;
 }
 
@@ -103,11 +97,6 @@ function parseHeader(block: Buffer): { name: string; size: number } {
   return { name, size: parseInt(sizeField, 8) };
 }
 
-/**
- * Reads a tar stream (already gunzip'd), handing each entry's body to the sink `open`
- * returns for it, chunk by chunk. Throws ArchiveError when the stream is not a tar archive
- * or ends before its end blocks.
- */
 export async function readArchive(chunks: AsyncIterable<Buffer>, open: (name: string, size: number) => Promise<EntrySink>): Promise<void> {
   let buffer: Buffer = Buffer.alloc(0);
   let entry: { sink: EntrySink; remaining: number; pad: number; size: number; hash: ReturnType<typeof createHash> } | null = null;

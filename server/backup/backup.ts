@@ -12,18 +12,8 @@ import { storage } from "../storage";
 import { ARCHIVE_END, archiveEntry, type EntryDigest } from "./archive";
 import { DataDirBusyError, lockDataDir } from "../db/dir-lock";
 
-// Backups of the embedded database: one gzip'd tar holding a point-in-time snapshot of every
-// table (rows as JSON, a part file per megabyte), the stored files the snapshot's File rows
-// point at (read through the app's storage: DATA_DIR/files, or STORAGE_URL's store),
-// DATA_DIR/credentials.key, and manifest.json last (counts and a sha256 per entry).
-//
-// The snapshot is one statement: a WITH HOLD cursor over all tables, which PostgreSQL
-// materialises at a single snapshot when it is declared, then fetched a batch at a time.
-// A running server's writes wait only while it is declared; between fetches they go on (and
-// the CLI holds no transaction open across round trips on the server's one PGlite session).
-// Files are copied after the snapshot: blobs are written once, before their File row, and
-// deleted only when no row came to point at them, so every File row in the snapshot has its
-// bytes in storage when they are copied.
+// docs/production.md, "Backups". Files are copied after the snapshot: a blob is written before its
+// File row and deleted only when no row points at it, so every row in the snapshot has its bytes.
 
 export const BACKUP_FORMAT = "relay-backup";
 export const BACKUP_FORMAT_VERSION = 1;
@@ -42,7 +32,6 @@ export const BackupManifestSchema = z.object({
   created_at: z.string(),
   database: z.object({
     engine: z.literal("pglite"),
-    /** The newest migration applied: the schema's version. */
     migration: z.string().nullable(),
     migrations: z.array(z.string()),
     tables: z.record(z.string(), z.object({ rows: z.number().int().min(0), parts: z.array(z.string()) })),
@@ -55,7 +44,6 @@ export const BackupManifestSchema = z.object({
     missing: z.array(z.string()),
   }),
   credentials_key: z.boolean(),
-  /** Every other entry of the archive, with its size and sha256. */
   entries: z.record(z.string(), z.object({ size: z.number().int().min(0), sha256: sha256Hex })),
 });
 export type BackupManifest = z.infer<typeof BackupManifestSchema>;
@@ -69,7 +57,6 @@ export const isSafeStorageKey = (key: string) => /^[A-Za-z0-9_./-]+$/.test(key) 
 export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 const quoteLiteral = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
-/** Ordinary tables or sequences of the current schema, by name. */
 export const RELATIONS_SQL = (kind: "r" | "S") => `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
   WHERE n.nspname = current_schema() AND c.relkind = '${kind}' ORDER BY c.relname`;
 
@@ -79,21 +66,17 @@ interface MigrationRow {
   rolled_back_at: string | null;
 }
 
-/** Applied migrations, from the snapshot's `_prisma_migrations` rows. */
 function appliedMigrations(rows: MigrationRow[]): string[] {
   return rows.filter((r) => r.finished_at && !r.rolled_back_at).map((r) => r.migration_name).sort();
 }
 
-/** `20261125T072000Z`: a timestamp for file names. */
 export const fileStamp = (at = new Date()) => at.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
 
-/** Statements on one connection: a running server's socket, or DATA_DIR opened here. */
 interface SnapshotSource {
   query<T>(text: string): Promise<T[]>;
   close(): Promise<void>;
 }
 
-/** Runs `fn` the first time only. */
 function once(fn: () => Promise<void>): () => Promise<void> {
   let done: Promise<void> | undefined;
   return () => (done ??= fn());
@@ -148,22 +131,16 @@ export interface BackupOptions {
   /** A running server's database socket (postgresql://…?host=…), or null to open DATA_DIR here. */
   serverUrl: string | null;
   appVersion: string;
-  /** Replace an existing file at `out`. */
   force?: boolean;
 }
 
 export interface BackupResult {
   manifest: BackupManifest;
-  /** Size of the backup file. */
   bytes: number;
   /** Files whose bytes differ from their File row's sha256 (damaged on disk before the backup). */
   mismatched: string[];
 }
 
-/**
- * Writes a backup of DATA_DIR's database and files to `out` (mode 0600; written beside it and
- * renamed into place, so `out` never holds half a backup).
- */
 export async function createBackup(options: BackupOptions): Promise<BackupResult> {
   const out = path.resolve(options.out);
   if (!options.force && existsSync(out)) throw new Error(`${out} exists; choose another name, or pass --force to replace it.`);
@@ -188,7 +165,6 @@ export async function createBackup(options: BackupOptions): Promise<BackupResult
   return { manifest: manifest!, bytes: (await stat(out)).size, mismatched };
 }
 
-/** The archive's bytes: the snapshot's rows, then the files, the credentials key and the manifest. */
 async function* backupStream(
   source: SnapshotSource,
   options: BackupOptions,

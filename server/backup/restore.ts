@@ -27,14 +27,8 @@ import { DataDirBusyError, lockDataDir } from "../db/dir-lock";
 import { applyMigrations, readMigrations } from "../db/migrations";
 import { pgliteRunner } from "../db/runners";
 
-// Restores a backup made by createBackup into DATA_DIR, with no server running (restore holds
-// the DATA_DIR lock throughout, so none can start meanwhile). Everything is built beside the
-// data first, in DATA_DIR/.restore-<time>: the archive is unpacked and every entry checked
-// against the manifest, then a new database is created with the backup's own migrations and
-// loaded with its rows. Only then is the old data (with --force) moved to
-// DATA_DIR.before-restore-<time> and the new one renamed into place, so a corrupt or cut-short
-// backup changes nothing. Migrations newer than the backup apply when the server starts.
-// Files go to DATA_DIR/files, or with STORAGE_URL naming another store, into it afterwards.
+// docs/production.md, "Backups": everything is built and checked beside the data, so a corrupt or
+// cut-short backup changes nothing. The DATA_DIR lock is held throughout: no server starts meanwhile.
 
 const LOCK_FILE = "pglite.lock"; // dir-lock.ts
 const STAGING_PREFIX = ".restore-";
@@ -45,14 +39,12 @@ const MAX_MANIFEST_BYTES = 256 * 1024 * 1024;
 export interface RestoreOptions {
   dataDir: string;
   from: string;
-  /** Move existing data aside instead of refusing. */
   force: boolean;
 }
 
 export interface RestoreResult {
   manifest: BackupManifest;
   rows: number;
-  /** Where the data that was in DATA_DIR went, with --force. */
   movedAside: string | null;
 }
 
@@ -122,17 +114,13 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRes
   }
 }
 
-/** Whether STORAGE_URL keeps files somewhere other than DATA_DIR/files (another directory, S3). */
 function filesGoElsewhere(dataDir: string): boolean {
   const url = process.env.STORAGE_URL?.trim();
   if (!url) return false;
   return !(URL.canParse(url) && new URL(url).protocol === "file:" && path.resolve(fileURLToPath(url)) === path.join(dataDir, "files"));
 }
 
-/**
- * Copies the unpacked files into STORAGE_URL's store, once the database is in place. Keys are
- * unique and written once, so a key already there holds these bytes and is left alone.
- */
+/** Keys are written once, so a key already in the store holds these bytes and is left alone. */
 async function putFiles(manifest: BackupManifest, staging: string): Promise<void> {
   const store = storage();
   for (const name of Object.keys(manifest.entries)) {
@@ -144,7 +132,6 @@ async function putFiles(manifest: BackupManifest, staging: string): Promise<void
   }
 }
 
-/** Renames `names` from one directory to another; on failure, moves back those already moved. */
 async function moveAll(from: string, to: string, names: string[]): Promise<void> {
   const moved: string[] = [];
   try {
@@ -167,7 +154,6 @@ function entryPath(staging: string, name: string): string {
   throw new ArchiveError(`it holds ${JSON.stringify(name)}, which no Relay backup has`);
 }
 
-/** Unpacks the archive into `staging` and checks every entry against the manifest. */
 async function unpack(from: string, staging: string): Promise<BackupManifest> {
   const seen = new Map<string, EntryDigest>();
   let manifestText: string | null = null;
@@ -234,7 +220,6 @@ async function unpack(from: string, staging: string): Promise<BackupManifest> {
   return manifest;
 }
 
-/** Creates the database in staging/pglite at the backup's schema and loads its rows; returns the row count. */
 async function loadDatabase(manifest: BackupManifest, staging: string): Promise<number> {
   const known = await readMigrations();
   const unknown = manifest.database.migrations.filter((name) => !known.some((m) => m.name === name));
