@@ -1,9 +1,7 @@
 "use client";
 import { createContext, type ReactNode, useContext } from "react";
 
-// What the server decided for every dashboard page (read once by the layout): whether the
-// simulator is on. With it off (production default) no page offers simulated lines or the
-// virtual phone, and empty states point to connecting a provider instead.
+// Whether the simulator is on, read once by the layout: with it off, no page offers simulated lines.
 
 interface DashboardSettings {
   simulator: boolean;

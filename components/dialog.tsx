@@ -31,10 +31,7 @@ export function Dialog({ open, onClose, title, children }: { open: boolean; onCl
   );
 }
 
-/**
- * A confirmation: what will happen (children), the action (`confirm`, in danger colours when
- * `danger`) and `dismiss` to leave things as they are, focused first.
- */
+/** A confirmation: what will happen (children), the action, and `dismiss`, focused first. */
 export function ConfirmDialog({
   open,
   title,

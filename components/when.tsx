@@ -1,8 +1,7 @@
 "use client";
 import { type ReactNode, useEffect, useId, useState } from "react";
 
-// Times ahead of now (a scheduled send, the end of quiet hours, a budget's next slot), as
-// people read them: "in 2 hours" with the moment itself in the browser's zone, its zone named.
+// Times as people read them: "in 2 hours", the moment in the browser's zone, its zone named.
 
 /** Now, ticking every `everyMs` while the component is shown (relative times stay true). */
 export function useNow(everyMs = 30_000): number {
@@ -62,7 +61,6 @@ export function When({ ms, show = "both" }: { ms: number; show?: "both" | "relat
   );
 }
 
-/** The browser's IANA time zone ("Europe/Berlin"), or UTC when it has none. */
 export function browserTimeZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }
@@ -74,13 +72,10 @@ export function toLocalInput(ms: number): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
-/** How far ahead a send may be scheduled (the server's limit: 365 days). */
+/** The server's limit on scheduling ahead. */
 const MAX_AHEAD_MS = 365 * 86_400_000;
 
-/**
- * A `datetime-local` value read in the browser's zone, checked as the server will: a moment in
- * the future, at most 365 days ahead. The reason in words when it is not.
- */
+/** A `datetime-local` value read in the browser's zone and checked as the server will, or why not. */
 export function parseLocalInput(value: string, now = Date.now()): { ms: number } | { error: string } {
   if (!value) return { error: "Choose a date and time." };
   const ms = new Date(value).getTime();

@@ -2,11 +2,8 @@ import { liveness } from "@/server/observability/health";
 import { operatorRequest } from "@/server/transports/ops/metrics-route";
 import { isShuttingDown } from "@/server/kernel/shutdown";
 
-// GET /healthz - liveness: the process is up and answering. It touches no dependency while
-// the database answers; only after DATABASE_FAILURE_EXIT_SECONDS of nothing but failing
-// queries does it answer 503, so an orchestrator restarts the process (a short outage is
-// /readyz's business). The failure's cause is shown as /readyz's details are: only with
-// `Authorization: Bearer <METRICS_TOKEN>`, or in development and test without a token set.
+// GET /healthz - liveness (docs/production.md): 503 only after DATABASE_FAILURE_EXIT_SECONDS of
+// failing queries; a short outage is /readyz's business.
 export const dynamic = "force-dynamic";
 
 export async function GET(request: Request): Promise<Response> {

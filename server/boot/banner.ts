@@ -1,10 +1,8 @@
 import type { Config } from "../kernel/config";
 import { maskedPostgresUrl, postgresLocation } from "./server-info";
 
-// The ready banner (stdout, for a person at a terminal): where the server listens, what it
-// runs on, and how to get a first account, line and key. The operator CLI commands carry the
-// variables the CLI needs to work on this server's data, as this server has them (secrets
-// masked): the CLI also reads the .env files of its folder, but not this process's environment.
+// The ready banner. Its operator CLI commands carry the variables the CLI needs to work on this
+// server's data (secrets masked): the CLI reads the folder's .env files, not this process's environment.
 
 interface DevSeed {
   key: string;

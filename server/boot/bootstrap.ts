@@ -11,12 +11,9 @@ import { loadSigningSecret } from "../storage/signed-urls";
 import { log } from "../kernel/log";
 import { SERVER_INFO_FILE, type ServerInfo, servedDatabase } from "./server-info";
 
-// Server start: open (and migrate) the database, make sure the sandbox line and the signing
-// secret exist, on embedded PGlite open a Unix socket (DATA_DIR/run, this OS user only) so the
-// operator CLI can reach the same database while the server runs, and leave the marker
-// (server-info.ts) that tells the CLI which database this server serves.
+// Server start: the database opened and migrated, the sandbox line and signing secret, and for
+// the operator CLI a Unix socket to embedded PGlite (this OS user only) and the marker.
 
-/** Holds the PGlite sockets; mode 0700. */
 const SOCKET_DIR = "run";
 
 /** The embedded database's socket for the operator CLI, or undefined when its path is too long for a Unix socket. */

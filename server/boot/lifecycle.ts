@@ -9,16 +9,8 @@ import { processSingleton } from "../kernel/singleton";
 import { withTimeout } from "../kernel/timeout";
 import { releaseDeliveries } from "../webhooks/delivery";
 
-// Graceful shutdown, owned by the app (Next.js would otherwise exit with 143 as soon as its
-// HTTP server has closed, abandoning sends and webhook attempts under way). On SIGTERM or
-// SIGINT an instance:
-//   1. reports not ready (GET /readyz answers 503) and stops accepting connections;
-//   2. ends long-lived streams (GET /v1/listen, GraphQL subscriptions) with a reconnect hint;
-//   3. stops claiming outbox items and webhook deliveries, and lets the sends, webhook attempts
-//      and requests under way finish, up to SHUTDOWN_GRACE_SECONDS;
-//   4. returns whatever it still holds to the queue at once (another instance takes it over
-//      without waiting for a lease to run out);
-//   5. closes the database and exits 0.
+// Graceful shutdown (steps: docs/production.md, Graceful shutdown), owned by the app: Next.js
+// would exit 143 as soon as its HTTP server closed, abandoning sends under way.
 
 /** After the grace, how long returning work and closing the database may take before the process just exits. */
 const HARD_STOP_EXTRA_MS = 10_000;
@@ -26,7 +18,6 @@ const CLOSE_DATABASE_MS = 5_000;
 
 const state = processSingleton("lifecycle", () => ({ installed: false, exiting: null as Promise<void> | null }));
 
-/** Runs the shutdown once; resolves when it is done (the caller exits). */
 function shutdown(reason: string): Promise<void> {
   state.exiting ??= run(reason);
   return state.exiting;
@@ -62,10 +53,7 @@ async function run(reason: string): Promise<void> {
   logger.info({ reason }, "stopped");
 }
 
-/**
- * Takes SIGTERM and SIGINT from Next.js: its own handlers (installed by `next start` and the
- * standalone server unless NEXT_MANUAL_SIG_HANDLE is set) would exit 143 with work under way.
- */
+/** Takes SIGTERM and SIGINT from Next.js, whose handlers (unless NEXT_MANUAL_SIG_HANDLE) exit 143 at once. */
 export function ownSignals(): void {
   if (state.installed) return;
   state.installed = true;

@@ -2,10 +2,8 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../kernel/config";
 
-// DATA_DIR/server.json: the running server's marker, which the operator CLI (scripts/admin.ts)
-// reads so that it works on the server's data and not beside it: which database the server
-// serves (the CLI refuses to use another kind with the same DATA_DIR), the Unix socket of an
-// embedded one, and the server's PUBLIC_URL. Written at start by bootstrap.ts, removed on exit.
+// DATA_DIR/server.json, the running server's marker for the operator CLI (docs/operator-cli.md):
+// written at start by bootstrap.ts, removed on exit.
 
 export const SERVER_INFO_FILE = "server.json";
 
@@ -13,13 +11,11 @@ export type ServedDatabase = { kind: "pglite" } | { kind: "postgresql"; at: stri
 
 export interface ServerInfo {
   pid: number;
-  /** Absent in files of servers before it, which wrote this file on embedded PGlite only. */
+  /** Absent in files of older servers, which wrote it on embedded PGlite only. */
   database?: ServedDatabase;
   /** A Unix socket: `host` is its directory (as for libpq and node-postgres), `port` names the file. */
   pgliteSocket?: { host: string; port: number };
-  /** The server's PUBLIC_URL: the operator CLI shows inbound URLs with it, not with its own guess. */
   publicUrl?: string;
-  /** The server's NODE_ENV, for the operator CLI's message when it refuses. */
   nodeEnv?: string;
 }
 
@@ -37,12 +33,10 @@ export function postgresLocation(url: string, schema = "public"): string {
   return `${host}${u.port ? `:${u.port}` : ""}/${database}${schema !== "public" ? ` (schema ${schema})` : ""}`;
 }
 
-/** A PostgreSQL URL with its password masked, for a command line shown on the console. */
 export function maskedPostgresUrl(url: string): string {
   return url.replace(/^([a-z]+:\/\/[^:@/]*:)[^/]*@/, "$1****@").replace(/([?&]password=)[^&]*/i, "$1****");
 }
 
-/** The database this configuration serves, as the marker names it. */
 export function servedDatabase(c: Config): ServedDatabase {
   return c.DATABASE_URL ? { kind: "postgresql", at: postgresLocation(c.DATABASE_URL, c.DATABASE_SCHEMA) } : { kind: "pglite" };
 }
@@ -54,8 +48,7 @@ function alive(pid: unknown): boolean {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    // EPERM: it exists, under another user.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
+    return (err as NodeJS.ErrnoException).code === "EPERM"; // it exists, under another user
   }
 }
 

@@ -17,13 +17,7 @@ import { log } from "../kernel/log";
 import { processSingleton } from "../kernel/singleton";
 import { readyBanner } from "./banner";
 
-// Runs once per server process (instrumentation.ts): database ready, then a banner saying how
-// to get a first key (banner.ts).
-
-/**
- * A setting the service cannot run with stops it before it takes a request: one line per
- * problem, naming the variable, and exit code 1 (never a stack trace at the first request).
- */
+/** A setting the service cannot run with stops it before any request: a line per problem, exit 1. */
 function refuseToStart(problems: string[]): never {
   for (const problem of problems) console.error(`Relay cannot start: ${problem}`);
   process.exit(1);
@@ -37,10 +31,7 @@ export interface StartOptions {
 /** Once per process: a second register() (a dev reload of instrumentation) gets the first start, not a second banner and engine. */
 const started = processSingleton("startup", () => ({ run: null as Promise<void> | null }));
 
-/**
- * scripts/start.mjs puts a function here and prints "Ready on …" when it is called: once the
- * server will serve, never before a refusal to start.
- */
+/** scripts/start.mjs puts a function here and prints "Ready on …" when it is called, never before a refusal. */
 const ON_STARTED = Symbol.for("relay.on-started");
 
 export function startServer(options: StartOptions = {}): Promise<void> {
@@ -67,7 +58,7 @@ async function start(options: StartOptions): Promise<void> {
   // credentials is a configuration error, not a 503 on the first upload.
   await checkStorage().catch((err: unknown) => refuseToStart([(err as Error).message]));
   await bootstrap();
-  // Provider secrets sealed before they were bound to their line (issue 23) are sealed again, bound.
+  // Provider secrets sealed before they were bound to their line are sealed again, bound.
   await sealUnboundSecrets().catch((err: unknown) => log().error({ err }, "sealing provider secrets to their lines failed"));
   registerFastRoutes(options.fastRoutes);
   const { kind } = await database();

@@ -1,5 +1,4 @@
-// GET, POST /api/graphql - the GraphQL API (server/transports/graphql); subscriptions over server-sent events.
-// Other methods reach yoga too, which answers them 405 with a JSON error (not Next's empty 405).
+// GET, POST /api/graphql - the GraphQL API; other methods reach yoga too, for its JSON 405.
 import { handleGraphQL } from "@/server/transports/graphql/yoga";
 import { preflightResponse } from "@/server/transports/http/responses";
 

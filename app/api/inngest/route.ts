@@ -1,6 +1,4 @@
-// /api/inngest - the Inngest endpoint (sync with PUT, function runs with POST, introspection
-// with GET) when the Inngest engine is configured (INNGEST_EVENT_KEY or INNGEST_DEV; see
-// docs/inngest.md). Otherwise the embedded runner delivers and this path is an ordinary JSON 404.
+// /api/inngest - the Inngest endpoint when that engine is configured (docs/inngest.md), else a JSON 404.
 import type { NextRequest } from "next/server";
 import { serve } from "inngest/next";
 import { inngest } from "@/inngest/inngest-client";

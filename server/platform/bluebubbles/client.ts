@@ -17,9 +17,8 @@ import {
 export * from "./schemas";
 export * from "./errors";
 
-// The BlueBubbles Server API as this service uses it (requests and envelopes: ./requester.ts).
-// It reports what happened (kind, HTTP status, error.type, data.error, …); whether a failure is
-// permanent is the platform layer's decision.
+// The BlueBubbles Server API as this service uses it. It reports what happened; whether a
+// failure is permanent is the platform layer's decision.
 
 type SendMethod = "apple-script" | "private-api";
 
@@ -60,7 +59,6 @@ export interface BlueBubblesClient {
     input: { addresses: string[]; message?: string; tempGuid?: string; method: SendMethod; service?: "iMessage" | "SMS" },
     timeoutMs: number,
   ): Promise<BBChat>;
-  /** Private API; the reaction message. */
   react(
     input: { chatGuid: string; selectedMessageGuid: string; reaction: BBReaction; partIndex?: number },
     timeoutMs: number,
@@ -81,13 +79,8 @@ export interface BlueBubblesClient {
   }): Promise<{ messages: BBMessage[]; total: number | null }>;
   /** With its chats and attachments; null on 404. */
   getMessage(guid: string): Promise<BBMessage | null>;
-  /**
-   * The original file, streamed into `sink` as it arrives (the bytes in memory without one); more
-   * than maxBytes → kind "too_large" (reading stops). timeoutMs covers the whole download, sink
-   * included (default 120 s).
-   */
+  /** Streamed into `sink` (in memory without one); over maxBytes → "too_large"; timeoutMs covers the sink too. */
   downloadAttachment<R = Uint8Array>(guid: string, opts: { maxBytes: number; timeoutMs?: number; sink?: BodySink<R> }): Promise<{ content: R; mimeType: string | null }>;
-  /** Private API. */
   iMessageAvailable(address: string): Promise<boolean>;
   listWebhooks(): Promise<BBWebhook[]>;
   /** The server dedups by URL and returns an existing row unchanged (delete first to change events). */
@@ -107,7 +100,6 @@ export function createBlueBubblesClient(conn: BlueBubblesConnection, opts: BlueB
   const { defaultTimeout, failure, send, readEnvelope, call } = createRequester(conn, opts);
   const anything = z.unknown();
   const enc = encodeURIComponent;
-  /** The response's data; on the default deadline unless the spec names one. */
   const data = async <S extends z.ZodType>(spec: Omit<RequestSpec, "timeoutMs"> & { timeoutMs?: number }, schema: S): Promise<z.output<S>> =>
     (await call({ ...spec, timeoutMs: spec.timeoutMs ?? defaultTimeout }, schema)).data;
 

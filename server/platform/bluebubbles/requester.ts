@@ -3,11 +3,9 @@ import { type BodySink, type Exchange, exchange, excerpt, issueList, mediaType, 
 import { trimTrailingSlashes } from "../../kernel/strings";
 import { type BBErrorKind, BlueBubblesError, type BlueBubblesErrorInit, redactUrl } from "./errors";
 
-// Requests to BlueBubbles Server 1.9.9 and the reading of its JSON envelope (checked against
-// BlueBubblesApp/bluebubbles-server master f2e2286, api/http; /work/shared/PLATFORMS.md §1).
-// Auth is the `password` query parameter on every call (authMiddleware reads no header), so the
-// password travels in every URL: errors carry only the route path, and every string that came
-// from the server or the network stack is scrubbed of it.
+// Requests to BlueBubbles Server 1.9.9 and its JSON envelope. The password is a query parameter
+// of every call (no header auth), so errors carry only the route path and every string from the
+// server or the network stack is scrubbed of it.
 
 export interface BlueBubblesConnection {
   /** Server origin, e.g. http://mac.local:1234 (a path prefix is kept; trailing slashes are stripped). */
@@ -97,11 +95,7 @@ export function createRequester(conn: BlueBubblesConnection, opts: BlueBubblesCl
     return new BlueBubblesError({ kind, operation, message: `BlueBubbles ${operation}: ${scrub(detail)}`, sentRequest: true, ...extra });
   }
 
-  /**
-   * Sends one request and reads its whole body under the deadline; every failure becomes a
-   * BlueBubblesError. Bodies are capped at `maxJsonBytes`, but with `fileCap` a 2xx body is a
-   * file capped at that ("too_large" beyond it).
-   */
+  /** Every failure becomes a BlueBubblesError; with `fileCap` a 2xx body is a file capped at that, not a JSON one. */
   async function send(spec: RequestSpec, fileCap?: number, sink?: BodySink<unknown>): Promise<Exchange> {
     const headers: Record<string, string> = { accept: "application/json" };
     let body: string | FormData | undefined;
@@ -125,7 +119,6 @@ export function createRequester(conn: BlueBubblesConnection, opts: BlueBubblesCl
     }
   }
 
-  /** Reads and classifies a JSON envelope; returns it when it is a success. */
   function readEnvelope(spec: RequestSpec, res: Exchange): Envelope {
     const fail = (kind: BBErrorKind, detail: string, extra: Partial<BlueBubblesErrorInit> = {}) => failure(spec, kind, detail, { status: res.status, ...extra });
 

@@ -13,18 +13,12 @@ import { getDatamodel } from "../../generated/pothos-prisma-types";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "../../wire/pagination";
 import type { GraphQLContext } from "./context";
 
-// The Pothos schema builder. Field scopes are declared (`authScopes: { scope: "chats:read" }`)
-// and checked with the same requireScope as /v1, so a missing scope is the same
-// insufficient_scope error. Pages default to 50 and stop at 100 items, as /v1 lists do.
+// The Pothos schema builder: field scopes are checked by /v1's requireScope; pages as /v1's (50, at most 100).
 
 /** Per-operation limits, checked before any resolver runs. */
 const LIMITS = { depth: 16, breadth: 200, complexity: 20_000 } as const;
 
-/**
- * A field costs 1, and what is selected beneath it is counted once per item it may return: a
- * connection's page size (first/last, else the default page), 10 for other lists. A
- * connection's `edges` list is already counted by its page size.
- */
+/** A field costs 1; what lies beneath it counts once per item it may return (a page size, or 10 for a list). */
 function fieldComplexity(args: Record<string, unknown>, _ctx: GraphQLContext, field: GraphQLField<unknown, GraphQLContext>) {
   if (field.args.some((a) => a.name === "first")) {
     const page = args.first ?? args.last;

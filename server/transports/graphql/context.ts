@@ -8,15 +8,9 @@ import { createLoaders, type Loaders } from "./loaders";
 
 const SESSION_COOKIE = /(?:^|;\s*)(?:__Secure-)?next-auth\.session-token=/;
 
-/** Whether the request carries the dashboard's session cookie. */
 export const hasSessionCookie = (request: Request) => SESSION_COOKIE.test(request.headers.get("cookie") ?? "");
 
-/**
- * The caller of a GraphQL request: the API key in `Authorization`, or else the dashboard's
- * signed-in session. The session cookie is SameSite=Lax and CORS never allows credentials, and
- * cookie-authenticated requests must pass the CSRF check of yoga.ts, so another site cannot make
- * a signed-in browser call this API.
- */
+/** The API key in `Authorization`, or else the dashboard's session (SameSite=Lax, and yoga.ts checks CSRF). */
 export async function graphqlActor(request: Request): Promise<Actor> {
   const authorization = request.headers.get("authorization");
   if (!authorization && hasSessionCookie(request)) {
@@ -26,24 +20,17 @@ export async function graphqlActor(request: Request): Promise<Actor> {
   return authenticate(authorization);
 }
 
-/**
- * Checks that the caller of a long-lived request may still call: for an API key, authenticates
- * its header again (from the key cache, refreshed every API_KEY_CACHE_SECONDS), throwing what a
- * new request would get (invalid_api_key once revoked or expired). A dashboard session is not
- * re-checked.
- */
+/** For a long-lived request: its API key authenticated again (key cache), throwing once revoked or expired. */
 export function callerCheck(request: Request, actor: Actor): () => Promise<void> {
   const authorization = request.headers.get("authorization");
   if (actor.keyId === null) return async () => undefined;
   return async () => void (await authenticate(authorization));
 }
 
-/** What one HTTP request carries through yoga: its ID, its caller and the headers to answer with. */
 export interface RequestScope {
   requestId: string;
   actor: Actor | null;
   headers: Record<string, string>;
-  /** Set with the actor: see callerCheck. */
   recheckCaller: () => Promise<void>;
 }
 
@@ -54,7 +41,6 @@ export interface GraphQLContext {
   /** One signer per request, so every file URL of a response expires together (as in /v1). */
   fileUrl: () => Promise<FileUrlSigner>;
   loaders: Loaders;
-  /** Throws once the caller's key is revoked or expired (for subscriptions). */
   recheckCaller: () => Promise<void>;
 }
 

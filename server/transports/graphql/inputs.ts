@@ -2,18 +2,13 @@ import type { z } from "zod";
 import { ApiError } from "../../kernel/errors";
 import { parseWith } from "../http/validation";
 
-// GraphQL arguments are camelCase; the shared zod schemas of the /v1 operations are
-// snake_case. Parsing through them keeps one set of rules (lengths, enums, trimming) for both
-// transports; a failing field is reported as the GraphQL field (mask-error.ts graphqlParam).
+// GraphQL arguments (camelCase) parsed by the /v1 operations' zod schemas (snake_case): one set
+// of rules for both transports; a failing field is named in GraphQL's spelling (graphqlParam).
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 export interface ShapeOptions {
-  /**
-   * Keep fields given as null: for inputs where null means something (a send policy's null
-   * clears a budget), as opposed to an absent field, which keeps its value. By default null is
-   * GraphQL's "not given" and dropped.
-   */
+  /** Keep nulls where null means something (a send policy's null clears a budget); by default null is "not given". */
   keepNull?: boolean;
 }
 
@@ -31,11 +26,7 @@ export function parseArgs<S extends z.ZodType>(schema: S, args: object, options?
   return parseWith(schema, restShape(args, options));
 }
 
-/**
- * Runs a service whose errors name its own parameters (`id`, `line_ids`) where the GraphQL
- * field's argument is called otherwise (`poolId`, `lineId`): rethrows them under the
- * argument's name, so `param` names what the caller sent.
- */
+/** Rethrows a service's errors about its own parameters (`id`) under the GraphQL argument's name (`poolId`). */
 export async function renamingParams<T>(names: Record<string, string>, run: () => Promise<T>): Promise<T> {
   try {
     return await run();

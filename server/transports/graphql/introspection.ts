@@ -16,14 +16,9 @@ import {
 import { ERROR_CODES } from "../../kernel/errors";
 import { schema } from "./schema";
 
-// Who may introspect the schema (GRAPHQL_INTROSPECTION): "authenticated" (default) answers
-// callers with a key or session, as any operation, so GraphQL clients can be generated from
-// the live endpoint; "on" also answers operations that only introspect without credentials;
-// "off" refuses introspection to everyone (introspection_disabled).
-//
-// Introspection fields lie outside the operation limits of the Pothos complexity plugin;
-// graphql-js's own MaxIntrospectionDepthRule (in specifiedRules, applied on every path) refuses
-// the nestings that grow the answer exponentially (`fields { type { fields { ... } } }`).
+// Who may introspect (GRAPHQL_INTROSPECTION, docs/graphql.md). Introspection lies outside the
+// Pothos complexity limits; graphql-js's MaxIntrospectionDepthRule (in specifiedRules) refuses
+// the nestings that grow the answer exponentially.
 
 export type IntrospectionMode = "authenticated" | "on" | "off";
 

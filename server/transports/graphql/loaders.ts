@@ -3,11 +3,9 @@ import type { Actor } from "../../services/access/actor";
 import type { Message, Prisma, PrismaClient } from "../../generated/prisma/client";
 import { whereForActor } from "../../services/lines/tenancy";
 
-// Per-request batch loaders for links the schema has no Prisma relation for (a reply's parent
-// by GUID, the message an outbox item sent): every lookup of one kind made while resolving a
-// list becomes one query. `query` is the selection Pothos planned beneath the field, so
-// what is nested under the loaded rows comes in the same query; loads with different
-// selections are batched separately. Nothing is cached between batches.
+// Per-request batch loaders for links with no Prisma relation (a reply's parent by GUID, the
+// message an outbox item sent). `query` is Pothos's selection beneath the field, so what is
+// nested comes in the same query; loads with different selections are batched apart.
 
 type MessageQuery = Pick<Prisma.MessageFindManyArgs, "include" | "select">;
 

@@ -5,16 +5,10 @@ import { ApiError } from "../../kernel/errors";
 import { log } from "../../kernel/log";
 import { metrics } from "../../observability/metrics";
 
-// The GraphQL translator of ApiError: extensions { code, type, param } with the codes of the
-// REST table, plus request_id on every error of a response. Errors of the request itself (no
-// field path: authentication, rate limit) also set the HTTP status and headers /v1 would
-// answer with. Anything else a resolver throws is masked; its cause is logged with the
-// request ID.
+// The GraphQL translator of ApiError (docs/graphql.md, "Errors"): a request-level error (no field
+// path) also sets the HTTP status and headers /v1 would answer with; anything else is masked.
 
-/**
- * Codes of the errors GraphQL and yoga find themselves (docs/graphql.md), kept as they are;
- * every other code is one of the REST table's.
- */
+/** Codes of the errors GraphQL and yoga find themselves; every other code is the REST table's. */
 export const GRAPHQL_PROTOCOL_CODES = [
   "GRAPHQL_PARSE_FAILED",
   "GRAPHQL_VALIDATION_FAILED",
@@ -26,7 +20,7 @@ export const GRAPHQL_PROTOCOL_CODES = [
 /** REST parameter names in the GraphQL spelling: reply_to -> replyTo, attachment.mime_type -> attachment.mimeType. */
 export const graphqlParam = (param: string) => param.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
-/** Masked errors and their causes, logged once the request ID is known. */
+/** Causes of masked errors, logged once the request ID is known. */
 const causes = new WeakMap<GraphQLError, unknown>();
 /** Errors this module masked itself, so yoga's logger does not print them a second time. */
 const handled = new WeakSet<object>();
@@ -34,7 +28,6 @@ const handled = new WeakSet<object>();
 const located = (error: unknown) =>
   error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {};
 
-/** For yoga's maskedErrors.maskError: ApiErrors keep their code; other failures are masked. */
 export function maskError(error: unknown): GraphQLError {
   const cause = error instanceof GraphQLError ? error.originalError : error;
   // Pothos refuses bad connection arguments (a negative first, a cursor it did not issue).
@@ -66,7 +59,6 @@ export function maskError(error: unknown): GraphQLError {
 /** Whether yoga's logger should stay quiet about an error: expected, or logged by withRequestId with its request ID. */
 export const isHandledError = (value: unknown) => typeof value === "object" && value !== null && handled.has(value);
 
-/** Adds request_id to every error of a result, and logs the causes of masked ones. */
 export function withRequestId<R extends ExecutionResult>(result: R, requestId: string): R {
   if (!result.errors?.length) return result;
   const errors = result.errors.map((error) => {

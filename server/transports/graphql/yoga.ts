@@ -12,21 +12,16 @@ import { anonymousIntrospection, type IntrospectionMode, introspectionDisabledRu
 import { schema } from "./schema";
 import { log } from "../../kernel/log";
 
-// graphql-yoga over the Pothos schema. Per request, in /v1's order: a request ID, then the
-// caller (authentication) and the rate limit before the operation is even parsed, so an
-// unauthenticated client learns nothing about the schema (unless GRAPHQL_INTROSPECTION=on lets
-// it introspect). Outside production, GraphiQL is served on GET.
+// graphql-yoga over the Pothos schema. The caller and the rate limit are checked before the
+// operation is parsed, so an unauthenticated client learns nothing of the schema (docs/graphql.md).
 
-/**
- * Request bodies above this are refused (413 request_too_large) before parsing, unless the
- * JSON body limit is larger: uploadFile takes 10 MiB, which is 13.3 MiB of base64.
- */
+/** The body limit unless the JSON one is larger: uploadFile takes 10 MiB, 13.3 MiB of base64. */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 const bodyLimit = () => Math.max(MAX_BODY_BYTES, jsonBodyLimit());
 
 /** Tokens an operation may have (about 50 times what the field limits allow a real one). */
 const MAX_TOKENS = 10_000;
-/** Nesting of { ( [ an operation document may have, checked before the recursive parser. */
+/** Nesting of { ( [ allowed, checked before the recursive parser. */
 const MAX_DOCUMENT_DEPTH = 64;
 
 /** Whether a GraphQL document nests deeper than `max`: one pass, outside strings and comments. */
@@ -59,7 +54,6 @@ function jsonParam(text: string | null, name: string): unknown {
   return text ? parseJson(text, `The ${name} parameter`) : undefined;
 }
 
-/** GraphQL-over-HTTP parameters from a JSON body or a GET query string, with the limits of /v1. */
 async function requestParams(request: Request): Promise<GraphQLParams> {
   let params: Record<string, unknown>;
   if (request.method === "GET") {
@@ -85,16 +79,14 @@ async function requestParams(request: Request): Promise<GraphQLParams> {
 
 type ServerContext = { scope: RequestScope };
 
-/** The header a cookie-authenticated request may carry to pass the CSRF check (graphql-yoga's name). */
 const CSRF_HEADER = "x-graphql-yoga-csrf";
 /** Content types a cross-site form or a simple fetch can send without a CORS preflight. */
 const SIMPLE_CONTENT_TYPES = new Set(["application/x-www-form-urlencoded", "multipart/form-data", "text/plain"]);
 
 /**
- * The signed-in session cookie rides along on requests another site makes (a link, a form on a
- * sibling subdomain), so a request authenticated by it must be one no other site can make:
- * with the CSRF header, or a content type that needs a CORS preflight (which never allows
- * credentials). Requests with an API key carry no ambient credentials and are not checked.
+ * The session cookie rides along on requests other sites make, so a request authenticated by it
+ * must carry the CSRF header or a content type that needs a CORS preflight (which never allows
+ * credentials). API keys are not ambient and are not checked.
  */
 function checkCsrf(request: Request): void {
   if (request.headers.get("authorization") || !hasSessionCookie(request) || request.headers.has(CSRF_HEADER)) return;
@@ -184,7 +176,6 @@ function createServer() {
 
 let server: ReturnType<typeof createServer> | undefined;
 
-/** The route handler of /api/graphql (GET and POST). */
 export async function handleGraphQL(request: Request): Promise<Response> {
   server ??= createServer();
   const scope: RequestScope = { requestId: requestIdOf(request.headers), actor: null, headers: {}, recheckCaller: async () => undefined };

@@ -13,10 +13,7 @@ import { appRouter } from "./router";
 
 const ENDPOINT = "/api/trpc";
 
-/**
- * The request with its body read (at most MAX_JSON_BODY_BYTES) and its JSON input (body, or
- * ?input= on GET) no deeper than /v1 allows; tRPC itself would buffer any body.
- */
+/** The request with its body read under /v1's size and depth limits: tRPC itself would buffer any body. */
 async function checkedRequest(req: Request): Promise<Request> {
   if (req.method === "GET" || !req.body) {
     const input = new URL(req.url).searchParams.get("input");
@@ -39,7 +36,6 @@ function procedurePath(pathname: string): string {
   return pathname.slice(start, end);
 }
 
-/** Serves /api/trpc/*; the caller is the next-auth session's account (tests pass their own). */
 export async function handleTrpc(req: Request, resolveActor: () => Promise<Actor | null> = sessionActor): Promise<Response> {
   const requestId = requestIdOf(req.headers);
   let request = req;
@@ -76,10 +72,8 @@ export async function handleTrpc(req: Request, resolveActor: () => Promise<Actor
 }
 
 /**
- * An error answer tRPC built without our context carries `"requestId":null` (init.ts): the
- * request's ID goes in its place. The text can only be the formatter's own key, since any quote
- * inside a message or input is escaped in JSON. (Such an answer is never a stream, and tRPC
- * sets no Content-Type on it.)
+ * An error tRPC built without our context carries `"requestId":null` (init.ts): the request's ID
+ * goes in. That text can only be the formatter's own key, as JSON escapes quotes in messages.
  */
 async function withRequestId(response: Response, requestId: string): Promise<Response> {
   if (response.status < 400 || !response.body) return response;

@@ -8,8 +8,7 @@ import { ApiError, type ErrorCode } from "../../kernel/errors";
 import { rejectUnsafeStrings } from "../http/validation";
 import { log } from "../../kernel/log";
 
-// tRPC for the dashboard. Procedures are thin: parse with the shared zod schema, call one
-// service with the session's Actor. Errors keep the REST code (data.code) and request ID.
+// tRPC for the dashboard; errors keep the REST code (data.code) and the request ID.
 
 interface TrpcContext {
   actor: Actor | null;
@@ -20,7 +19,6 @@ interface TrpcContext {
 
 /** Calls one batched request may carry (each sign-up runs a password hash); the dashboard's link splits to fit. */
 export const MAX_BATCH_SIZE = MAX_TRPC_BATCH;
-/** tRPC's own message when a batch is over maxBatchSize. */
 const BATCH_TOO_LARGE = "Batch call exceeds maximum size";
 
 const STATUS_TO_TRPC: Record<number, TRPC_ERROR_CODE_KEY> = {
@@ -65,7 +63,6 @@ const t = initTRPC.context<TrpcContext>().create({
   },
 });
 
-/** ApiErrors become TRPCErrors with the matching status, the ApiError kept as the cause. */
 const translateErrors = t.middleware(async ({ next }) => {
   const result = await next();
   const cause = result.ok ? null : result.error.cause instanceof ApiError ? result.error.cause : databaseUnavailableError(result.error.cause, null);
@@ -86,7 +83,6 @@ export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const publicProcedure = t.procedure.use(translateErrors).use(rejectUnsafeInput);
 
-/** Signed in: ctx.actor is the session's account. */
 export const protectedProcedure = publicProcedure.use(({ ctx, next }) => {
   if (!ctx.actor) throw new TRPCError({ code: "UNAUTHORIZED", message: "Sign in to continue." });
   return next({ ctx: { ...ctx, actor: ctx.actor } });

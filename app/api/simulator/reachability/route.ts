@@ -1,5 +1,4 @@
-// POST /api/simulator/reachability - the simulated other phone: whether a contact can receive
-// iMessage from the line (false: iMessage sends to them are refused, as a real Mac refuses them)
+// POST /api/simulator/reachability - whether a simulated contact can receive iMessage from the line
 import { apiRoute, routes } from "@/server/transports/http/api-route";
 import { SimulatorReachabilityBody } from "@/server/services/schemas/simulator-requests";
 import { simulateReachability, simulatorEnabled } from "@/server/services/inbound/simulated-phone";

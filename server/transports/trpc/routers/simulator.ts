@@ -7,7 +7,6 @@ export const simulatorRouter = router({
   message: protectedProcedure.input(SimulatorMessageBody).mutation(({ ctx, input }) => simulateMessage(ctx.actor, input)),
   reaction: protectedProcedure.input(SimulatorReactionBody).mutation(({ ctx, input }) => simulateReaction(ctx.actor, input)),
   typing: protectedProcedure.input(SimulatorTypingBody).mutation(({ ctx, input }) => simulateTyping(ctx.actor, input)),
-  /** What the phone received from the line (the line's replies), newest first. */
   inbox: protectedProcedure.input(SimulatorInboxQuery).query(({ ctx, input }) => simulatorInbox(ctx.actor, input)),
   /** Whether SIMULATOR_ENABLED is on: the page says the simulator is off instead of failing. */
   status: protectedProcedure.query(() => simulatorStatus()),
