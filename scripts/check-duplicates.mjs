@@ -1,6 +1,4 @@
-// npm run lint:duplicates - repeated code in hand-written production code (docs/development.md,
-// "Shape"): the `duplicates` command over the production folders. A pair fails unless
-// .duplicates-allow.json allows it and says why.
+// npm run lint:duplicates (docs/development.md, "Shape"): a pair fails unless .duplicates-allow.json allows it.
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,8 +13,7 @@ if (spawnSync("duplicates", ["--help"], { stdio: "ignore" }).error) {
   process.exit(0);
 }
 
-// `duplicates` reads one folder, so the production files are copied into one outside git (where
-// it reads every file).
+// `duplicates` reads one folder: outside git, every file in it.
 const tree = mkdtempSync(path.join(tmpdir(), "duplicates-"));
 let rows;
 try {
