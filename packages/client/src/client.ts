@@ -43,11 +43,6 @@ import {
   type WebhookDelivery,
 } from "./generated.js";
 
-// The client: one method per /v1 operation, grouped by resource. Request and response shapes
-// are the API's own (snake_case fields), typed from the server's zod schemas (generated.ts).
-// Only fetch, AbortController and crypto.randomUUID are used, so it runs in Node 20+,
-// browsers and edge runtimes.
-
 export { buildUrl, parseRetryAfter };
 
 /** An operation's input: its query and/or body, as declared. */
@@ -85,10 +80,7 @@ export class Relay {
     this.extraHeaders = options.headers ?? {};
   }
 
-  /**
-   * One logical call: retried on network errors, timeouts, 429, 5xx and 409
-   * idempotency_key_in_use, with the same Idempotency-Key on every attempt of a POST.
-   */
+  /** One call with its retries (README, "Retries and idempotency"), one Idempotency-Key for all of a POST's. */
   async request<T>(id: OperationId, call: Call = {}, options: RequestOptions = {}): Promise<{ body: T; response: Response }> {
     const op = OPERATIONS[id];
     const url = buildUrl(this.baseUrl, op.path, call.query);
@@ -129,9 +121,7 @@ export class Relay {
       let parsed: unknown = null;
       try {
         parsed = text ? JSON.parse(text) : null;
-      } catch {
-        // not JSON (a proxy's error page): typed by status alone
-      }
+      } catch {} // not JSON (a proxy's error page): typed by status alone
       const error = errorFromResponse(response.status, parsed, response.headers, retryAfterMs);
       const retryable = response.status === 429 || response.status >= 500 || error.code === "idempotency_key_in_use";
       const waitable = retryAfterMs === undefined || retryAfterMs <= this.maxRetryAfterMs;
@@ -168,15 +158,11 @@ export class Relay {
     }
   }
 
-  /** Exponential backoff with jitter: base * 2^attempt, scaled by a random 0.5-1, at most 8 s. */
   private backoff(attempt: number): number {
     return Math.min(8_000, this.retryDelayMs * 2 ** attempt) * (0.5 + Math.random() / 2);
   }
 
-  /**
-   * Any operation by its ID, typed from its declaration: `relay.call("listChats", { query: { from } })`.
-   * The named methods below are this with defaults and friendlier arguments.
-   */
+  /** Any operation by its ID, typed from its declaration: `relay.call("listChats", { query: { from } })`. */
   call<Id extends OperationId>(id: Id, input: OperationInput<Id>, options?: RequestOptions): Promise<OperationResult<Id>> {
     return this.fetchBody<OperationResult<Id>>(id, input as Call, options);
   }
@@ -185,7 +171,6 @@ export class Relay {
     return (await this.request<T>(id, call, options)).body;
   }
 
-  /** Every item of a list, page after page (following next_cursor). */
   private async *paginate<T>(id: OperationId, query: Record<string, unknown>, options?: RequestOptions): AsyncGenerator<T, void, undefined> {
     let cursor = query.cursor as string | undefined;
     for (;;) {
@@ -210,15 +195,8 @@ export class Relay {
 
   readonly chats = {
     ...this.lister<ListChatsQuery, Chat>("listChats"),
-    /**
-     * POST /v1/chats/pause?id= (extension, human takeover): stops automated sending in a chat
-     * (cht_ ID) while a person answers. Sends to it by keys with guardrails are then refused
-     * with InvalidRequestError `chat_paused` (409); the owner's own sends still go. Pausing a
-     * paused chat keeps who paused it and since when (`paused_by`, `paused_at`). Needs the
-     * `outbox:approve` scope, which a key with guardrails never has.
-     */
+    /** Human takeover (extension, `outbox:approve` scope): keys with guardrails get 409 `chat_paused` here. */
     pause: (id: string, options?: RequestOptions) => this.fetchBody<Chat>("pauseChat", { query: { id } }, options),
-    /** POST /v1/chats/resume?id= (extension): lets automated sending into the chat again (`paused_at` back to null). */
     resume: (id: string, options?: RequestOptions) => this.fetchBody<Chat>("resumeChat", { query: { id } }, options),
   };
 
@@ -226,13 +204,7 @@ export class Relay {
     ...this.lister<Omit<ListMessagesQuery, "id">, Message>("listMessages"),
     /** One message by msg_ ID or platform GUID. */
     get: (id: string, options?: RequestOptions) => this.fetchBody<Message>("listMessages", { query: { id } }, options),
-    /**
-     * Accepts a message for sending: the answer is its outbox item (`pending`). `from` is a
-     * line, or a pool_ ID (extension: the pool picks the line per contact). `send_at`
-     * (extension, Unix ms, in the future and at most 365 days ahead) schedules it: the item
-     * stays pending with `hold_reason: "scheduled"` and `not_before` until then; move it with
-     * outbox.reschedule, call it off with outbox.cancel.
-     */
+    /** Answers the `pending` outbox item; `from` may be a pool_ ID, and `send_at` schedules the send. */
     send: (body: SendMessageBody, options?: RequestOptions) => this.fetchBody<AcceptedWrite>("sendMessage", { body }, options),
   };
 
@@ -261,10 +233,7 @@ export class Relay {
     iterate: (query: Omit<GetOutboxQuery, "id"> = {}, options?: RequestOptions) =>
       this.lister<Omit<GetOutboxQuery, "id">, OutboxItem>("getOutbox").iterate(query, options),
     get: (id: string, options?: RequestOptions) => this.fetchBody<OutboxItem>("getOutbox", { query: { id } }, options),
-    /**
-     * Polls an outbox item until it is `sent` or `failed` (returned either way), or throws a
-     * TimeoutError after timeoutMs (default 60 s). `onPoll` sees every answer (for progress).
-     */
+    /** Polls until `sent` or `failed` (returned either way); a TimeoutError after `timeoutMs` (default 60 s). */
     wait: async (
       id: string,
       { timeoutMs = 60_000, intervalMs = 500, signal, onPoll }: { timeoutMs?: number; intervalMs?: number; signal?: AbortSignal; onPoll?: (item: OutboxItem) => void } = {},
@@ -279,19 +248,12 @@ export class Relay {
         await sleep(Math.min(intervalMs, left), signal);
       }
     },
-    /**
-     * DELETE /v1/outbox?id= (extension): calls off a pending item (scheduled, held by the line's
-     * send policy, or waiting its turn). It comes back `failed` with `error: "canceled"` and
-     * `canceled_at`. An item already claimed, sent or failed rejects with InvalidRequestError
-     * `outbox_item_not_cancelable` (409). An item that is already canceled resolves as it is,
-     * so a cancel retried after its first answer was lost does not report a failure.
-     */
+    /** Calls off a pending item (extension): `failed`, `error: "canceled"`; one canceled already resolves as it is. */
     cancel: async (id: string, options?: RequestOptions) => {
       try {
         return await this.fetchBody<OutboxItem>("cancelOutboxItem", { query: { id } }, options);
       } catch (error) {
         if (!(error instanceof RelayError) || error.code !== "outbox_item_not_cancelable") throw error;
-        // Canceled already (by this call's lost first attempt, or an earlier one): that is the outcome asked for.
         const item = await this.fetchBody<OutboxItem>("getOutbox", { query: { id } }, options).catch((lookup: unknown) => {
           if (options?.signal?.aborted) throw lookup;
           return null; // (a key without outbox:read) the refusal stands
@@ -300,45 +262,25 @@ export class Relay {
         return item;
       }
     },
-    /**
-     * PATCH /v1/outbox?id= (extension): moves a pending item's send to `sendAt` (Unix ms, in the
-     * future, at most 365 days ahead). It is held with `hold_reason: "scheduled"` and
-     * `not_before: sendAt` until then, and never sent at its old time. An item already claimed,
-     * sent or failed rejects with InvalidRequestError `outbox_item_not_reschedulable` (409).
-     */
+    /** Moves a pending item's send to `sendAt` (extension; Unix ms, at most 365 days ahead). */
     reschedule: (id: string, sendAt: number, options?: RequestOptions) =>
       this.fetchBody<OutboxItem>("rescheduleOutboxItem", { query: { id }, body: { send_at: sendAt } satisfies RescheduleOutboxItemBody }, options),
-    /**
-     * POST /v1/outbox/approve?id= (extension): approves a send held for approval (its key has
-     * `require_approval`; `outbox.list({ hold_reason: "approval" })` lists them). It goes now,
-     * or at the `send_at` it asked for. An item that is not waiting for approval rejects with
-     * InvalidRequestError `outbox_item_not_reviewable` (409). Needs the `outbox:approve` scope.
-     */
+    /** Lets a send held for approval go, now or at its `send_at` (extension, `outbox:approve` scope). */
     approve: (id: string, options?: RequestOptions) => this.fetchBody<OutboxItem>("approveOutboxItem", { query: { id } }, options),
-    /**
-     * POST /v1/outbox/reject?id= (extension): declines a send held for approval: it ends
-     * `failed` with `error: "rejected"` and never goes. Refusals as for approve.
-     */
+    /** Declines a send held for approval: it ends `failed` with `error: "rejected"` (extension). */
     reject: (id: string, options?: RequestOptions) => this.fetchBody<OutboxItem>("rejectOutboxItem", { query: { id } }, options),
   };
 
   readonly capacity = {
-    /**
-     * GET /v1/capacity (extension): what a line (handle or ln_ ID), or each line of a pool
-     * (pool_ ID) the key may use, can still send: its new-contact budgets per sliding hour and
-     * day, quiet hours, the pending sends that wait (by hold_reason), and when a send to a new
-     * contact could next go out (`next_slot_at`).
-     */
+    /** What a line, or each line of a pool_ ID, can still send to new contacts, and what waits (extension). */
     get: (from: string, options?: RequestOptions) => this.fetchBody<Capacity>("getCapacity", { query: { from } }, options),
   };
 
   readonly pools = {
-    /** GET /v1/pools (extension): the account's sender pools (one page: an account has few). A pool's `id` is a `from` of messages.send. */
     list: (options?: RequestOptions) => this.fetchBody<Page<Pool>>("listPools", {}, options),
   };
 
   readonly files = {
-    /** Uploads bytes; `contentType` defaults to the Blob's type, else application/octet-stream. */
     upload: (data: Blob | Uint8Array | ArrayBuffer, { filename, contentType }: { filename?: string; contentType?: string } = {}, options?: RequestOptions) =>
       this.fetchBody<FileObject>(
         "uploadFile",
@@ -356,12 +298,7 @@ export class Relay {
     },
   };
 
-  /**
-   * GET /v1/listen: the key's webhook events as they happen, without a public receiver (for a
-   * developer's machine), each exactly as a webhook receiver gets it. A dropped connection is
-   * reopened with its session (docs: packages/client/README.md, "Listening"); deduplicate on
-   * `delivery_id`. Stop with `break` or the signal.
-   */
+  /** The key's webhook events as they happen, reopened with its session when dropped; deduplicate on `delivery_id`. */
   listen(query: ListenQuery = {}, options: ListenOptions = {}): AsyncGenerator<WebhookEvent, void, undefined> {
     return listenEvents(this.retryPolicy(), query, options);
   }
@@ -385,12 +322,10 @@ export class Relay {
     /** The response carries the signing secret, only here (and from rotateSecret). */
     create: (body: CreateWebhookBody, options?: RequestOptions) => this.fetchBody<Webhook>("createWebhook", { body }, options),
     delete: (id: string, options?: RequestOptions) => this.fetchBody<Deleted>("deleteWebhook", { body: { id } }, options),
-    /** A page of a webhook's deliveries (`webhook_id`), newest first. */
     deliveries: (query: Omit<ListDeliveriesQuery, "id"> & { webhook_id: string }, options?: RequestOptions) =>
       this.fetchBody<Page<WebhookDelivery>>("listDeliveries", { query }, options),
     iterateDeliveries: (query: Omit<ListDeliveriesQuery, "id"> & { webhook_id: string }, options?: RequestOptions) =>
       this.paginate<WebhookDelivery>("listDeliveries", query, options),
-    /** One delivery with its data and every attempt. */
     delivery: (id: string, options?: RequestOptions) => this.fetchBody<WebhookDelivery>("listDeliveries", { query: { id } }, options),
     resend: (body: ResendDeliveriesBody, options?: RequestOptions) => this.fetchBody<Resend>("resendDeliveries", { body }, options),
     rotateSecret: (id: string, options?: RequestOptions) => this.fetchBody<Webhook>("rotateWebhookSecret", { body: { id } }, options),

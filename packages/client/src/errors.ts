@@ -1,7 +1,3 @@
-// Typed errors: one class per error `type` of the API's envelope
-// `{ error: { type, code, message, param? }, request_id }`, plus the two a request can end with
-// before any answer (connection failure, timeout).
-
 export interface RelayErrorInit {
   type: string;
   code: string;
@@ -18,11 +14,9 @@ export class RelayError extends Error {
   readonly type: string;
   /** The API's stable code (e.g. `contact_has_not_messaged`), or `connection_error` / `timeout`. */
   readonly code: string;
-  /** HTTP status; undefined when no answer arrived. */
   readonly status: number | undefined;
-  /** The parameter at fault, when the API names one. */
   readonly param: string | undefined;
-  /** `request_id` of the answer (quote it in bug reports). */
+  /** Quote it in bug reports. */
   readonly requestId: string | undefined;
   /** From Retry-After, when the API sent one. */
   readonly retryAfterMs: number | undefined;
@@ -41,27 +35,16 @@ export class RelayError extends Error {
 
 /** 401: missing or invalid API key. */
 export class AuthenticationError extends RelayError {}
-/**
- * 403: the key lacks a scope, or may not use that line; or a guardrail of the key refused the
- * send (recipient_not_allowed: not on its allow_to list; reply_required: the contact has not
- * answered its last sends). Guardrail refusals are the owner's rules: do not retry them.
- */
+/** 403: a scope, a line, or a guardrail of the key (the owner's rule: do not retry). */
 export class AuthorizationError extends RelayError {}
-/**
- * 400 (and 403 contact_has_not_messaged; 409 idempotency_key_in_use, outbox_item_not_cancelable,
- * outbox_item_not_reschedulable, outbox_item_not_reviewable, chat_paused (the owner took the
- * chat over); 413 file_too_large, request_too_large): the request is wrong.
- */
+/** 400, 403 contact_has_not_messaged, 409 and 413: the request is wrong. */
 export class InvalidRequestError extends RelayError {}
-/** 404. */
 export class NotFoundError extends RelayError {}
-/** 429: rate limit, sandbox quota, too many open streams (too_many_streams) or the key's max_sends_per_day (key_send_limit_exceeded); see retryAfterMs. */
+/** 429; see retryAfterMs. */
 export class RateLimitError extends RelayError {}
 /** 5xx. */
 export class ApiError extends RelayError {}
-/** No answer: the network failed. */
 export class ConnectionError extends RelayError {}
-/** No answer within timeoutMs. */
 export class TimeoutError extends ConnectionError {}
 
 const BY_TYPE: Record<string, typeof RelayError> = {
@@ -91,10 +74,7 @@ const STATUS_BY_TYPE: Record<string, number> = {
   api_error: 500,
 };
 
-/**
- * The typed error of an `error` event that ends a stream (GET /v1/listen): its data is the
- * usual envelope, and the status is the one its type has in a response.
- */
+/** An `error` event that ends GET /v1/listen: the envelope, with the status its type has in a response. */
 export function errorFromStreamEvent(data: string): RelayError {
   let body: unknown;
   try {
@@ -106,7 +86,6 @@ export function errorFromStreamEvent(data: string): RelayError {
   return errorFromResponse(typeof type === "string" ? (STATUS_BY_TYPE[type] ?? 500) : 500, body, new Headers(), undefined);
 }
 
-/** The typed error for a non-2xx answer (its JSON envelope if it has one). */
 export function errorFromResponse(status: number, body: unknown, headers: Headers, retryAfterMs: number | undefined): RelayError {
   const envelope = (typeof body === "object" && body !== null ? body : {}) as {
     error?: { type?: unknown; code?: unknown; message?: unknown; param?: unknown };

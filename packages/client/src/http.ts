@@ -1,6 +1,3 @@
-// The client's HTTP helpers: an abortable sleep, Retry-After, and an operation's URL.
-
-/** Waits `ms`; rejects with the signal's reason when it aborts first. */
 export const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
@@ -24,7 +21,7 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** The URL of an operation: baseUrl + path + query string (undefined and null values left out). */
+/** baseUrl + path + query string (undefined and null values left out). */
 export function buildUrl(baseUrl: string, path: string, query?: Record<string, unknown>): string {
   // Trailing slashes trimmed by a loop: /\/+$/ backtracks quadratically on a long run of them.
   let end = baseUrl.length;

@@ -1,4 +1,3 @@
-// @relay/client: a typed client for the Relay /v1 API and webhook verification.
 export { Relay, buildUrl, parseRetryAfter, type OperationInput, type OperationResult } from "./client.js";
 export type { ListenOptions, ListenSession, Page, RelayOptions, RequestOptions } from "./options.js";
 export * from "./errors.js";

@@ -5,10 +5,6 @@ import type { ListenOptions, ListenSession, RequestOptions } from "./options.js"
 import { readServerSentEvents, type ServerSentEvent } from "./sse.js";
 import type { WebhookEvent } from "./webhooks.js";
 
-// GET /v1/listen as an iteration that reopens a dropped stream with its session (README,
-// "Listening without a public receiver").
-
-/** How listen opens the stream and paces its reconnections (the client's own request and settings). */
 export interface ListenTransport {
   open(query: Record<string, unknown>, options: RequestOptions): Promise<{ response: Response }>;
   retryDelayMs: number;
@@ -46,10 +42,8 @@ export async function* listenEvents(transport: ListenTransport, query: ListenQue
           break;
         }
         if (next.done) break;
-        // Errors from here on (a throwing onSession, unreadable data) are not the network's:
-        // they end the iteration.
-        // The server ended the stream for good (the key was revoked or expired): reconnecting
-        // would only be refused again, so the error is thrown.
+        // Errors from here on are not the network's (an `error` event: the key was revoked; a throwing
+        // onSession; unreadable data): reconnecting would not help, so they end the iteration.
         if (next.value.event === "error") throw errorFromStreamEvent(next.value.data);
         if (next.value.event === "session") {
           const info = JSON.parse(next.value.data) as ListenSession;

@@ -1,4 +1,3 @@
-// A reader of server-sent events (text/event-stream) over a fetch body, for GET /v1/listen.
 import { ConnectionError } from "./errors.js";
 
 export interface ServerSentEvent {
@@ -7,12 +6,8 @@ export interface ServerSentEvent {
   data: string;
 }
 
-/**
- * The events of a stream, one by one; comments (keep-alives) and `retry:` lines are skipped.
- * With `idleTimeoutMs`, a stream that sends nothing (not even a keep-alive) for that long is
- * cancelled and a ConnectionError thrown: a half-open connection (a laptop that slept, a NAT
- * that forgot it) would otherwise wait forever.
- */
+// A stream silent for `idleTimeoutMs` (not even a keep-alive) is cancelled with a ConnectionError:
+// a half-open connection (a laptop that slept, a NAT that forgot it) would wait forever.
 export async function* readServerSentEvents(
   body: ReadableStream<Uint8Array>,
   { signal, idleTimeoutMs }: { signal?: AbortSignal; idleTimeoutMs?: number } = {},

@@ -1,7 +1,5 @@
-// The parts of webhook verification that need no cryptography: reading the headers, choosing
-// the scheme, the timestamp tolerance, the constant-time comparison and the payload check.
-// Shared by this package's Web Crypto verifyWebhook and the server's node:crypto one
-// (server/webhooks/signing.ts), so both accept and refuse exactly the same deliveries.
+// Webhook verification without the cryptography, shared by this package's Web Crypto verifyWebhook
+// and the server's node:crypto one, so both accept and refuse exactly the same deliveries.
 
 export const DEFAULT_TOLERANCE_MS = 300_000;
 
@@ -23,15 +21,11 @@ export type HeaderSource = Headers | Record<string, string | string[] | undefine
 export interface VerifyOptions {
   /** How far the signed timestamp may be from now; default 5 minutes. */
   toleranceMs?: number;
-  /** Unix ms; default Date.now(). */
   now?: number;
 }
 
-/** What a delivery's headers claim, once the timestamp is known to be within tolerance. */
 export type SignedHeaders =
-  /** X-Webhook-Signature (+ -Previous): hex, over `${timestampMs}.${rawBody}`. */
   | { scheme: "hex"; timestampMs: string; candidates: string[] }
-  /** Standard Webhooks: base64 `v1,` entries, over `${id}.${seconds}.${rawBody}`. */
   | { scheme: "standard"; id: string; seconds: string; candidates: string[] };
 
 function headerReader(headers: HeaderSource): (name: string) => string | undefined {
@@ -39,8 +33,7 @@ function headerReader(headers: HeaderSource): (name: string) => string | undefin
   const lower = new Map<string, string>();
   for (const [key, value] of Object.entries(headers as Record<string, string | string[] | undefined>)) {
     if (value === undefined) continue;
-    // A repeated header only adds candidates to a signature list; for a timestamp it makes
-    // the value unparseable, which is rejected.
+    // A repeated header only adds signature candidates, and makes a timestamp unparseable (refused).
     lower.set(key.toLowerCase(), Array.isArray(value) ? value.join(" ") : value);
   }
   return (name) => lower.get(name);
@@ -60,10 +53,7 @@ function checkTolerance(timestampMs: number, now: number, toleranceMs: number): 
   }
 }
 
-/**
- * Reads the signature headers: X-Webhook-* when present, otherwise the Standard Webhooks ones.
- * Throws unless they are complete and the timestamp is within tolerance.
- */
+/** X-Webhook-* when present, else the Standard Webhooks headers; the timestamp within tolerance. */
 export function readSignedHeaders(headers: HeaderSource, { toleranceMs = DEFAULT_TOLERANCE_MS, now = Date.now() }: VerifyOptions = {}): SignedHeaders {
   const get = headerReader(headers);
   const signature = get("x-webhook-signature");
@@ -87,8 +77,7 @@ export function readSignedHeaders(headers: HeaderSource, { toleranceMs = DEFAULT
   return { scheme: "standard", id, seconds, candidates };
 }
 
-// Constant time in the candidate's content: every character is compared, and a candidate of
-// the wrong length (signature lengths are fixed by each scheme, so public) is compared against
+// Constant time: a candidate of the wrong length (public: fixed by each scheme) is compared against
 // the expected value itself, so the time never depends on where, or whether, they differ.
 function safeEqual(expected: string, candidate: string): boolean {
   const sameLength = expected.length === candidate.length;
@@ -105,12 +94,10 @@ export function checkSignatures(expected: readonly string[], candidates: readonl
   if (!found) throw new WebhookVerificationError("bad_signature", "signature does not match");
 }
 
-/** What signWebhook needs (both implementations). */
 export interface SignInput {
-  /** The current secret. */
   secret: string;
   rawBody: string;
-  /** Unix ms of the delivery (the same value as the body's timestamp). */
+  /** The same value as the body's timestamp (Unix ms). */
   timestamp: number;
   deliveryId: string;
   /** Older secrets still valid during a rotation; the current secret, if listed, is skipped. */
@@ -124,7 +111,7 @@ export interface WebhookPayload {
   delivery_id: string;
 }
 
-/** The body of an authentic delivery (only ever parsed after the signature checked out). */
+/** Only ever called after the signature checked out. */
 export function parsePayload(rawBody: string): WebhookPayload {
   let body: unknown;
   try {

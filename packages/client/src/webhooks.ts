@@ -3,19 +3,12 @@ import { checkSignatures, parsePayload, readSignedHeaders, type HeaderSource, ty
 
 export { DEFAULT_TOLERANCE_MS, WebhookVerificationError, type HeaderSource, type SignInput, type VerifyOptions, type WebhookVerificationReason } from "./webhook-checks.js";
 
-// Webhook verification for receivers, with Web Crypto only (crypto.subtle), so it runs in
-// Node 20+, browsers and edge runtimes. The same two schemes as the server's
-// server/webhooks/signing.ts:
-//
-// 1. X-Webhook-Signature: lowercase hex HMAC-SHA256 of `${X-Webhook-Timestamp}.${rawBody}`,
-//    keyed with the whole secret string (`whsec_...`, UTF-8); the timestamp is Unix ms. During a
-//    rotation, the old secret's signature is in X-Webhook-Signature-Previous.
-// 2. Standard Webhooks: webhook-signature `v1,<base64 HMAC-SHA256 of "${id}.${seconds}.${rawBody}">`
-//    (space-separated, one per valid secret), keyed with the base64-decoded part after whsec_.
+// Web Crypto only, so it runs on any runtime; the two schemes of server/webhooks/signing.ts
+// (docs/api.md, Webhooks): hex keyed with the whole secret, Standard Webhooks with its base64 part.
 
 const SECRET_PREFIX = "whsec_";
 
-/** data of message.failed: an outbox message that ended `failed`. */
+/** data of message.failed: an outbox item that ended `failed`. */
 export interface MessageFailedData {
   object: "outbox_item";
   outbox_id: string;
@@ -25,7 +18,6 @@ export interface MessageFailedData {
   to: string;
   error: string;
   attempts: number;
-  /** Unix ms */
   failed_at: number;
 }
 
@@ -38,19 +30,16 @@ export interface LineStatusChangedData {
   status: "connected" | "degraded" | "disconnected";
   previous_status: "connected" | "degraded" | "disconnected";
   status_reason: string | null;
-  /** Unix ms */
   changed_at: number;
 }
 
-/** message.* and reaction.* data also carry the line's handle. */
 type WithLine<T> = T & { line_handle?: string };
 
 interface Envelope<E extends WebhookEventName, D> {
   event: E;
   data: D;
-  /** Unix ms, also X-Webhook-Timestamp. */
   timestamp: number;
-  /** dlv_ ID, also X-Webhook-Delivery-Id: deduplicate on it (a delivery may arrive twice). */
+  /** Deduplicate on it: a delivery may arrive twice. */
   delivery_id: string;
 }
 
@@ -93,12 +82,7 @@ const hexSignature = async (secret: string, timestampMs: string, rawBody: string
 const standardSignature = async (secret: string, id: string, seconds: string, rawBody: string) =>
   bytesToBase64(await hmac(standardKey(secret), `${id}.${seconds}.${rawBody}`));
 
-/**
- * Verifies a delivery against its RAW body (the exact text received) and returns the typed
- * event, or throws WebhookVerificationError. Checks X-Webhook-Signature (or
- * X-Webhook-Signature-Previous) when the X-Webhook-* headers are present, otherwise the Standard
- * Webhooks headers. Pass several secrets while rotating.
- */
+/** Verifies the RAW body (the exact text received), or throws WebhookVerificationError; several secrets while rotating. */
 export async function verifyWebhook(rawBody: string, headers: HeaderSource, secret: string | readonly string[], options: VerifyOptions = {}): Promise<WebhookEvent> {
   const secrets = typeof secret === "string" ? [secret] : secret;
   if (secrets.length === 0) throw new TypeError("verifyWebhook needs at least one secret");
