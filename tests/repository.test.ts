@@ -40,8 +40,7 @@ describe("the repository", () => {
   });
 
   it("no page of the documentation cites a document the repository does not have, or shows a message search without its line", () => {
-    // generated.ts carries the OpenAPI document's descriptions (tests/client-generated.test.ts
-    // keeps it equal to the document /docs renders).
+    // generated.ts carries the operations' descriptions, as the document /docs renders does.
     for (const page of [...DOCS, "packages/client/src/generated.ts"]) {
       const text = read(page);
       expect(text, page).not.toMatch(/\bSPEC\b|SPEC\.md|COMPAT\.md|DESIGN\.md/);
