@@ -62,3 +62,12 @@ export function useLiveSubscription(query: string, variables: Record<string, unk
 
   return state;
 }
+
+/** The subscription's state beside a page's title. */
+export function LiveStatus({ state }: { state: LiveState }) {
+  return (
+    <span className={`small live-dot ${state}`} role="status" aria-label={`Live updates: ${state}`}>
+      {state === "live" ? "Live" : state === "connecting" ? "Connecting…" : "Reconnecting…"}
+    </span>
+  );
+}

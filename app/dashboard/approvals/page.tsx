@@ -3,7 +3,7 @@ import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-quer
 import Link from "next/link";
 import { useState } from "react";
 import { ApprovalActions } from "@/components/holds";
-import { useLiveSubscription } from "@/components/live-subscription";
+import { LiveStatus, useLiveSubscription } from "@/components/live-subscription";
 import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/widgets";
 import { When } from "@/components/when";
 import styles from "@/components/approvals.module.css";
@@ -75,9 +75,7 @@ export default function ApprovalsPage() {
     <>
       <div className="row spread">
         <h1>Approvals</h1>
-        <span className={`small live-dot ${live}`} role="status" aria-label={`Live updates: ${live}`}>
-          {live === "live" ? "Live" : live === "connecting" ? "Connecting…" : "Reconnecting…"}
-        </span>
+        <LiveStatus state={live} />
       </div>
       <p className="muted small">
         Sends by API keys that need your approval wait here (set on <Link href="/dashboard/keys">API keys</Link> as <em>Require approval</em>). Approve to send

@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { Suspense, useEffect, useState } from "react";
 import { useDashboardSettings } from "@/components/dashboard-settings";
-import { useLiveSubscription } from "@/components/live-subscription";
+import { LiveStatus, useLiveSubscription } from "@/components/live-subscription";
 import { LineFilter, useLines } from "@/components/lines";
 import { Empty, ErrorText, Loading, StatusBadge, Time } from "@/components/widgets";
 import { useTRPC } from "@/lib/trpc";
@@ -82,9 +82,7 @@ function Inbox() {
     <>
       <div className="row spread">
         <h1>Inbox</h1>
-        <span className={`small live-dot ${live}`} role="status" aria-label={`Live updates: ${live}`}>
-          {live === "live" ? "Live" : live === "connecting" ? "Connecting…" : "Reconnecting…"}
-        </span>
+        <LiveStatus state={live} />
       </div>
       <div className="panel row inbox-filters">
         <LineFilter lines={lines.lines} value={line} onChange={(h) => router.replace(`/dashboard/chats${h ? `?line=${encodeURIComponent(h)}` : ""}`)} />
