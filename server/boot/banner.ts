@@ -11,7 +11,6 @@ interface DevSeed {
   lineHandle: string;
 }
 
-/** `VAR=value` for each setting the CLI must share with this server, from `env` (this process's environment). */
 function cliVariables(c: Config, env: Record<string, string | undefined>): { prefix: string; masked: boolean } {
   const vars: string[] = [];
   let masked = false;

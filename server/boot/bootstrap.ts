@@ -54,8 +54,6 @@ export async function bootstrap(): Promise<void> {
     // Instances on one DATA_DIR overwrite each other's marker: only the last writer removes it.
     try {
       if ((JSON.parse(readFileSync(file, "utf8")) as ServerInfo).pid === process.pid) rmSync(file, { force: true });
-    } catch {
-      // gone already
-    }
+    } catch {} // gone already
   });
 }

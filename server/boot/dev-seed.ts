@@ -4,8 +4,7 @@ import { SCOPES } from "../services/access/scopes";
 import { createAccount } from "../services/accounts/accounts";
 import { createLine } from "../services/lines/lines";
 
-// A first development account so `npm run dev` is usable at once. Shared with tests as the
-// canonical "account with a line and a key" fixture.
+// A first development account so `npm run dev` is usable at once; also the tests' standard fixture.
 
 export async function seedDevAccount(options: { email?: string; lineHandle?: string } = {}) {
   const email = options.email ?? "dev@example.com";

@@ -2,8 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import type { Config } from "../kernel/config";
 
-// DATA_DIR/server.json, the running server's marker for the operator CLI (docs/operator-cli.md):
-// written at start by bootstrap.ts, removed on exit.
+// DATA_DIR/server.json, the running server's marker for the operator CLI (docs/operator-cli.md).
 
 export const SERVER_INFO_FILE = "server.json";
 
@@ -52,7 +51,6 @@ function alive(pid: unknown): boolean {
   }
 }
 
-/** The marker of a server running on `dataDir`, or null (none, unreadable, or its process is gone). */
 export function runningServerInfo(dataDir: string): ServerInfo | null {
   let info: ServerInfo;
   try {
