@@ -13,7 +13,7 @@ import { installHttpHook, switchObservabilityOnSignal } from "../transports/ops/
 import { credentialsKeySource } from "../db/credentials";
 import { sealUnboundSecrets } from "../platform/connection";
 import { type RouteModule, registerFastRoutes } from "../transports/http/fast-routes";
-import { log } from "../kernel/log";
+import { log, logSettled } from "../kernel/log";
 import { processSingleton } from "../kernel/singleton";
 import { readyBanner } from "./banner";
 
@@ -24,7 +24,7 @@ function refuseToStart(problems: string[]): never {
 }
 
 export interface StartOptions {
-  /** Route files the production server answers before Next, by path (app/v1/route-table.ts; see fast-routes.ts). */
+  /** Route files the production server answers before Next, by path (the /v1 operations and /api/mcp; see fast-routes.ts). */
   fastRoutes?: Readonly<Record<string, RouteModule>>;
 }
 
@@ -35,8 +35,8 @@ const started = processSingleton("startup", () => ({ run: null as Promise<void> 
 const ON_STARTED = Symbol.for("relay.on-started");
 
 export function startServer(options: StartOptions = {}): Promise<void> {
-  started.run ??= start(options).then(() => {
-    log().flush(); // the log batches its lines: the banner goes out now, not up to 250 ms after "Ready"
+  started.run ??= start(options).then(async () => {
+    await logSettled(); // the log batches and writes asynchronously: the banner goes out before "Ready"
     const onStarted = (globalThis as Record<symbol, unknown>)[ON_STARTED];
     if (typeof onStarted === "function") onStarted();
   });

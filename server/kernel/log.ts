@@ -39,7 +39,7 @@ export class LineBatch implements DestinationStream {
   private lines: string[] = [];
   private chars = 0;
 
-  constructor(private readonly out: { write(chunk: string): unknown; flushSync?(): void }) {}
+  constructor(private readonly out: { write(chunk: string): unknown; flushSync?(): void; flush?(cb: (err?: Error) => void): void }) {}
 
   write(line: string): void {
     this.lines.push(line);
@@ -59,10 +59,17 @@ export class LineBatch implements DestinationStream {
     this.flush();
     this.out.flushSync?.();
   }
+
+  /** Resolves once every line so far is written (the ready banner before the start script's "Ready"). */
+  settle(): Promise<void> {
+    this.flush();
+    return new Promise((resolve) => (this.out.flush ? this.out.flush(() => resolve()) : resolve()));
+  }
 }
 
 function stdoutBuffered(): DestinationStream {
-  const batch = new LineBatch(pino.destination({ fd: 1, sync: false }));
+  // minLength 1 writes as at once as 0 does, and lets flush(cb) wait for the write (settle).
+  const batch = new LineBatch(pino.destination({ fd: 1, sync: false, minLength: 1 }));
   setInterval(() => batch.flush(), 250).unref();
   process.on("exit", () => {
     try {
@@ -120,6 +127,11 @@ export function log(): Logger {
     state.logger = createLogger(state.stream);
   }
   return state.logger;
+}
+
+/** Waits until the log's lines so far are written out. */
+export async function logSettled(): Promise<void> {
+  await (state.stream as { settle?: () => Promise<void> } | null)?.settle?.();
 }
 
 export interface RequestRecord {
