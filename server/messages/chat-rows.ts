@@ -1,7 +1,30 @@
-import { type Query, valuesList } from "../db";
+import { chunkRows, type Query, valuesList } from "../db";
 import type { Chat } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
-import { CHAT_RULE_ON_UPSERT } from "./store";
+
+// The chat rule in its two forms (an UPDATE, an upsert's SET list): last_message_at only moves
+// forward; a received message lets the line message the contact first afterwards.
+
+const CHAT_RULE_ON_UPSERT = `"lastMessageAt" = GREATEST("Chat"."lastMessageAt", EXCLUDED."lastMessageAt"), "hasReceivedInbound" = "Chat"."hasReceivedInbound" OR EXCLUDED."hasReceivedInbound"`;
+
+export async function moveChats(query: Query, messages: { chatId: string; sentAt: Date; isFromMe: boolean }[]): Promise<void> {
+  const chats = new Map<string, { at: Date; received: boolean }>();
+  for (const m of messages) {
+    const chat = chats.get(m.chatId);
+    if (!chat) chats.set(m.chatId, { at: m.sentAt, received: !m.isFromMe });
+    else chats.set(m.chatId, { at: chat.at > m.sentAt ? chat.at : m.sentAt, received: chat.received || !m.isFromMe });
+  }
+  const sorted = [...chats].sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const chunk of chunkRows(sorted.map(([id, c]) => [id, c.at, c.received]))) {
+    const v = valuesList(chunk, ["", "::timestamptz", "::boolean"]);
+    await query(
+      `UPDATE "Chat" c SET "lastMessageAt" = GREATEST(c."lastMessageAt", v.at), "hasReceivedInbound" = c."hasReceivedInbound" OR v.received
+       FROM (VALUES ${v.text}) AS v (id, at, received)
+       WHERE c.id = v.id AND (c."lastMessageAt" IS NULL OR c."lastMessageAt" < v.at OR (v.received AND NOT c."hasReceivedInbound"))`,
+      v.params,
+    );
+  }
+}
 
 /** A one-to-one chat our side opens: a send to a new contact, or an SMS fallback moved to a pool's SMS line. */
 export async function ensureDirectChat(query: Query, chat: { accountId: string; lineId: string; identifier: string; service: "imessage" | "sms" }): Promise<Chat> {
@@ -26,12 +49,13 @@ export interface InboundChatRow {
   providerChatId: string | null;
   lastMessageAt: Date | null;
   received: boolean;
+  /** Only looked up (our own message in a group): never created. */
+  existingOnly: boolean;
 }
 
-export const chatKey = (c: { lineId: string; accountId: string; identifier: string }) => `${c.lineId} ${c.accountId} ${c.identifier}`;
+const chatKey = (c: { lineId: string; accountId: string; identifier: string }) => `${c.lineId} ${c.accountId} ${c.identifier}`;
 
-/** One statement that also applies the store's chat rule: the caller then writes with `movedChats`. */
-export async function upsertInboundChats(query: Query, chats: InboundChatRow[]): Promise<Map<string, string>> {
+async function upsertChats(query: Query, chats: InboundChatRow[]): Promise<Map<string, string>> {
   if (!chats.length) return new Map();
   const merged = new Map<string, InboundChatRow>();
   for (const c of chats) {
@@ -40,7 +64,7 @@ export async function upsertInboundChats(query: Query, chats: InboundChatRow[]):
     if (!known) merged.set(key, c);
     else {
       const newer = c.lastMessageAt && (!known.lastMessageAt || known.lastMessageAt < c.lastMessageAt) ? c : known;
-      merged.set(key, { ...newer, lastMessageAt: newer.lastMessageAt, received: known.received || c.received, providerChatId: newer.providerChatId ?? known.providerChatId ?? c.providerChatId });
+      merged.set(key, { ...newer, received: known.received || c.received, providerChatId: newer.providerChatId ?? known.providerChatId ?? c.providerChatId });
     }
   }
   // One lock order for concurrent batches.
@@ -63,7 +87,7 @@ export async function upsertInboundChats(query: Query, chats: InboundChatRow[]):
   return new Map(rows.map((r) => [chatKey(r), r.id]));
 }
 
-export async function existingChats(query: Query, keys: { lineId: string; accountId: string; identifier: string }[]): Promise<Map<string, string>> {
+async function existingChats(query: Query, keys: InboundChatRow[]): Promise<Map<string, string>> {
   if (!keys.length) return new Map();
   const v = valuesList(keys.map((k) => [k.lineId, k.accountId, k.identifier]));
   const rows = await query<{ id: string; lineId: string; accountId: string; identifier: string }>(
@@ -72,4 +96,13 @@ export async function existingChats(query: Query, keys: { lineId: string; accoun
     v.params,
   );
   return new Map(rows.map((r) => [chatKey(r), r.id]));
+}
+
+/** Each chat's ID (null: an existingOnly chat we do not have); `moved`: the upsert applied the chat rule. */
+export async function placeInboundChats(query: Query, chats: InboundChatRow[]): Promise<{ ids: (string | null)[]; moved: Set<string> }> {
+  const upserted = await upsertChats(query, chats.filter((c) => !c.existingOnly));
+  const existing = await existingChats(query, chats.filter((c) => c.existingOnly));
+  const ids = chats.map((c) => (c.existingOnly ? existing : upserted).get(chatKey(c)) ?? null);
+  const looked = new Set(existing.values());
+  return { ids, moved: new Set([...upserted.values()].filter((id) => !looked.has(id))) };
 }

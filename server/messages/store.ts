@@ -4,6 +4,8 @@ import { newId } from "../kernel/ids";
 import { serializeMessage } from "../wire/serializers";
 import type { FileUrlSigner } from "../storage/signed-urls";
 import type { Unit } from "../write/unit";
+import { type InboundChatRow, moveChats, placeInboundChats } from "./chat-rows";
+import { recordReports, type StoredReport } from "./delivery-status";
 
 // The message store: every Message row (docs/architecture.md, "One write path").
 
@@ -39,10 +41,7 @@ export interface NewMessage {
 
 export type StoredMessage = Message & { attachments: Attachment[] };
 
-/** The chat rule (moveChats) as an upsert's SET list, for a caller that writes the chats in the same unit. */
-export const CHAT_RULE_ON_UPSERT = `"lastMessageAt" = GREATEST("Chat"."lastMessageAt", EXCLUDED."lastMessageAt"), "hasReceivedInbound" = "Chat"."hasReceivedInbound" OR EXCLUDED."hasReceivedInbound"`;
-
-export interface WriteOptions {
+interface WriteOptions {
   movedChats?: ReadonlySet<string>;
 }
 
@@ -111,7 +110,7 @@ export async function writeMessages(unit: Unit, input: NewMessage[], url: FileUr
   }
   // Last in the transaction: concurrent batches to one busy chat wait on its row only briefly.
   const moved = stored.map(({ message }) => message).filter((m) => !options.movedChats?.has(m.chatId));
-  if (moved.length) unit.last(() => moveChats(unit, moved));
+  if (moved.length) unit.last(() => moveChats(unit.query, moved));
   await unit.fanOut(
     stored.map(({ index, message }) => ({
       accountId: message.accountId,
@@ -135,22 +134,21 @@ function messageValues(m: StoredMessage): unknown[] {
   return [m.id, m.accountId, m.lineId, m.chatId, m.guid, m.sender, m.text, m.isFromMe, m.isAudioMessage, m.service, m.replyToGuid, m.outboxId, m.sentAt, m.syncedAt, m.deliveryStatus, m.fallback];
 }
 
-/** The chat rule: last_message_at only moves forward; a received message lets the line message the contact first afterwards. */
-async function moveChats(unit: Unit, messages: Message[]): Promise<void> {
-  const chats = new Map<string, { at: Date; received: boolean }>();
-  for (const m of messages) {
-    const chat = chats.get(m.chatId);
-    if (!chat) chats.set(m.chatId, { at: m.sentAt, received: !m.isFromMe });
-    else chats.set(m.chatId, { at: chat.at > m.sentAt ? chat.at : m.sentAt, received: chat.received || !m.isFromMe });
-  }
-  const sorted = [...chats].sort(([a], [b]) => (a < b ? -1 : 1));
-  for (const chunk of chunkRows(sorted.map(([id, c]) => [id, c.at, c.received]))) {
-    const v = valuesList(chunk, ["", "::timestamptz", "::boolean"]);
-    await unit.query(
-      `UPDATE "Chat" c SET "lastMessageAt" = GREATEST(c."lastMessageAt", v.at), "hasReceivedInbound" = c."hasReceivedInbound" OR v.received
-       FROM (VALUES ${v.text}) AS v (id, at, received)
-       WHERE c.id = v.id AND (c."lastMessageAt" IS NULL OR c."lastMessageAt" < v.at OR (v.received AND NOT c."hasReceivedInbound"))`,
-      v.params,
-    );
-  }
+export interface InboundBatch {
+  chats: InboundChatRow[];
+  /** `chat`: the index of the message's chat in `chats`. */
+  messages: (Omit<NewMessage, "chatId"> & { chat: number })[];
+  reports: StoredReport[];
+}
+
+/** An inbound batch's chats, messages and delivery reports in one call. */
+export async function storeInbound(unit: Unit, batch: InboundBatch, url: FileUrlSigner) {
+  const chats = await placeInboundChats(unit.query, batch.chats);
+  const placed = batch.messages.flatMap((m, index) => {
+    const chatId = chats.ids[m.chat];
+    return chatId ? [{ index, message: { ...m, chatId } }] : [];
+  });
+  const written = await writeMessages(unit, placed.map((p) => p.message), url, { movedChats: chats.moved });
+  const freshReports = await recordReports(unit, batch.reports, url);
+  return { chatIds: chats.ids, written: new Map(written.map((w) => [placed[w.index]!.index, w.message])), freshReports };
 }

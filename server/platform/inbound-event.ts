@@ -1,6 +1,11 @@
 import { z } from "zod";
+import type { Line } from "../generated/prisma/client";
+import { ApiError } from "../kernel/errors";
 import type { StoredBlob } from "../storage/blobs";
-import type { DeliveryReport } from "./types";
+import { inboundTokenMatches, providerLine } from "./connection";
+import type { InboundRequest, ProviderLine } from "./provider";
+import { findProvider } from "./registry";
+import type { DeliveryReport, ProviderInbound } from "./types";
 
 export const REACTION_TYPES = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
 
@@ -102,3 +107,41 @@ export type InboundEvent =
   | { type: "typing"; sender: string; at: number; isTyping: boolean }
   | { type: "receipt"; sender: string; at: number; once: string | null }
   | { type: "delivery"; guid: string; report: DeliveryReport; segments: number | null };
+
+function decodeBody(format: "json" | "form", request: InboundRequest, label: string): unknown {
+  const text = new TextDecoder().decode(request.body);
+  if (format === "form") {
+    const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+    if (type !== "application/x-www-form-urlencoded") {
+      throw new ApiError("unsupported_media_type", `${label} posts its webhooks as application/x-www-form-urlencoded, not ${type || "a body without a Content-Type"}.`);
+    }
+    return new URLSearchParams(text);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new ApiError("invalid_json", `Not a ${label} webhook body: ${(err as Error).message.slice(0, 200)}`);
+  }
+}
+
+/** A provider's webhook for `line`, checked (the line's token, the provider's own verification) and parsed into events. Refusals are thrown as ApiError. */
+export function readProviderWebhook(line: Line | null, request: InboundRequest): { line: Line; pl: ProviderLine; events: ProviderInbound[]; reply?: { contentType: string; body: string } } {
+  const unauthorized = new ApiError("invalid_inbound_token", "Missing or wrong token for this line's inbound URL.");
+  const provider = line ? findProvider(line.provider) : null;
+  if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
+  const inbound = provider.inbound;
+  // Signed providers' too: a request signed correctly but without the line's token is refused.
+  if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
+  const pl = providerLine(line);
+  if (inbound.auth === "signature") {
+    const refusal = inbound.verify ? inbound.verify(request, pl) : { code: "invalid_signature" as const, message: "This provider's webhooks cannot be verified." };
+    if (refusal) throw new ApiError(refusal.code, refusal.message);
+  }
+  const body = decodeBody(inbound.format ?? "json", request, provider.label);
+  try {
+    return { line, pl, events: inbound.parse(body, pl), ...(inbound.reply ? { reply: inbound.reply } : {}) };
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw new ApiError("invalid_json", `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}`);
+  }
+}

@@ -5,7 +5,7 @@ import { ApiError, invalidParam } from "../../kernel/errors";
 import { normalizeHandle } from "../../kernel/handles";
 import type { StoredMessage } from "../../messages/store";
 import { type BridgeEvent, BridgeEventSchema, type BridgeOf, type InboundEvent } from "../../platform/inbound-event";
-import { discardBlob, storeBlob } from "../../storage/blobs";
+import { storeBlob } from "../../storage/blobs";
 import { type TakenIn, takeIn } from "./take-in";
 
 // Events from an in-process bridge (the simulator, a test): checked as an API request is.
@@ -48,25 +48,20 @@ export async function bridgeMessage(line: Line, event: BridgeOf<"message">): Pro
   const identifier = event.group ? (event.group.id ?? groupIdentifier(line.id, participants)) : sender;
   const guid = event.guid ?? randomUUID().toUpperCase();
   const blob = event.attachment ? await storeBlob(event.attachment.content) : null;
-  let result: TakenIn | null = null;
-  try {
-    result = await taken(line, {
-      type: "message",
-      guid,
-      sender,
-      isFromMe: false,
-      at: event.sentAt ?? Date.now(),
-      chat: { identifier, isGroup: !!event.group, participants, name: event.group?.name ?? null, service, providerChatId: event.providerChatId ?? null, existingOnly: false },
-      text,
-      file: blob && event.attachment ? { filename: event.attachment.filename, mimeType: event.attachment.mimeType, blob, transcription: isAudio ? (event.transcription ?? null) : null } : null,
-      isAudioMessage: event.attachment?.mimeType.startsWith("audio/") || isAudio ? isAudio : null,
-      replyToGuid: event.replyToGuid ?? null,
-      service,
-      optOut: null,
-    });
-  } finally {
-    if (blob && result?.outcome !== "stored") await discardBlob(blob).catch(() => {});
-  }
+  const result = await taken(line, {
+    type: "message",
+    guid,
+    sender,
+    isFromMe: false,
+    at: event.sentAt ?? Date.now(),
+    chat: { identifier, isGroup: !!event.group, participants, name: event.group?.name ?? null, service, providerChatId: event.providerChatId ?? null, existingOnly: false },
+    text,
+    file: blob && event.attachment ? { filename: event.attachment.filename, mimeType: event.attachment.mimeType, blob, transcription: isAudio ? (event.transcription ?? null) : null } : null,
+    isAudioMessage: event.attachment?.mimeType.startsWith("audio/") || isAudio ? isAudio : null,
+    replyToGuid: event.replyToGuid ?? null,
+    service,
+    optOut: null,
+  });
   if (result.outcome === "stored") return { message: result.row as StoredMessage, created: true };
   // Taken in concurrently by another request: that one is the message.
   const existing = await storedMessage(line.id, guid);

@@ -7,11 +7,10 @@ import { log } from "../../kernel/log";
 import type { InboundEvent } from "../../platform/inbound-event";
 import type { ProviderLine } from "../../platform/provider";
 import type { DeliveryReport, ProviderInbound } from "../../platform/types";
-import { discardBlob } from "../../storage/blobs";
 import { findLine } from "../lines/lines";
 import { adoptOwnEcho } from "./own-echoes";
 import { receiveMedia } from "./provider-media";
-import { type InboundOutcome, type TakenIn, takeIn } from "./take-in";
+import { type InboundOutcome, takeIn } from "./take-in";
 
 
 export type { InboundOutcome };
@@ -101,13 +100,7 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
   try {
     const normalized = await normalize(line, pl, event);
     if (typeof normalized === "string") return normalized;
-    const blob = normalized.type === "message" ? normalized.file?.blob : undefined;
-    let taken: TakenIn | null = null;
-    try {
-      taken = await takeIn(line, normalized);
-    } finally {
-      if (blob && taken?.outcome !== "stored") await discardBlob(blob).catch(() => {});
-    }
+    const taken = await takeIn(line, normalized);
     if (taken.refusal) throw taken.refusal;
     return taken.outcome;
   } catch (err) {

@@ -5,11 +5,12 @@ import { config } from "../../kernel/config";
 import { ApiError } from "../../kernel/errors";
 import { newId } from "../../kernel/ids";
 import { processSingleton } from "../../kernel/singleton";
-import { chatKey, existingChats, type InboundChatRow, upsertInboundChats } from "../../messages/chat-rows";
-import { recordReports, reportKey } from "../../messages/delivery-status";
-import { type StoredMessage, writeMessages } from "../../messages/store";
+import type { InboundChatRow } from "../../messages/chat-rows";
+import { reportKey } from "../../messages/delivery-status";
+import { type NewMessage, type StoredMessage, storeInbound } from "../../messages/store";
 import type { InboundEvent } from "../../platform/inbound-event";
 import { findProvider } from "../../platform/registry";
+import { discardBlob } from "../../storage/blobs";
 import { type FileUrlSigner, fileUrlSigner } from "../../storage/signed-urls";
 import { serializeReaction } from "../../wire/serializers";
 import { type Unit, unitOfWork } from "../../write/unit";
@@ -41,12 +42,10 @@ async function run(inputs: Intake[]): Promise<TakenIn[]> {
     const of = <T extends InboundEvent["type"]>(type: T, from: Routed[] = routed) => from.filter((r): r is Of<T> => r.event.type === type);
     const firstTime = await claimOnce(unit, [...of("reaction"), ...of("receipt")], results);
     const presence = [...of("typing"), ...of("receipt", firstTime)];
-    const chats = await placeInChats(unit, [...of("message"), ...presence]);
-    await writeNewMessages(unit, of("message"), chats, results, url);
+    const chats = await store(unit, of("message"), presence, of("delivery"), results, url);
     await recordOptOuts(unit, of("message").filter((r) => results[r.i]!.outcome === "stored"));
     for (const r of of("reaction", firstTime)) await react(unit, r, results);
     await writePresence(unit, presence, chats, results);
-    await deliveryReports(unit, of("delivery"), results, url);
     await moveCursors(unit, [...of("message"), ...of("reaction", firstTime).filter((r) => !results[r.i]!.refusal)]);
   });
   return results;
@@ -86,60 +85,48 @@ async function claimOnce(unit: Unit, events: (Of<"reaction"> | Of<"receipt">)[],
   return events.filter((r) => results[r.i]!.outcome !== "duplicate");
 }
 
-async function placeInChats(unit: Unit, events: (Of<"message"> | Of<"typing"> | Of<"receipt">)[]): Promise<Map<number, string>> {
-  const rows: (InboundChatRow & { i: number; existingOnly: boolean })[] = events.map(({ i, line, event, accountId }) => {
-    const service = line.service === "sms" ? "sms" : "imessage";
-    const common = { i, lineId: line.id, accountId, providerChatId: null, lastMessageAt: null, received: false, existingOnly: false };
-    if (event.type !== "message") return { ...common, identifier: event.sender, service, name: null, isGroup: false, participants: [event.sender] };
-    const { chat } = event;
-    return { ...common, ...chat, lastMessageAt: new Date(event.at), received: !event.isFromMe };
-  });
-  const upserted = await upsertInboundChats(unit.query, rows.filter((r) => !r.existingOnly));
-  const existing = await existingChats(unit.query, rows.filter((r) => r.existingOnly));
-  const ids = new Map<number, string>();
-  for (const r of rows) {
-    const id = (r.existingOnly ? existing : upserted).get(chatKey(r));
-    if (id) ids.set(r.i, id);
-  }
-  return ids;
+function chatRow({ line, event, accountId }: Of<"message"> | Of<"typing"> | Of<"receipt">): InboundChatRow {
+  const common = { lineId: line.id, accountId, providerChatId: null, lastMessageAt: null, received: false, existingOnly: false };
+  if (event.type === "message") return { ...common, ...event.chat, lastMessageAt: new Date(event.at), received: !event.isFromMe };
+  return { ...common, identifier: event.sender, service: line.service === "sms" ? "sms" : "imessage", name: null, isGroup: false, participants: [event.sender] };
 }
 
-async function writeNewMessages(unit: Unit, messages: Of<"message">[], chats: Map<number, string>, results: TakenIn[], url: FileUrlSigner): Promise<void> {
-  const seen = new Set<string>();
-  const batch = messages.filter(({ i, line, event }) => {
+function newMessage({ line, event, accountId }: Of<"message">): Omit<NewMessage, "chatId"> {
+  const { guid, sender, text, isFromMe, isAudioMessage, service, replyToGuid, file } = event;
+  const attachments = file ? [{ fileId: file.blob.id, filename: file.filename, mimeType: file.mimeType, size: file.blob.size, transcription: file.transcription, storedFile: file.blob }] : [];
+  return { accountId, lineId: line.id, lineHandle: line.handle, guid, sender, text, isFromMe, isAudioMessage, service, replyToGuid, sentAt: new Date(event.at), attachments };
+}
+
+/** One message store call for the batch's chats, messages and delivery reports; returns the chat of each placed event. */
+async function store(unit: Unit, messages: Of<"message">[], presence: (Of<"typing"> | Of<"receipt">)[], reports: Of<"delivery">[], results: TakenIn[], url: FileUrlSigner): Promise<Map<number, string>> {
+  const guids = new Set<string>();
+  const fresh = messages.filter(({ i, line, event }) => {
     const key = `${line.id} ${event.guid}`;
-    if (!chats.has(i)) results[i]!.outcome = "ignored";
-    else if (seen.has(key)) results[i]!.outcome = "duplicate";
-    else seen.add(key);
+    if (guids.has(key)) results[i]!.outcome = "duplicate";
+    guids.add(key);
     return results[i]!.outcome === "stored";
   });
-  // Chats that only take a message if we have them were not upserted: the store moves those.
-  const unmoved = new Set(batch.filter((m) => m.event.chat.existingOnly).map((m) => chats.get(m.i)!));
-  const movedChats = new Set(batch.map((m) => chats.get(m.i)!).filter((id) => !unmoved.has(id)));
-  const written = await writeMessages(
+  const placed = [...fresh, ...presence];
+  const stored = await storeInbound(
     unit,
-    batch.map(({ i, line, event, accountId }) => ({
-      accountId,
-      lineId: line.id,
-      lineHandle: line.handle,
-      chatId: chats.get(i)!,
-      guid: event.guid,
-      sender: event.sender,
-      text: event.text,
-      isFromMe: event.isFromMe,
-      isAudioMessage: event.isAudioMessage,
-      service: event.service,
-      replyToGuid: event.replyToGuid,
-      sentAt: new Date(event.at),
-      attachments: event.file
-        ? [{ fileId: event.file.blob.id, filename: event.file.filename, mimeType: event.file.mimeType, size: event.file.blob.size, transcription: event.file.transcription, storedFile: event.file.blob }]
-        : [],
-    })),
+    {
+      chats: placed.map(chatRow),
+      messages: fresh.map((m, chat) => ({ ...newMessage(m), chat })),
+      reports: reports.map(({ line, event }) => ({ lineId: line.id, guid: event.guid, ...event.report, segments: event.segments })),
+    },
     url,
-    { movedChats },
   );
-  for (const r of batch) results[r.i]!.outcome = "duplicate";
-  for (const { index, message } of written) results[batch[index]!.i] = { outcome: "stored", row: message };
+  fresh.forEach(({ i }, k) => {
+    const row = stored.written.get(k);
+    results[i] = row ? { outcome: "stored", row } : { outcome: stored.chatIds[k] ? "duplicate" : "ignored" };
+  });
+  const seen = new Set<string>();
+  for (const { i, line, event } of reports) {
+    const key = reportKey({ lineId: line.id, guid: event.guid, status: event.report.status });
+    results[i]!.outcome = stored.freshReports.has(key) && !seen.has(key) ? "stored" : "duplicate";
+    seen.add(key);
+  }
+  return new Map(placed.flatMap((p, k) => (stored.chatIds[k] ? [[p.i, stored.chatIds[k]!]] : [])));
 }
 
 async function react(unit: Unit, { i, line, event, accountId }: Of<"reaction">, results: TakenIn[]): Promise<void> {
@@ -189,17 +176,6 @@ async function writePresence(unit: Unit, events: (Of<"typing"> | Of<"receipt">)[
   }
 }
 
-async function deliveryReports(unit: Unit, reports: Of<"delivery">[], results: TakenIn[], url: FileUrlSigner): Promise<void> {
-  if (!reports.length) return;
-  const fresh = await recordReports(unit, reports.map(({ line, event }) => ({ lineId: line.id, guid: event.guid, ...event.report, segments: event.segments })), url);
-  const seen = new Set<string>();
-  for (const { i, line, event } of reports) {
-    const key = reportKey({ lineId: line.id, guid: event.guid, status: event.report.status });
-    results[i]!.outcome = fresh.has(key) && !seen.has(key) ? "stored" : "duplicate";
-    seen.add(key);
-  }
-}
-
 async function moveCursors({ query }: Unit, events: { line: Line; event: InboundEvent }[]): Promise<void> {
   const newest = new Map<string, number>();
   for (const { line, event } of events) {
@@ -216,6 +192,14 @@ const inFlight = () => (config().DATABASE_URL ? 2 : 1);
 
 const batch = processSingleton("inbound-take-in", () => batcher<Intake, TakenIn>(run, { maxInFlight: inFlight }));
 
-export function takeIn(line: Line, event: InboundEvent): Promise<TakenIn> {
-  return batch({ line, event });
+export async function takeIn(line: Line, event: InboundEvent): Promise<TakenIn> {
+  const blob = event.type === "message" ? event.file?.blob : undefined;
+  let result: TakenIn | null = null;
+  try {
+    result = await batch({ line, event });
+    return result;
+  } finally {
+    // A repeat, a refusal or a failure: no File row points at the bytes.
+    if (blob && result?.outcome !== "stored") await discardBlob(blob).catch(() => {});
+  }
 }
