@@ -4,10 +4,10 @@ import { ApiError } from "../kernel/errors";
 import type { StoredBlob } from "../storage/blobs";
 import { inboundTokenMatches, providerLine } from "./connection";
 import type { InboundRequest, ProviderLine } from "./provider";
+import { REACTION_TYPES } from "./reaction-types";
 import { findProvider } from "./registry";
 import type { DeliveryReport, ProviderInbound } from "./types";
 
-export const REACTION_TYPES = ["love", "like", "dislike", "laugh", "emphasize", "question"] as const;
 
 export const MAX_TEXT_LENGTH = 20_000;
 export const MAX_INBOUND_ATTACHMENT_BYTES = 100 * 1024 * 1024;

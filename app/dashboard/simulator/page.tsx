@@ -4,7 +4,7 @@ import { type FormEvent, useState } from "react";
 import { Empty, ErrorText, Loading, Time } from "@/components/widgets";
 import { LineSelect, useLines } from "@/components/lines";
 import { useTRPC } from "@/lib/trpc";
-import { REACTION_TYPES } from "@/server/platform/inbound-event";
+import { REACTION_TYPES } from "@/server/platform/reaction-types";
 
 async function toBase64(file: File): Promise<string> {
   const bytes = new Uint8Array(await file.arrayBuffer());

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { PageQuery } from "../../wire/pagination";
-import { MAX_TEXT_LENGTH, REACTION_TYPES } from "../../platform/inbound-event";
+import { MAX_TEXT_LENGTH } from "../../platform/inbound-event";
+import { REACTION_TYPES } from "../../platform/reaction-types";
 
 const handle = z.string().trim().min(1, "must not be empty").max(320);
 const base = { line: handle, from: handle };

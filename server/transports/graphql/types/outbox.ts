@@ -11,7 +11,7 @@ import {
   ReceiptPayload,
   TypingPayload,
 } from "../../../outbox/payloads";
-import { REACTION_TYPES } from "../../../platform/inbound-event";
+import { REACTION_TYPES } from "../../../platform/reaction-types";
 import { HOLD_REASONS } from "../../../policy/hold-reasons";
 import { OutboxIdQuery, OutboxQuery } from "../../../services/schemas/v1";
 import { approveSend, rejectSend } from "../../../services/messaging/approvals";
