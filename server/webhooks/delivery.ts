@@ -5,8 +5,6 @@ import { leasedQueue } from "../db/leased-queue";
 import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
 import { storableText } from "../db/storable";
-
-;
 import { fileUrlSigner } from "../storage/signed-urls";
 import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
 import { signWebhook } from "./signing";
