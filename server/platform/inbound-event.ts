@@ -1,12 +1,15 @@
 import { z } from "zod";
 import type { Line } from "../generated/prisma/client";
+import { config } from "../kernel/config";
 import { ApiError } from "../kernel/errors";
 import type { StoredBlob } from "../storage/blobs";
 import { inboundTokenMatches, providerLine } from "./connection";
+import { withDownloadSlot } from "./download-slots";
+import type { BodySink } from "./http";
 import type { InboundRequest, ProviderLine } from "./provider";
 import { REACTION_TYPES } from "./reaction-types";
 import { findProvider } from "./registry";
-import type { DeliveryReport, ProviderInbound } from "./types";
+import type { DeliveryReport, ProviderAttachmentRef, ProviderInbound } from "./types";
 
 
 export const MAX_TEXT_LENGTH = 20_000;
@@ -144,4 +147,12 @@ export function readProviderWebhook(line: Line | null, request: InboundRequest):
     if (err instanceof ApiError) throw err;
     throw new ApiError("invalid_json", `Not a ${provider.label} webhook body: ${(err as Error).message.slice(0, 200)}`);
   }
+}
+
+/** A provider's attachment streamed into `sink` in a download slot; null when the provider fetches none. */
+export async function fetchProviderAttachment<R>(line: Line, pl: ProviderLine, ref: ProviderAttachmentRef, sink: BodySink<R>): Promise<{ content: R; mimeType: string | null } | null> {
+  const provider = findProvider(line.provider);
+  if (!provider?.downloadAttachment) return null;
+  const maxBytes = config().PROVIDER_MAX_ATTACHMENT_BYTES;
+  return withDownloadSlot({ accountId: line.accountId ?? "", lineId: line.id }, () => provider.downloadAttachment!(pl, ref, { maxBytes, sink }));
 }

@@ -100,7 +100,7 @@ export async function ingestProviderEvent(line: Line, pl: ProviderLine, mapped: 
   try {
     const normalized = await normalize(line, pl, event);
     if (typeof normalized === "string") return normalized;
-    const taken = await takeIn(line, normalized);
+    const taken = await takeIn(line, normalized, true);
     if (taken.refusal) throw taken.refusal;
     return taken.outcome;
   } catch (err) {

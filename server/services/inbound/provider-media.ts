@@ -3,10 +3,8 @@ import type { Line } from "../../generated/prisma/client";
 import { config } from "../../kernel/config";
 import { ApiError } from "../../kernel/errors";
 import { log } from "../../kernel/log";
-import { withDownloadSlot } from "../../platform/download-slots";
-import type { InboundFile } from "../../platform/inbound-event";
+import { fetchProviderAttachment, type InboundFile } from "../../platform/inbound-event";
 import type { ProviderLine } from "../../platform/provider";
-import { findProvider } from "../../platform/registry";
 import type { ProviderAttachmentRef } from "../../platform/types";
 import { storeBlob } from "../../storage/blobs";
 import { noteStorageAvailable, noteStorageFull } from "../lines/line-health";
@@ -38,15 +36,11 @@ function quotaNote(text: string, ref: ProviderAttachmentRef): string {
 }
 
 async function download(line: Line, pl: ProviderLine, ref: ProviderAttachmentRef): Promise<InboundFile | null> {
-  const provider = findProvider(line.provider);
-  if (!provider?.downloadAttachment) return null;
-  const maxBytes = config().PROVIDER_MAX_ATTACHMENT_BYTES;
   await checkMediaQuota(line);
-  const { content: blob, mimeType } = await withDownloadSlot({ accountId: line.accountId ?? "", lineId: line.id }, () =>
-    provider.downloadAttachment!(pl, ref, { maxBytes, sink: (chunks) => storeBlob(chunks) }),
-  );
-  const type = mimeType && /^[\w.+-]+\/[\w.+-]+$/.test(mimeType) ? mimeType : ref.mimeType;
-  return { filename: ref.filename.slice(0, 255) || "attachment", mimeType: type, blob, transcription: null };
+  const fetched = await fetchProviderAttachment(line, pl, ref, (chunks) => storeBlob(chunks));
+  if (!fetched) return null;
+  const type = fetched.mimeType && /^[\w.+-]+\/[\w.+-]+$/.test(fetched.mimeType) ? fetched.mimeType : ref.mimeType;
+  return { filename: ref.filename.slice(0, 255) || "attachment", mimeType: type, blob: fetched.content, transcription: null };
 }
 
 /** A file that cannot be had leaves a note in the text instead: the message itself is never dropped. */

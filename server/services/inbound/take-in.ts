@@ -9,7 +9,6 @@ import type { InboundChatRow } from "../../messages/chat-rows";
 import { reportKey } from "../../messages/delivery-status";
 import { type NewMessage, type StoredMessage, storeInbound } from "../../messages/store";
 import type { InboundEvent } from "../../platform/inbound-event";
-import { findProvider } from "../../platform/registry";
 import { discardBlob } from "../../storage/blobs";
 import { type FileUrlSigner, fileUrlSigner } from "../../storage/signed-urls";
 import { serializeReaction } from "../../wire/serializers";
@@ -30,6 +29,8 @@ export interface TakenIn {
 interface Intake {
   line: Line;
   event: InboundEvent;
+  /** A provider's event: it moves the line's catch-up cursor. */
+  moveCursor: boolean;
 }
 
 type Of<T extends InboundEvent["type"]> = { i: number; line: Line; event: Extract<InboundEvent, { type: T }>; accountId: string };
@@ -46,7 +47,7 @@ async function run(inputs: Intake[]): Promise<TakenIn[]> {
     await recordOptOuts(unit, of("message").filter((r) => results[r.i]!.outcome === "stored"));
     for (const r of of("reaction", firstTime)) await react(unit, r, results);
     await writePresence(unit, presence, chats, results);
-    await moveCursors(unit, [...of("message"), ...of("reaction", firstTime).filter((r) => !results[r.i]!.refusal)]);
+    await moveCursors(unit, [...of("message"), ...of("reaction", firstTime).filter((r) => !results[r.i]!.refusal)].filter((r) => inputs[r.i]!.moveCursor));
   });
   return results;
 }
@@ -179,7 +180,7 @@ async function writePresence(unit: Unit, events: (Of<"typing"> | Of<"receipt">)[
 async function moveCursors({ query }: Unit, events: { line: Line; event: InboundEvent }[]): Promise<void> {
   const newest = new Map<string, number>();
   for (const { line, event } of events) {
-    if (event.type === "delivery" || !findProvider(line.provider)?.catchUp) continue;
+    if (event.type === "delivery") continue;
     newest.set(line.id, Math.max(newest.get(line.id) ?? 0, event.at));
   }
   for (const [lineId, at] of newest) {
@@ -192,11 +193,11 @@ const inFlight = () => (config().DATABASE_URL ? 2 : 1);
 
 const batch = processSingleton("inbound-take-in", () => batcher<Intake, TakenIn>(run, { maxInFlight: inFlight }));
 
-export async function takeIn(line: Line, event: InboundEvent): Promise<TakenIn> {
+export async function takeIn(line: Line, event: InboundEvent, moveCursor = false): Promise<TakenIn> {
   const blob = event.type === "message" ? event.file?.blob : undefined;
   let result: TakenIn | null = null;
   try {
-    result = await batch({ line, event });
+    result = await batch({ line, event, moveCursor });
     return result;
   } finally {
     // A repeat, a refusal or a failure: no File row points at the bytes.
