@@ -27,3 +27,14 @@ describe("routeTemplate without a build's manifest", () => {
     expect(reads.manifest).toBe(1);
   });
 });
+
+describe("routeTemplate with a build's manifest", () => {
+  it("labels a /v1 operation by its declared path, not by the catch-all route that answers it", async () => {
+    const { routeTemplate, tableOf } = await import("@/server/transports/ops/routes");
+    const built = tableOf(["/healthz"], [{ page: "/v1/[[...path]]", regex: "^/v1(?:/(.+?))?(?:/)?$" }]);
+    expect(routeTemplate("/v1/chats", built)).toBe("/v1/chats");
+    expect(routeTemplate("/v1/webhooks/deliveries/resend", built)).toBe("/v1/webhooks/deliveries/resend");
+    expect(routeTemplate("/v1/no-such-thing", built)).toBe("/v1/[[...path]]");
+    expect(routeTemplate("/healthz", built)).toBe("/healthz");
+  });
+});

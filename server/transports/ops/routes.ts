@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { trimTrailingSlashes } from "../../kernel/strings";
+import { OPERATION_LIST } from "../../services/operations";
 
 // "/api/files/[id]", not one metrics series per ID: the build's routes manifest, or under next dev
 // (routes built on demand) ID-like segments folded. A path no route matches is "unmatched", so
@@ -34,6 +35,9 @@ function loadTable(): Table | null {
   }
 }
 
+/** Every /v1 operation is answered by one catch-all route: its declared path is its template. */
+const OPERATION_PATHS = new Set(OPERATION_LIST.map((op) => op.path));
+
 const ID_SEGMENT = /^(?:[a-z]{2,6}_[A-Za-z0-9]{6,}|\+?\d[\d-]{4,}|[0-9a-f-]{16,}|[A-Za-z0-9_-]{32,})$/;
 
 function folded(pathname: string): string {
@@ -52,6 +56,7 @@ export function routeTemplate(pathname: string, tableOverride?: Table | null): s
   if (table === undefined) table = loadTable();
   const t = tableOverride !== undefined ? tableOverride : table;
   const clean = trimTrailingSlashes(pathname, 1); // "/" stays "/"
+  if (OPERATION_PATHS.has(clean)) return clean;
   if (!t) return folded(clean);
   if (clean.startsWith("/_next/")) return "/_next/[...]";
   if (t.exact.has(clean)) return clean;
