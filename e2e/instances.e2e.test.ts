@@ -461,8 +461,11 @@ describe("several instances on one PostgreSQL database and one S3 bucket", () =>
       // kill -9 at that instant, with the claims known.
       const mine = `${A.child.pid}-%`;
       let held: { id: string; lease: Date }[] = [];
-      for (let attempt = 0; attempt < 500 && held.length === 0; attempt++) {
+      for (let attempt = 0; attempt < 150 && held.length === 0; attempt++) {
         A.child.kill("SIGSTOP");
+        // A statement A sent just before the stop still runs in PostgreSQL (a claimed item marked
+        // sent, say): let it finish, so that what is read as held is what A can no longer touch.
+        await sleep(150);
         held = await query<{ id: string; lease: Date }>(`SELECT id, "leaseExpiresAt" AS lease FROM "OutboxItem" WHERE status = 'claimed' AND "claimedBy" LIKE $1`, [mine]);
         if (held.length === 0) {
           A.child.kill("SIGCONT");
