@@ -52,6 +52,25 @@ describe("the client against the real routes", () => {
     expect(outbox.data.map((o) => o.id)).toContain(accepted.id);
   });
 
+  it("sends a batch: each message's item or error in order, and the accepted ones are sent", async () => {
+    const f = await makeAccount();
+    const relay = relayFor(f);
+    const [alice, stranger] = [phone(), phone()];
+    await inbound(f, alice, "hi line");
+    const result = await relay.messages.sendBatch([
+      { from: f.line.handle, to: alice, text: "one" },
+      { from: f.line.handle, to: stranger, text: "not yet" },
+      { from: f.line.handle, to: alice, text: "two" },
+    ]);
+    expect(result.object).toBe("list");
+    const [one, refused, two] = result.data;
+    expect(refused).toEqual({ error: expect.objectContaining({ code: "contact_has_not_messaged", param: "to" }), request_id: expect.stringMatching(/^req_/) });
+    for (const item of [one, two]) {
+      if (!item || !("id" in item)) throw new Error(`expected an accepted item, got ${JSON.stringify(item)}`);
+      expect((await relay.outbox.wait(item.id, { timeoutMs: 15_000, intervalMs: 20 })).status).toBe("sent");
+    }
+  });
+
   it("uploads a file, sends it as an attachment, and gets its download URL", async () => {
     const f = await makeAccount();
     const relay = relayFor(f);

@@ -40,6 +40,8 @@ export interface Operation<QS extends z.ZodType | undefined = z.ZodType | undefi
   cache?: boolean;
   /** The body is the raw bytes, streamed into storage; `check` refuses bad headers before it is read. */
   upload?: { maxBytes: number; check?: (request: Request) => void };
+  /** The body's items are parsed one by one by the handler, each refused alone (a batch). */
+  batch?: boolean;
   /** The answer's `secret` as it is now: an Idempotency-Key replay shows it only while unchanged. */
   replaySecret?: CurrentSecret;
   handler(ctx: OperationContext<Out<QS>, Out<BS>>): Promise<object | Response>;

@@ -6,6 +6,7 @@ import type { WebhookEvent } from "./webhooks.js";
 import {
   OPERATIONS,
   type AcceptedWrite,
+  type BatchResult,
   type Capacity,
   type Chat,
   type CreateWebhookBody,
@@ -206,6 +207,12 @@ export class Relay {
     get: (id: string, options?: RequestOptions) => this.fetchBody<Message>("listMessages", { query: { id } }, options),
     /** Answers the `pending` outbox item; `from` may be a pool_ ID, and `send_at` schedules the send. */
     send: (body: SendMessageBody, options?: RequestOptions) => this.fetchBody<AcceptedWrite>("sendMessage", { body }, options),
+    /**
+     * Up to 1,000 sends in one request (extension), each checked on its own: `data` answers in order, each the
+     * accepted item or the error envelope `send` would have answered for it. Its retries reuse one Idempotency-Key.
+     */
+    sendBatch: (messages: SendMessageBody[], options?: RequestOptions) =>
+      this.fetchBody<BatchResult>("sendMessages", { body: { messages } }, options),
   };
 
   readonly audioMessages = {

@@ -10,6 +10,7 @@ import { getMessage, listMessages } from "./messages";
 import { listReactions } from "./reactions";
 import { SendMessageBody, SendReactionBody, SendReceiptBody, SendTypingBody, sendMessage, sendReaction, sendReceipt, sendTyping } from "./send";
 import { SendAudioMessageBody, sendAudioMessage } from "./send-audio";
+import { SendMessagesBody, sendMessages } from "./send-batch";
 
 export const MessagePage = R.page(R.MessageSchema, "Message");
 
@@ -60,6 +61,21 @@ export const MESSAGE_OPERATIONS = {
     errors: [...WRITE_ERRORS, ...COUNTED_ERRORS, "file_not_found", "message_not_found"],
     example: { from: "+15550001000", to: "+15551230001", text: "Hello!" },
     handler: ({ actor, body, requestId }) => sendMessage(actor, body, requestId),
+  }),
+  sendMessages: operation({
+    method: "POST",
+    path: "/v1/messages/batch",
+    tag: "Messages",
+    summary: "Send up to 1,000 messages",
+    description:
+      "Extension. Each message is what POST /v1/messages takes, checked and accepted on its own: `data` answers in the same order, each the accepted outbox item or the error envelope the single form would have answered for that message. One Idempotency-Key covers the whole request. The request body limit (MAX_JSON_BODY_BYTES, 1 MiB by default) applies to the batch.",
+    scope: "messages:write",
+    body: SendMessagesBody,
+    batch: true,
+    response: z.object({ object: z.literal("list"), data: z.array(z.union([R.AcceptedSchema, R.ErrorSchema])) }).meta({ id: "BatchResult" }),
+    errors: ["invalid_json", "invalid_parameter_value", "missing_required_parameter", "idempotency_key_reused", "idempotency_key_in_use", "request_too_large"],
+    example: { messages: [{ from: "+15550001000", to: "+15551230001", text: "Hello!" }, { from: "+15550001000", to: "+15551230002", text: "Tomorrow at 9?", send_at: "2026-12-01T09:00:00Z" }] },
+    handler: ({ actor, body, requestId }) => sendMessages(actor, body.messages, requestId),
   }),
   sendAudioMessage: operation({
     method: "POST",

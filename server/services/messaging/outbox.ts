@@ -52,9 +52,9 @@ function statusWhere(status: OutboxStatus | undefined) {
 
 export type StoredHoldReason = "scheduled" | "quiet_hours" | "new_contact_budget" | "approval";
 
-/** A scheduled send stored before reasons were has none. */
+/** Read from the partial indexes of held rows (migration outbox_hold_reason_lists), which need status spelled out. */
 function holdWhere(reason: StoredHoldReason) {
-  return { status: "held", ...(reason === "scheduled" ? { OR: [{ holdReason: reason }, { holdReason: null }] } : { holdReason: reason }) };
+  return { status: "held", holdReason: reason };
 }
 
 const wireStatus = (status: string) => (status === "held" ? "pending" : status);

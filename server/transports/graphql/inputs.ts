@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { ApiError } from "../../kernel/errors";
-import { parseWith } from "../http/validation";
+import { parseWith } from "../../wire/parse";
 
 // GraphQL arguments (camelCase) parsed by the /v1 operations' zod schemas (snake_case): one set
 // of rules for both transports; a failing field is named in GraphQL's spelling (graphqlParam).

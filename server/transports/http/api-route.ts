@@ -17,13 +17,14 @@ import {
   preflightResponse,
   routeNotFound,
 } from "./responses";
-import { jsonBody, parseWith, queryObject } from "./validation";
+import { jsonBody, queryObject } from "./validation";
+import { parseWith } from "../../wire/parse";
 
 // The /v1 wrapper (request_id, authentication, rate limit, scope, parsing, errors) of a handler.
 
 export type RouteOptions<QS extends z.ZodType | undefined, BS extends z.ZodType | undefined> = Pick<
   Operation<QS, BS>,
-  "scope" | "query" | "body" | "status" | "cache" | "upload" | "replaySecret"
+  "scope" | "query" | "body" | "status" | "cache" | "upload" | "replaySecret" | "batch"
 >;
 
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
@@ -51,7 +52,7 @@ export function apiRoute<QS extends z.ZodType | undefined = undefined, BS extend
       options.upload?.check?.(request);
       upload = options.upload ? await storeBlob(bodyChunks(request, options.upload.maxBytes), options.upload.maxBytes) : undefined;
       const json = options.body ? await jsonBody(request) : undefined;
-      const body = (options.body ? parseWith(options.body, json) : undefined) as Out<BS>;
+      const body = (options.body ? parseWith(options.body, json, { checkStrings: !options.batch }) : undefined) as Out<BS>;
       const run = async () => {
         const value = await handler({ actor, query, body, upload, requestId, request });
         uploadUsed = true;

@@ -8,7 +8,7 @@ import { enforceRateLimit } from "../http/api-rate-limit";
 import { errorAnswer } from "../http/responses";
 import { jsonSchemaOf } from "../openapi/json-schema";
 import { ErrorSchema } from "../../wire/responses";
-import { parseWith } from "../http/validation";
+import { parseWith } from "../../wire/parse";
 import { type ToolContext, TOOLS, TOOLS_BY_NAME } from "./tools";
 
 // Over the low-level SDK Server, so every answer is ours: any refusal is a tool result with

@@ -5,7 +5,7 @@ import { MAX_TRPC_BATCH } from "../../../lib/trpc-batch";
 import type { Actor } from "../../services/access/actor";
 import { databaseUnavailableError } from "../../db/database-failures";
 import { ApiError, type ErrorCode } from "../../kernel/errors";
-import { rejectUnsafeStrings } from "../http/validation";
+import { rejectUnsafeStrings } from "../../wire/parse";
 import { log } from "../../kernel/log";
 
 // tRPC for the dashboard; errors keep the REST code (data.code) and the request ID.

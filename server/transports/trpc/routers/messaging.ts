@@ -11,7 +11,7 @@ import { cancelOutboxItem, getOutboxItem, listOutbox, RescheduleBody, reschedule
 import { CapacityQuery, getCapacity } from "../../../services/lines/capacity";
 import { linePolicy, SendPolicyInput, setLinePolicy } from "../../../services/lines/set-line-policy";
 import { serializeLine } from "../../../wire/serializers";
-import { parseWith } from "../../http/validation";
+import { parseWith } from "../../../wire/parse";
 import { activateSandbox, getSandbox } from "../../../services/lines/sandbox";
 import { retrySend, SendMessageBody, sendMessage } from "../../../services/messaging/send";
 import { ApprovalQueueQuery, approveSend, chatTakeover, countWaitingApprovals, listApprovalQueue, rejectSend } from "../../../services/messaging/approvals";
