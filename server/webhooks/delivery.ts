@@ -8,6 +8,7 @@ import { storableText } from "../db/storable";
 import { fileUrlSigner } from "../storage/signed-urls";
 import { MAX_IN_FLIGHT_PER_WEBHOOK, postWebhook, type PostResult } from "./http-post";
 import { signWebhook } from "./signing";
+import type { HandedDelivery } from "./handoff";
 import { log } from "../kernel/log";
 import { metrics } from "../observability/metrics";
 
@@ -70,9 +71,16 @@ export const releaseDeliveries = (ids: string[]): Promise<number> => queue.relea
 export const nextDeliveryDueAt = (): Promise<Date | null> =>
   queue.nextDue({ join: `JOIN "Webhook" w ON w.id = t."webhookId"`, where: `w."isActive" AND w.kind = 'http'` });
 
+const hasAttachments = (data: Record<string, unknown>) => Array.isArray(data.attachments) && data.attachments.length > 0;
+
 /** Attachment URLs are signed afresh, since a retry may come hours later. */
-export function renderBody(delivery: WebhookDelivery, url: (fileId: string) => string, timestamp: number): string {
-  const data = structuredClone(delivery.payload) as Record<string, unknown>;
+export function renderBody(delivery: WebhookDelivery | HandedDelivery, url: (fileId: string) => string, timestamp: number): string {
+  const payload = delivery.payload as Record<string, unknown>;
+  if ("payloadJson" in delivery && !hasAttachments(payload)) {
+    // What JSON.stringify of the object below gives, around the data the fan-out serialized already.
+    return `{"event":${JSON.stringify(delivery.event)},"data":${delivery.payloadJson},"timestamp":${timestamp},"delivery_id":${JSON.stringify(delivery.id)}}`;
+  }
+  const data = structuredClone(payload);
   if (Array.isArray(data.attachments)) {
     for (const a of data.attachments as { file_id?: string; url?: string }[]) if (a.file_id) a.url = url(a.file_id);
   }

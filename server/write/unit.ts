@@ -4,6 +4,7 @@ import { type LiveEvent, notifyLiveAtCommit, publishLocal } from "../events/live
 import type { Prisma } from "../generated/prisma/client";
 import { fire } from "../kernel/signals";
 import { fanOut, type WebhookEventData } from "../webhooks/fanout";
+import { type HandedDelivery, localSender } from "../webhooks/handoff";
 
 // The unit of work (docs/architecture.md, "One write path"): deliveries and NOTIFYs are written
 // in the transaction, so a rolled-back change never has them; the rest follows the commit.
@@ -22,6 +23,8 @@ export interface Unit {
 interface Effects {
   last: (() => Promise<unknown>)[];
   deliveries: number;
+  /** Stored claimed for this process's sender, given to it at the commit. */
+  handed: HandedDelivery[];
   live: LiveEvent[];
   accounts: Set<string>;
 }
@@ -30,7 +33,7 @@ function unitOver(query: Query, effects: Effects): Unit {
   return {
     query,
     async fanOut(events) {
-      const n = await fanOut(query, events);
+      const n = await fanOut(query, events, effects.handed);
       effects.deliveries += n;
       return n;
     },
@@ -55,32 +58,47 @@ async function beforeCommit(query: Query, effects: Effects): Promise<void> {
 function afterCommit(effects: Effects): void {
   changedLocally(effects.accounts);
   publishLocal(effects.live);
-  if (effects.deliveries > 0) fire("webhooks.due");
+  if (effects.handed.length) localSender()?.take(effects.handed);
+  if (effects.deliveries > effects.handed.length) fire("webhooks.due");
 }
 
-const noEffects = (): Effects => ({ last: [], deliveries: 0, live: [], accounts: new Set() });
+const noEffects = (): Effects => ({ last: [], deliveries: 0, handed: [], live: [], accounts: new Set() });
+
+/** A rolled-back unit gives back its sender slots; should the commit have happened after all, the leases run out. */
+async function committed<R>(effects: Effects, transaction: Promise<R>): Promise<R> {
+  try {
+    const result = await transaction;
+    afterCommit(effects);
+    return result;
+  } catch (err) {
+    if (effects.handed.length) localSender()?.unreserve(effects.handed);
+    throw err;
+  }
+}
 
 export async function unitOfWork<R>(fn: (unit: Unit) => Promise<R>): Promise<R> {
   const effects = noEffects();
-  const result = await sqlTransaction(async (query) => {
-    const r = await fn(unitOver(query, effects));
-    await beforeCommit(query, effects);
-    return r;
-  });
-  afterCommit(effects);
-  return result;
+  return committed(
+    effects,
+    sqlTransaction(async (query) => {
+      const r = await fn(unitOver(query, effects));
+      await beforeCommit(query, effects);
+      return r;
+    }),
+  );
 }
 
 /** The same over a Prisma transaction (line status is still written with Prisma). */
 export async function prismaUnitOfWork<R>(fn: (unit: Unit & { tx: Prisma.TransactionClient }) => Promise<R>): Promise<R> {
   const effects = noEffects();
   const db = await getDb();
-  const result = await db.$transaction(async (tx) => {
-    const query = prismaQuery(tx);
-    const r = await fn({ ...unitOver(query, effects), tx });
-    await beforeCommit(query, effects);
-    return r;
-  });
-  afterCommit(effects);
-  return result;
+  return committed(
+    effects,
+    db.$transaction(async (tx) => {
+      const query = prismaQuery(tx);
+      const r = await fn({ ...unitOver(query, effects), tx });
+      await beforeCommit(query, effects);
+      return r;
+    }),
+  );
 }
