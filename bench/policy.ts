@@ -288,7 +288,7 @@ async function startBurstStub(): Promise<BurstStub> {
 }
 
 /** A process's CPU seconds (user + system), from /proc; 0 once it has exited. */
-function processCpu(pid: number): number {
+export function processCpu(pid: number): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -322,7 +322,7 @@ function processTree(rootPid: number): number[] {
  * which the server's own figure leaves out; these are the backends of this server only (the
  * database is shared with other work on this machine).
  */
-async function serverBackends(client: pg.Client, serverPid: number, dbPort: number): Promise<number[]> {
+export async function serverBackends(client: pg.Client, serverPid: number, dbPort: number): Promise<number[]> {
   const inodes = new Set<string>();
   for (const pid of processTree(serverPid)) {
     let fds: string[] = [];

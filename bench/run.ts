@@ -16,11 +16,11 @@
 //   full-text search over BENCH_SEARCH_MESSAGES (default 1,000,000) messages on PostgreSQL, with
 //   one connection and BENCH_SEARCH_CONNECTIONS (default 8), BENCH_SEARCH_SECONDS (default
 //   BENCH_SECONDS) per measurement), BENCH_DRAIN / BENCH_DRAIN_PGLITE and
-//   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, BENCH_INBOUND /
-//   BENCH_INBOUND_PGLITE for the unique provider events of the inbound part (bench/inbound.ts:
-//   BlueBubbles webhooks, 20% of them repeats), BENCH_INBOUND_SECONDS (default 60) for its
-//   time bound (no new request after it) and BENCH_INBOUND_CONNECTIONS (default 64) for the
-//   webhooks in flight, BENCH_TWILIO / BENCH_TWILIO_PGLITE for the distinct events of the
+//   BENCH_WEBHOOKS / BENCH_WEBHOOKS_PGLITE for the backlog sizes, the inbound part
+//   (bench/pipeline.ts: BlueBubbles webhooks from wrk, 20% of them redeliveries, stored and
+//   delivered to 1 and to 5 webhooks) BENCH_INBOUND_SECONDS (default 60) of load per scenario,
+//   BENCH_INBOUND_CONNECTIONS (default 64) webhooks in flight, BENCH_INBOUND_HELD (default
+//   100,000; 0: none) scheduled sends held before its last scenario, BENCH_TWILIO / BENCH_TWILIO_PGLITE for the distinct events of the
 //   twilio part (bench/twilio.ts: signed inbound messages and status callbacks, 20% repeats),
 //   BENCH_NODE_ARGS for the server's node flags
 //   (e.g. --cpu-prof). The policy part (bench/policy.ts, on both databases): accepted POST
@@ -41,7 +41,8 @@ import path from "node:path";
 import pg from "pg";
 import { type Baseline, buildBaseline, startBaseline } from "./baseline";
 import { load, loadGenerator, type LoadOptions, type Measured, measureWithCpu, serverEnv, storeEnvelope } from "./load";
-import { type InboundResults, measureInbound } from "./inbound";
+import { type InboundResults, measureInbound } from "./pipeline";
+import { inboundReport } from "./pipeline-report";
 import { instancesReport, measureInstances } from "./instances";
 import { measurePolicy, type PolicyResults, policyReport } from "./policy";
 import { mcpReport, type McpResults, measureMcp } from "./mcp";
@@ -60,7 +61,7 @@ const PARTS = new Set((process.env.BENCH_PARTS ?? "reads,writes,webhooks,inbound
 /** The parts measured on the single server runOn starts (instances starts its own). */
 const SINGLE_SERVER_PARTS = ["reads", "writes", "webhooks", "inbound", "twilio", "policy", "mcp"].some((p) => PARTS.has(p));
 const WEBHOOKS = { postgres: Number(process.env.BENCH_WEBHOOKS ?? 20_000), pglite: Number(process.env.BENCH_WEBHOOKS_PGLITE ?? 5_000) };
-const INBOUND = { postgres: Number(process.env.BENCH_INBOUND ?? 20_000), pglite: Number(process.env.BENCH_INBOUND_PGLITE ?? 5_000) };
+const INBOUND_HELD = Number(process.env.BENCH_INBOUND_HELD ?? 100_000);
 const INBOUND_SECONDS = Number(process.env.BENCH_INBOUND_SECONDS ?? 60);
 const TWILIO = { postgres: Number(process.env.BENCH_TWILIO ?? 20_000), pglite: Number(process.env.BENCH_TWILIO_PGLITE ?? 5_000) };
 /**
@@ -295,7 +296,9 @@ async function runOn(database: "pglite" | "postgres"): Promise<Row[]> {
       connections: INBOUND_CONNECTIONS,
       serverPid: server.pid!,
     };
-    if (PARTS.has("inbound")) inboundRows.push({ database, r: await measureInbound({ ...provider, count: INBOUND[database] }) });
+    if (PARTS.has("inbound")) {
+      inboundRows.push({ database, r: await measureInbound({ ...provider, database, schema: database === "postgres" ? schema : null, held: INBOUND_HELD }) });
+    }
     if (PARTS.has("twilio")) twilioRows.push({ database, t: await measureTwilio({ ...provider, count: TWILIO[database] }) });
     if (PARTS.has("policy")) {
       const p = await measurePolicy({
@@ -417,30 +420,7 @@ async function main(): Promise<void> {
       );
     }
   }
-  if (inboundRows.length) {
-    console.log(
-      `\nInbound provider webhooks: BlueBubbles new-message POSTs to /api/inbound/<line_id>, 20% of them repeats of an earlier message, ${INBOUND_CONNECTIONS} in flight from a node:http process (target: >= 1,000 provider events/s stored and fanned out, 0 lost, 0 duplicated)`,
-    );
-    console.log(
-      "database   unique  requests  req/s  p50 ms  p99 ms  not 200  events/s accepted  events/s stored  events/s delivered  lost (stored/delivered)  dup stored  dup delivered  bad sig  CPU ms/req  outcomes",
-    );
-    for (const { database, r } of inboundRows) {
-      const failures = Object.entries(r.failures).map(([s, n]) => `${n}x${s}`).join(",") || "0";
-      const outcomes = Object.entries(r.outcomes).map(([k, n]) => `${k} ${n}`).join(", ");
-      if (r.stoppedEarly) {
-        console.log(`${database.padEnd(10)} (the ${INBOUND_SECONDS} s bound stopped the load: ${r.unique} of ${r.planned} unique messages sent)`);
-      }
-      console.log(
-        `${database.padEnd(10)} ${String(r.unique).padStart(6)} ${String(r.requests).padStart(9)} ${r.requestsPerSecond.toFixed(0).padStart(6)} ${r.p50.toFixed(1).padStart(7)} ${r.p99.toFixed(1).padStart(7)} ${failures.padStart(8)} ${r.acceptedPerSecond.toFixed(0).padStart(18)} ${r.storedPerSecond.toFixed(0).padStart(16)} ${r.fannedOutPerSecond.toFixed(0).padStart(19)} ${`${r.lost}/${r.undelivered}`.padStart(24)} ${String(r.duplicatedMessages).padStart(11)} ${String(r.duplicatedDeliveries + r.duplicatedReceived).padStart(14)} ${String(r.badSignatures).padStart(8)} ${r.cpuMsPerRequest.toFixed(2).padStart(11)}  ${outcomes}`,
-      );
-      if (r.perRequest) {
-        const p = r.perRequest;
-        console.log(
-          `${"".padEnd(10)} per request, from the schema's table statistics: ${p.idxScans.toFixed(1)} index scans, ${p.seqScans.toFixed(1)} sequential scans, ${p.inserted.toFixed(2)} rows inserted, ${p.updated.toFixed(2)} rows updated`,
-        );
-      }
-    }
-  }
+  if (inboundRows.length) for (const line of inboundReport(inboundRows, { seconds: INBOUND_SECONDS, connections: INBOUND_CONNECTIONS })) console.log(line);
   if (twilioRows.length) {
     console.log(
       `\nTwilio webhooks: form POSTs to /api/inbound/<line_id> with X-Twilio-Signature checked, inbound messages and status callbacks (sent, delivered in either order), 20% of them repeats, ${INBOUND_CONNECTIONS} in flight from a node:http process (target: >= 1,000/s, 0 lost, 0 duplicated)`,
@@ -471,17 +451,6 @@ async function main(): Promise<void> {
     console.log(
       `\n${database}: against the baseline app: ${verdict("GET /v1/chats", chats, 0.8)}; ${verdict("POST /v1/messages", w && w.accept.rps / w.baseline.rps, 0.7)}`,
     );
-    const ib = inboundRows.find((r) => r.database === database)?.r;
-    if (ib) {
-      const e2e = Math.min(ib.storedPerSecond, ib.fannedOutPerSecond);
-      const lost = Math.max(ib.lost, ib.undelivered);
-      const dup = ib.duplicatedMessages + ib.duplicatedDeliveries + ib.duplicatedReceived;
-      console.log(
-        `${database}: inbound provider events: ${e2e.toFixed(0)}/s stored and delivered (target >= 1,000/s) -> ${e2e >= 1000 ? "met" : "NOT met"}; lost ${lost}, duplicated ${dup} -> ${lost === 0 && dup === 0 ? "ok" : "NOT ok"}`,
-      );
-    } else {
-      console.log(`${database}: inbound provider events: not measured`);
-    }
     const tw = twilioRows.find((r) => r.database === database)?.t;
     if (tw) {
       const rate = Math.min(tw.eventsPerSecond, tw.deliveredPerSecond);
