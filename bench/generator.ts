@@ -1,10 +1,10 @@
-// The load generator of the provider-webhook parts of npm run bench (bench/inbound.ts,
-// bench/twilio.ts), run as its own process: `node --import tsx bench/generator.ts generate URL
+// The load generator of the twilio part of npm run bench (bench/twilio.ts; the inbound part
+// uses wrk, bench/inbound.lua), run as its own process: `node --import tsx bench/generator.ts generate URL
 // FILE CONNECTIONS SECONDS` POSTs the requests of FILE (one JSON line each: a JSON body, or a
 // Twilio form body with its signature) once each, in list order, CONNECTIONS in flight, over
 // node:http with keep-alive, no retries, and prints its figures as one BENCH_JSON line. Neither
 // wrk nor the autocannon CLI can send a fixed list of distinct bodies exactly once each.
-// Also here: what both parts share (a seeded PRNG, table statistics).
+// Also here: what the provider parts share (a seeded PRNG, table statistics).
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
