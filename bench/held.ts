@@ -6,14 +6,14 @@
 // change it.
 import type pg from "pg";
 import { senderAddress, SENDERS } from "./inbound";
-import { cpuSeconds, load } from "./load";
+import { load } from "./load";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const DAY_MS = 86_400_000;
 const BATCH = 1_000;
 /** Batch requests in flight: each is worked on 32 messages at a time by the server already. */
 const IN_FLIGHT = 2;
-const IDLE_SECONDS = 10;
+export const IDLE_SECONDS = 10;
 
 export interface OutboxRead {
   what: string;
@@ -31,34 +31,32 @@ export interface HeldResults {
   /** Held rows of the line afterwards (status held, hold reason scheduled). */
   heldRows: number;
   reads: OutboxRead[];
-  /** The server's CPU while idle, % of one core, before the fill and with the items held. */
-  idleBefore: number;
-  idleAfter: number;
+  /** CPU while idle, % of one core, before the fill and with the items held: the server's, and its PostgreSQL backends' (null on PGlite). */
+  idleBefore: IdleCpu;
+  idleAfter: IdleCpu;
+}
+
+export interface IdleCpu {
+  server: number;
+  db: number | null;
 }
 
 interface HeldTarget {
   base: string;
   auth: Record<string, string>;
   client: pg.Client;
-  serverPid: number;
+  /** CPU % of a core over IDLE_SECONDS with nothing to do (after the server settled). */
+  idleCpu: () => Promise<IdleCpu>;
   line: string;
   lineId: string;
   held: number;
   say: (what: string) => void;
 }
 
-async function idleCpu(serverPid: number): Promise<number> {
-  await sleep(2_000);
-  const before = cpuSeconds(serverPid);
-  const started = performance.now();
-  await sleep(IDLE_SECONDS * 1000);
-  return ((cpuSeconds(serverPid) - before) / ((performance.now() - started) / 1000)) * 100;
-}
-
 export async function measureHeld(t: HeldTarget): Promise<HeldResults> {
   const headers = { ...t.auth, "content-type": "application/json" };
   t.say(`idle CPU for ${IDLE_SECONDS} s, nothing held`);
-  const idleBefore = await idleCpu(t.serverPid);
+  const idleBefore = await t.idleCpu();
 
   t.say(`${t.held} scheduled sends through POST /v1/messages/batch`);
   const sendAt = Date.now() + DAY_MS;
@@ -101,6 +99,6 @@ export async function measureHeld(t: HeldTarget): Promise<HeldResults> {
   }
 
   t.say(`idle CPU for ${IDLE_SECONDS} s, ${heldRows} held`);
-  const idleAfter = await idleCpu(t.serverPid);
+  const idleAfter = await t.idleCpu();
   return { held: t.held, fillSeconds, refused, heldRows, reads, idleBefore, idleAfter };
 }

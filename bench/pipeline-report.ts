@@ -1,5 +1,6 @@
 // What npm run bench prints for the inbound part (bench/pipeline.ts): a row per database and
 // scenario, the held items' figures, and each target next to what was measured.
+import type { IdleCpu } from "./held";
 import type { InboundResults, ScenarioResults } from "./pipeline";
 
 type Rows = { database: string; r: InboundResults }[];
@@ -22,6 +23,7 @@ function targets(database: string) {
   return { oneStored: 2_000 * share, oneDelivered: 2_000 * share, lagP99: 2_000, backlog: 2, manyStored: 1_000 * share, manyDeliveries: 5_000 * share };
 }
 
+const idle = (c: IdleCpu) => `${c.server.toFixed(1)}%${c.db === null ? "" : ` (+${c.db.toFixed(1)}% in its PostgreSQL backends)`}`;
 const verdict = (ok: boolean) => (ok ? "met" : "NOT met");
 
 function scenarioRow(database: string, s: ScenarioResults): string {
@@ -60,9 +62,10 @@ export function inboundReport(rows: Rows, o: { seconds: number; connections: num
   );
   for (const { database, r } of rows) {
     for (const s of r.scenarios) out.push(scenarioRow(database, s));
-    if (r.scenarios[0]?.perRequest) {
-      const p = r.scenarios[0].perRequest;
-      out.push(`${"".padEnd(10)} per request (1 webhook), from the schema's table statistics: ${p.idxScans.toFixed(1)} index scans, ${p.inserted.toFixed(2)} rows inserted, ${p.updated.toFixed(2)} rows updated`);
+    // The same work per request in every scenario, or not: whether a slower run did more or waited more.
+    for (const s of r.scenarios.filter((x) => x.perRequest)) {
+      const p = s.perRequest!;
+      out.push(`${"".padEnd(10)} per request, ${s.label}, from the schema's table statistics: ${p.idxScans.toFixed(1)} index scans, ${p.inserted.toFixed(2)} rows inserted, ${p.updated.toFixed(2)} rows updated`);
     }
   }
   const heldRows = rows.filter((x) => x.r.held);
@@ -71,7 +74,7 @@ export function inboundReport(rows: Rows, o: { seconds: number; connections: num
     for (const { database, r } of heldRows) {
       const h = r.held!;
       out.push(
-        `${database.padEnd(10)} ${n0(h.held)} scheduled in ${h.fillSeconds.toFixed(1)} s (${n0(h.held / h.fillSeconds)}/s; refused: ${counts(h.refused)}; held rows: ${n0(h.heldRows)}); idle CPU ${h.idleBefore.toFixed(1)}% of a core with nothing held, ${h.idleAfter.toFixed(1)}% with them held`,
+        `${database.padEnd(10)} ${n0(h.held)} scheduled in ${h.fillSeconds.toFixed(1)} s (${n0(h.held / h.fillSeconds)}/s; refused: ${counts(h.refused)}; held rows: ${n0(h.heldRows)}); idle CPU ${idle(h.idleBefore)} of a core with nothing held, ${idle(h.idleAfter)} with them held`,
       );
       for (const read of h.reads) {
         out.push(`${"".padEnd(10)} GET /v1/outbox?hold_reason= ${read.what.padEnd(40)} p50 ${read.p50.toFixed(1)} ms, p99 ${read.p99.toFixed(1)} ms, ${n0(read.rps)} req/s (${read.items} items a page)`);
@@ -99,7 +102,7 @@ export function inboundReport(rows: Rows, o: { seconds: number; connections: num
       const ratio = Math.min(again.storedPerSecond / one.storedPerSecond, again.deliveredPerSecond / one.deliveredPerSecond);
       const worstRead = Math.max(...h.reads.map((x) => x.p50));
       out.push(
-        `${database}: ${n0(h.held)} held: made in ${h.fillSeconds.toFixed(1)} s (target < 60) -> ${verdict(h.fillSeconds < 60 && h.heldRows >= h.held)}; GET /v1/outbox?hold_reason= p50 at most ${worstRead.toFixed(1)} ms (< 20) -> ${verdict(worstRead < 20)}; idle CPU ${h.idleAfter.toFixed(1)}% of a core (< 2%) -> ${verdict(h.idleAfter < 2)}; 1 webhook with them held: ${(ratio * 100).toFixed(0)}% of the rates without (unchanged: within this machine's noise), lag p99 ${ms(again.lagP99)} ms, backlog ${again.backlogSeconds.toFixed(1)} s`,
+        `${database}: ${n0(h.held)} held: made in ${h.fillSeconds.toFixed(1)} s (target < 60) -> ${verdict(h.fillSeconds < 60 && h.heldRows >= h.held)}; GET /v1/outbox?hold_reason= p50 at most ${worstRead.toFixed(1)} ms (< 20) -> ${verdict(worstRead < 20)}; server idle CPU ${h.idleAfter.server.toFixed(1)}% of a core (< 2%) -> ${verdict(h.idleAfter.server < 2)}; 1 webhook with them held: ${(ratio * 100).toFixed(0)}% of the rates without (unchanged: within this machine's noise), lag p99 ${ms(again.lagP99)} ms, backlog ${again.backlogSeconds.toFixed(1)} s`,
       );
     }
   }

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { tableStats } from "./generator";
-import { measureHeld, type HeldResults } from "./held";
+import { type HeldResults, IDLE_SECONDS, measureHeld } from "./held";
 import { connectLine, runWrk } from "./inbound";
 import { cpuSeconds } from "./load";
 import { processCpu, serverBackends } from "./policy";
@@ -275,7 +275,14 @@ export async function measureInbound(t: PipelineTarget): Promise<InboundResults>
     let held: HeldResults | null = null;
     if (t.held > 0) {
       await quiet();
-      held = await measureHeld({ ...t, client, line: line.handle, lineId: line.id, say });
+      const idleCpu = async () => {
+        await sleep(2_000);
+        const before = await mark();
+        await sleep(IDLE_SECONDS * 1000);
+        const used = await since(before);
+        return { server: (used.server / used.seconds) * 100, db: dbPort ? (used.db / used.seconds) * 100 : null };
+      };
+      held = await measureHeld({ ...t, client, idleCpu, line: line.handle, lineId: line.id, say });
       scenarios.push(await scenario(`1 webhook, ${t.held.toLocaleString("en-US")} held`, 1));
     }
     if (line.unknown().length) say(`the BlueBubbles stub got requests it does not answer: ${line.unknown().join(", ")}`);
