@@ -111,8 +111,10 @@ export type InboundEvent =
   | { type: "receipt"; sender: string; at: number; once: string | null }
   | { type: "delivery"; guid: string; report: DeliveryReport; segments: number | null };
 
+const utf8 = new TextDecoder();
+
 function decodeBody(format: "json" | "form", request: InboundRequest, label: string): unknown {
-  const text = new TextDecoder().decode(request.body);
+  const text = utf8.decode(request.body);
   if (format === "form") {
     const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
     if (type !== "application/x-www-form-urlencoded") {
@@ -129,12 +131,13 @@ function decodeBody(format: "json" | "form", request: InboundRequest, label: str
 
 /** A provider's webhook for `line`, checked (the line's token, the provider's own verification) and parsed into events. Refusals are thrown as ApiError. */
 export function readProviderWebhook(line: Line | null, request: InboundRequest): { line: Line; pl: ProviderLine; events: ProviderInbound[]; reply?: { contentType: string; body: string } } {
-  const unauthorized = new ApiError("invalid_inbound_token", "Missing or wrong token for this line's inbound URL.");
+  // Made only when thrown: an Error's stack costs more than the rest of the check.
+  const unauthorized = () => new ApiError("invalid_inbound_token", "Missing or wrong token for this line's inbound URL.");
   const provider = line ? findProvider(line.provider) : null;
-  if (!line || !provider?.inbound || line.isSandbox) throw unauthorized;
+  if (!line || !provider?.inbound || line.isSandbox) throw unauthorized();
   const inbound = provider.inbound;
   // Signed providers' too: a request signed correctly but without the line's token is refused.
-  if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized;
+  if (!inboundTokenMatches(line, request.url.searchParams.get("token"))) throw unauthorized();
   const pl = providerLine(line);
   if (inbound.auth === "signature") {
     const refusal = inbound.verify ? inbound.verify(request, pl) : { code: "invalid_signature" as const, message: "This provider's webhooks cannot be verified." };

@@ -1,6 +1,6 @@
 import { config } from "../kernel/config";
 import { batcher } from "../kernel/batcher";
-import { sql, sqlTransaction, valuesList } from "../db";
+import { sql, valuesList } from "../db";
 import { leasedQueue } from "../db/leased-queue";
 import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
@@ -98,36 +98,63 @@ interface Outcome {
   result: PostResult;
 }
 
+/** Column arrays of `rows`, for `unnest`: a statement's text and parameter count do not grow with the batch. */
+function columns(rows: unknown[][], width: number): unknown[][] {
+  return Array.from({ length: width }, (_, i) => rows.map((r) => r[i]));
+}
+
+// One statement (its own transaction): the attempts logged, the deliveries moved on, and the
+// webhooks whose failing streak starts or ends, or that are disabled, changed. A healthy
+// webhook's row is not rewritten on every batch.
+const RECORD_OUTCOMES = `WITH attempts AS (
+    -- A delivery deleted meanwhile (its webhook was deleted) has nothing left to log to.
+    INSERT INTO "WebhookAttempt" (id, "deliveryId", "startedAt", "durationMs", "statusCode", "responseBody", error)
+    SELECT v.* FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::text[], $7::text[])
+      AS v(id, delivery_id, started_at, duration_ms, status_code, body, error)
+    WHERE EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d.id = v.delivery_id)
+  ), deliveries AS (
+    UPDATE "WebhookDelivery" d SET status = v.status, "leaseExpiresAt" = NULL, "lastStatusCode" = v.code, "lastError" = v.error,
+      "nextAttemptAt" = coalesce(v.next, d."nextAttemptAt"), "completedAt" = v.completed
+    FROM unnest($8::text[], $9::text[], $10::int[], $11::text[], $12::timestamptz[], $13::timestamptz[]) AS v(id, status, code, error, next, completed)
+    WHERE d.id = v.id
+  ), webhooks AS (
+    UPDATE "Webhook" w SET
+      "failingSince" = CASE WHEN v.ok THEN NULL ELSE coalesce(w."failingSince", v.fail_start) END,
+      "isActive" = w."isActive" AND NOT v.gone AND (v.ok OR coalesce(w."failingSince", v.fail_start) >= $18),
+      "disabledReason" = CASE
+        WHEN NOT w."isActive" THEN w."disabledReason"
+        WHEN v.gone THEN 'the endpoint answered 410 Gone'
+        WHEN NOT v.ok AND coalesce(w."failingSince", v.fail_start) < $18 THEN 'deliveries failed continuously for 5 days'
+        ELSE w."disabledReason" END
+    FROM unnest($14::text[], $15::boolean[], $16::timestamptz[], $17::boolean[]) AS v(id, ok, fail_start, gone)
+    WHERE w.id = v.id AND (v.ok <> (w."failingSince" IS NULL) OR v.gone OR (NOT v.ok AND w."failingSince" < $18))
+  )
+  SELECT 1`;
+
 async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
   const now = new Date();
   noteAttempts(outcomes);
-  const attempts = valuesList(
-    outcomes.map(({ delivery, startedAt, result }) => [
-      newId("attempt"),
+  const attempts = outcomes.map(({ delivery, startedAt, result }) => [
+    newId("attempt"),
+    delivery.id,
+    startedAt,
+    result.durationMs,
+    result.statusCode,
+    storableText(result.responseExcerpt),
+    storableText(result.error),
+  ]);
+  const deliveries = outcomes.map(({ delivery, result }) => {
+    const retryIn = result.ok || result.gone ? null : retryDelayMs(delivery.attempts, result.retryAfterMs);
+    const status = result.ok ? "succeeded" : retryIn === null ? "failed" : "pending";
+    return [
       delivery.id,
-      startedAt,
-      result.durationMs,
+      status,
       result.statusCode,
-      storableText(result.responseExcerpt),
-      storableText(result.error),
-    ]),
-    ["", "", "::timestamptz", "::int", "::int", "", ""],
-  );
-  const deliveries = valuesList(
-    outcomes.map(({ delivery, result }) => {
-      const retryIn = result.ok || result.gone ? null : retryDelayMs(delivery.attempts, result.retryAfterMs);
-      const status = result.ok ? "succeeded" : retryIn === null ? "failed" : "pending";
-      return [
-        delivery.id,
-        status,
-        result.statusCode,
-        result.ok ? null : storableText(result.error ?? `HTTP ${result.statusCode}`),
-        retryIn === null ? null : new Date(now.getTime() + retryIn),
-        status === "pending" ? null : now,
-      ];
-    }),
-    ["", "", "::int", "", "::timestamptz", "::timestamptz"],
-  );
+      result.ok ? null : storableText(result.error ?? `HTTP ${result.statusCode}`),
+      retryIn === null ? null : new Date(now.getTime() + retryIn),
+      status === "pending" ? null : now,
+    ];
+  });
   const streaks = new Map<string, { ok: boolean; last: number; failStart: Date | null; gone: boolean }>();
   for (const { delivery, startedAt, result } of outcomes) {
     const s = streaks.get(delivery.webhookId) ?? { ok: true, last: -1, failStart: null, gone: false };
@@ -137,42 +164,13 @@ async function recordOutcomes(outcomes: Outcome[]): Promise<void> {
     s.gone ||= result.gone;
     streaks.set(delivery.webhookId, s);
   }
-  const webhooks = valuesList(
-    [...streaks].map(([id, s]) => [id, s.ok && !s.gone, s.failStart ?? now, s.gone]),
-    ["", "::boolean", "::timestamptz", "::boolean"],
-  );
-  const cutoff = valuesList([[new Date(now.getTime() - DISABLE_AFTER_MS)]], ["::timestamptz"]);
-  const cutoffParam = `$${webhooks.params.length + 1}`;
-  await sqlTransaction(async (query) => {
-    await query(
-      // A delivery deleted meanwhile (its webhook was deleted) has nothing left to log to.
-      `INSERT INTO "WebhookAttempt" (id, "deliveryId", "startedAt", "durationMs", "statusCode", "responseBody", error)
-       SELECT v.* FROM (VALUES ${attempts.text}) AS v(id, delivery_id, started_at, duration_ms, status_code, body, error)
-       WHERE EXISTS (SELECT 1 FROM "WebhookDelivery" d WHERE d.id = v.delivery_id)`,
-      attempts.params,
-    );
-    await query(
-      `UPDATE "WebhookDelivery" d SET status = v.status, "leaseExpiresAt" = NULL, "lastStatusCode" = v.code, "lastError" = v.error,
-         "nextAttemptAt" = coalesce(v.next, d."nextAttemptAt"), "completedAt" = v.completed
-       FROM (VALUES ${deliveries.text}) AS v(id, status, code, error, next, completed) WHERE d.id = v.id`,
-      deliveries.params,
-    );
-    // Rows change only when a streak starts or ends or the webhook is disabled, so a healthy
-    // webhook's row is not rewritten on every batch.
-    await query(
-      `UPDATE "Webhook" w SET
-         "failingSince" = CASE WHEN v.ok THEN NULL ELSE coalesce(w."failingSince", v.fail_start) END,
-         "isActive" = w."isActive" AND NOT v.gone AND (v.ok OR coalesce(w."failingSince", v.fail_start) >= ${cutoffParam}),
-         "disabledReason" = CASE
-           WHEN NOT w."isActive" THEN w."disabledReason"
-           WHEN v.gone THEN 'the endpoint answered 410 Gone'
-           WHEN NOT v.ok AND coalesce(w."failingSince", v.fail_start) < ${cutoffParam} THEN 'deliveries failed continuously for 5 days'
-           ELSE w."disabledReason" END
-       FROM (VALUES ${webhooks.text}) AS v(id, ok, fail_start, gone)
-       WHERE w.id = v.id AND (v.ok <> (w."failingSince" IS NULL) OR v.gone OR (NOT v.ok AND w."failingSince" < ${cutoffParam}))`,
-      [...webhooks.params, ...cutoff.params],
-    );
-  });
+  const webhooks = [...streaks].map(([id, s]) => [id, s.ok && !s.gone, s.failStart ?? now, s.gone]);
+  await sql(RECORD_OUTCOMES, [
+    ...columns(attempts, 7),
+    ...columns(deliveries, 6),
+    ...columns(webhooks, 4),
+    new Date(now.getTime() - DISABLE_AFTER_MS),
+  ]);
 }
 
 const recordOutcome = batcher<Outcome, void>(async (outcomes) => {
