@@ -62,6 +62,9 @@ export function inboundReport(rows: Rows, o: { seconds: number; connections: num
   );
   for (const { database, r } of rows) {
     for (const s of r.scenarios) out.push(scenarioRow(database, s));
+    for (const s of r.scenarios.filter((x) => x.slow.count)) {
+      out.push(`${"".padEnd(10)} ${s.label}: ${n0(s.slow.count)} deliveries sent over 1 s after their message was stored, stored from ${s.slow.from.toFixed(1)} to ${s.slow.to.toFixed(1)} s into the load`);
+    }
     // The same work per request in every scenario, or not: whether a slower run did more or waited more.
     for (const s of r.scenarios.filter((x) => x.perRequest)) {
       const p = s.perRequest!;

@@ -66,6 +66,8 @@ export interface ScenarioResults {
   lagP99: number;
   arrivalP50: number;
   arrivalP99: number;
+  /** Deliveries sent more than 1 s after their row, and when (s into the load) the first and last of those rows were stored: one stall or spread. */
+  slow: { count: number; from: number; to: number };
   /** From wrk stopping to the last first delivery arriving; false when the wait bound ended it. */
   backlogSeconds: number;
   drained: boolean;
@@ -194,6 +196,7 @@ export async function measureInbound(t: PipelineTarget): Promise<InboundResults>
       const lags: number[] = [];
       const arrivals: number[] = [];
       let lastArrival = 0;
+      const slow = { count: 0, from: Infinity, to: -Infinity };
       let lostNotDelivered = 0;
       const deliveredInWindow = ports.map((p) => {
         const got = new Set(p.guids);
@@ -203,6 +206,11 @@ export async function measureInbound(t: PipelineTarget): Promise<InboundResults>
           const stored = storedAt.get(guid);
           if (stored !== undefined) {
             lags.push(p.sent[i]! - stored);
+            if (p.sent[i]! - stored > 1_000) {
+              slow.count++;
+              slow.from = Math.min(slow.from, (stored - loadStart) / 1000);
+              slow.to = Math.max(slow.to, (stored - loadStart) / 1000);
+            }
             arrivals.push(p.arrived[i]! - stored);
           }
           lastArrival = Math.max(lastArrival, p.arrived[i]!);
@@ -243,6 +251,7 @@ export async function measureInbound(t: PipelineTarget): Promise<InboundResults>
         lagP99: percentile(lagSorted, 99),
         arrivalP50: percentile(arrivalSorted, 50),
         arrivalP99: percentile(arrivalSorted, 99),
+        slow,
         backlogSeconds: Math.max(0, lastArrival - loadEnd) / 1000,
         drained,
         lostNotStored: wrk.sent.filter((g) => !storedAt.has(g)).length,
