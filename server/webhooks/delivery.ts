@@ -209,8 +209,13 @@ export async function deliverWebhooks(deliveries: WebhookDelivery[], onSettled?:
   let webhooks: Map<string, Webhook>;
   let url: (fileId: string) => string;
   try {
-    const ids = valuesList([[...new Set(deliveries.map((d) => d.webhookId))]]);
-    webhooks = new Map((await sql<Webhook>(`SELECT * FROM "Webhook" WHERE id IN ${ids.text}`, ids.params)).map((w) => [w.id, w]));
+    // Handed deliveries carry their webhook as the fan-out read it, in the transaction that wrote them.
+    webhooks = new Map(deliveries.flatMap((d) => ("webhook" in d ? [[d.webhookId, d.webhook as Webhook]] : [])));
+    const unread = [...new Set(deliveries.map((d) => d.webhookId).filter((id) => !webhooks.has(id)))];
+    if (unread.length) {
+      const ids = valuesList([unread]);
+      for (const w of await sql<Webhook>(`SELECT * FROM "Webhook" WHERE id IN ${ids.text}`, ids.params)) webhooks.set(w.id, w);
+    }
     url = await fileUrlSigner();
   } catch (err) {
     // Nothing was sent: the claims' leases run out and the deliveries are tried again.

@@ -1,5 +1,6 @@
 import { chunkRows, type Query, valuesList } from "../db";
 import { LEASE_MS } from "../db/leased-queue";
+import type { Webhook } from "../generated/prisma/client";
 import { newId } from "../kernel/ids";
 import type { WebhookEvent } from "./event-names";
 import { type HandedDelivery, localSender } from "./handoff";
@@ -19,10 +20,8 @@ export interface WebhookEventData {
 export async function fanOut(query: Query, events: WebhookEventData[], handed: HandedDelivery[] = []): Promise<number> {
   if (!events.length) return 0;
   const lineIds = [...new Set(events.map((e) => e.lineId))];
-  const hooks = await query<{ id: string; accountId: string; lineId: string; events: string[]; kind: string }>(
-    `SELECT id, "accountId", "lineId", events, kind FROM "Webhook" WHERE "isActive" AND "lineId" = ANY($1::text[])`,
-    [lineIds],
-  );
+  // Whole rows: the ones handed to this process's sender go with the deliveries.
+  const hooks = await query<Webhook>(`SELECT * FROM "Webhook" WHERE "isActive" AND "lineId" = ANY($1::text[])`, [lineIds]);
   if (!hooks.length) return 0;
   const sender = localSender();
   const now = new Date();
@@ -34,7 +33,7 @@ export async function fanOut(query: Query, events: WebhookEventData[], handed: H
       const id = newId("delivery");
       if (h.kind !== "http" || !sender?.reserve(h.id)) return [id, h.id, e.event, payload, "pending", 0, null];
       handed.push({
-        id, webhookId: h.id, event: e.event, payload: e.data as HandedDelivery["payload"], payloadJson: payload, status: "delivering", attempts: 1,
+        id, webhookId: h.id, event: e.event, payload: e.data as HandedDelivery["payload"], payloadJson: payload, webhook: h, status: "delivering", attempts: 1,
         nextAttemptAt: now, leaseExpiresAt: lease, lastStatusCode: null, lastError: null, createdAt: now, completedAt: null,
       });
       return [id, h.id, e.event, payload, "delivering", 1, lease];

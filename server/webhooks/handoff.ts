@@ -1,5 +1,5 @@
 import { processSingleton } from "../kernel/singleton";
-import type { WebhookDelivery } from "../generated/prisma/client";
+import type { Webhook, WebhookDelivery } from "../generated/prisma/client";
 
 // The embedded sender takes the deliveries its own process's transactions write: they are
 // stored already claimed (status delivering, a lease, attempt 1) and handed over after the
@@ -9,6 +9,7 @@ import type { WebhookDelivery } from "../generated/prisma/client";
 export interface HandedDelivery extends WebhookDelivery {
   /** `payload` as the fan-out serialized it: the body is built around it. */
   payloadJson: string;
+  webhook: Webhook;
 }
 
 export interface LocalSender {
