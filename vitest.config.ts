@@ -18,6 +18,8 @@ export default defineConfig({
     include: ["server/**/*.test.ts", "tests/**/*.test.ts"],
     globalSetup: ["tests/global-setup.ts"],
     setupFiles: ["tests/setup.ts"],
+    // TEST_TIMINGS_FILE: each file's set-up, import and test time, for scripts/slowest-tests.mjs.
+    reporters: ["default", "./tests/timings-reporter.ts"],
     pool: "forks",
     testTimeout: 30_000,
     hookTimeout: 60_000,
