@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, inject } from "vitest";
 import { resetConfig } from "@/server/kernel/config";
@@ -18,10 +19,29 @@ if (process.env.DATABASE_URL) {
 }
 resetConfig();
 
+const DB_MODULE = path.resolve("server/db/index.ts");
+const THIS_FILE = path.resolve("tests/setup.ts");
+
+/**
+ * Whether the test file imports, itself or through its imports, a module that imports
+ * server/db (this file aside). Read from the module runner's graph once the file is imported;
+ * where that graph cannot be read, the answer is yes.
+ */
+function importsDatabase(): boolean {
+  type Node = { importers: Set<string> };
+  const worker = (globalThis as { __vitest_worker__?: { evaluatedModules?: { fileToModulesMap?: Map<string, Set<Node>> } } }).__vitest_worker__;
+  const nodes = worker?.evaluatedModules?.fileToModulesMap?.get(DB_MODULE);
+  if (!nodes) return true;
+  return [...nodes].some((node) => [...node.importers].some((id) => id.split("?")[0] !== THIS_FILE));
+}
+
 // Open (and migrate) the database before the first test, so start-up time, which is seconds
-// for PGlite on a busy machine, never counts against a test's own timeout.
+// for PGlite on a busy machine, never counts against a test's own timeout. A file whose imports
+// never reach the database skips it: an embedded database costs a file about a second of CPU
+// (PGlite's WebAssembly and the seed), and a third of the files never use one. Should such a
+// file still reach it (a dynamic import), it opens then, as in the server.
 beforeAll(async () => {
-  await database();
+  if (importsDatabase()) await database();
 });
 
 afterAll(async () => {
