@@ -61,7 +61,15 @@ export function inboundReport(rows: Rows, o: { seconds: number; connections: num
     "database   scenario                  req/s  p50/p99  not 200     sent  stored/s  delivered/s  deliveries/s  lag p50/p99  arrival 50/99  backlog s  lost st/dl  dup st/dl  bad sig  cores srv(+db)  CPU ms/ev  route's answers",
   );
   for (const { database, r } of rows) {
+    if (r.vacuumedByBench) out.push(`${database.padEnd(10)} autovacuum is off on this PostgreSQL: the bench stood in for it (every autovacuum_naptime, the bench schema's tables past autovacuum's thresholds)`);
     for (const s of r.scenarios) out.push(scenarioRow(database, s));
+    for (const s of r.scenarios.filter((x) => x.waitingAtStart || !x.drained || x.retried || x.unsettled)) {
+      const notes = [];
+      if (s.retried || s.unsettled) notes.push(`${n0(s.retried)} deliveries attempted more than once, ${n0(s.unsettled)} not succeeded at the end`);
+      if (s.waitingAtStart) notes.push(`started with ${n0(s.waitingAtStart)} deliveries of the scenario before still waiting (5 minutes did not empty the queue)`);
+      if (!s.drained) notes.push(`${n0(s.lostNotDelivered)} stored messages not delivered when the wait ended (180 s without the backlog emptying, or the server holding none of them any more): counted as lost`);
+      out.push(`${"".padEnd(10)} ${s.label}: ${notes.join("; ")}`);
+    }
     for (const s of r.scenarios.filter((x) => x.slow.count)) {
       out.push(`${"".padEnd(10)} ${s.label}: ${n0(s.slow.count)} deliveries sent over 1 s after their message was stored, stored from ${s.slow.from.toFixed(1)} to ${s.slow.to.toFixed(1)} s into the load`);
     }
