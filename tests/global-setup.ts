@@ -24,6 +24,8 @@ declare module "vitest" {
     pgliteSeed: string | null;
     /** The bundled operator CLI: run it with `node`. */
     adminBundle: string;
+    /** On PostgreSQL, the folder each file's DATA_DIR is made in (tests/setup.ts), removed after the run; null on PGlite. */
+    dataRoot: string | null;
   }
 }
 
@@ -42,8 +44,15 @@ export default async function setup(project: TestProject) {
   const removeBundle = () => rm(bundleDir, { recursive: true, force: true });
   if (process.env.DATABASE_URL) {
     project.provide("pgliteSeed", null);
-    return removeBundle;
+    // Here, not in each file's teardown: a file whose tests are all skipped runs no afterAll.
+    const dataRoot = await mkdtemp(path.join(tmpdir(), "relay-test-data-"));
+    project.provide("dataRoot", dataRoot);
+    return async () => {
+      await removeBundle();
+      await rm(dataRoot, { recursive: true, force: true });
+    };
   }
+  project.provide("dataRoot", null);
   const dir = await mkdtemp(path.join(tmpdir(), "relay-test-seed-"));
   const db = await PGlite.create();
   try {

@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, inject } from "vitest";
@@ -10,9 +12,16 @@ process.env.PUBLIC_URL = "http://localhost:3000";
 // The provider fakes listen on 127.0.0.1: tests reach them as an operator with a Mac or phone on
 // the LAN does. The provider address guard's own tests turn this off.
 process.env.PROVIDER_ALLOW_PRIVATE = "true";
+/** On PostgreSQL, this file's DATA_DIR, removed after its tests. */
+let ownDataDir: string | undefined;
 if (process.env.DATABASE_URL) {
   process.env.DATABASE_SCHEMA = `test_${randomBytes(6).toString("hex")}`;
   process.env.DATABASE_POOL_SIZE = "5";
+  // A DATA_DIR of the file's own (stored files, the server marker): under the default ./data,
+  // files running side by side, and any server started in this folder, saw each other's marker
+  // (the operator CLI then took another file's server for this one's).
+  ownDataDir = mkdtempSync(path.join(inject("dataRoot") ?? tmpdir(), "file-"));
+  process.env.DATA_DIR = ownDataDir;
 } else {
   process.env.DATA_DIR = ":memory:";
   seedMemoryDatabases(inject("pgliteSeed") ?? undefined);
@@ -54,4 +63,5 @@ afterAll(async () => {
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await client.end();
   }
+  if (ownDataDir) rmSync(ownDataDir, { recursive: true, force: true });
 });
