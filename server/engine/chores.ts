@@ -9,7 +9,7 @@ import { probeDueLines, sweepProviderEvents } from "../services/lines/line-monit
 import { forgetOldStatusChanges } from "../services/lines/line-health";
 import { processSingleton } from "../kernel/singleton";
 import { releaseExpiredDeliveries } from "../webhooks/delivery";
-import { checkpointIfDue } from "../db/wal";
+import { checkpointIfDue, maintainIfDue } from "../db/wal";
 import { runLoop, Sleeper } from "./loop";
 
 // Every chore is safe on several instances at once: each claims its rows in the database.
@@ -38,6 +38,8 @@ export const CHORES: readonly Chore[] = [
   { id: "forget-old-contact-openings", everyMs: () => 3_600_000, run: () => forgetOldOpenings() },
   // Embedded PGlite has no checkpointer: without this its WAL grows until writes hang (server/db/wal.ts).
   { id: "checkpoint-embedded-database", everyMs: FIVE_SECONDS, run: () => checkpointIfDue() },
+  // Nor autovacuum: without this its tables bloat and the planner has no statistics (server/db/wal.ts).
+  { id: "maintain-embedded-database", everyMs: () => 60_000, run: () => maintainIfDue() },
 ];
 
 const LOOK_EVERY_MS = 1_000;
