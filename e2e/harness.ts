@@ -94,6 +94,8 @@ export interface TestServer {
   dispose(): Promise<void>;
   /** Runs the operator CLI against the server's data; returns its stdout. */
   admin(...args: string[]): string;
+  /** The same without blocking this process: its pooled keep-alive connections see the server close them meanwhile. */
+  adminAsync(...args: string[]): Promise<string>;
 }
 
 export async function testServer(extraEnv: Record<string, string> = {}): Promise<TestServer> {
@@ -132,6 +134,7 @@ export async function testServer(extraEnv: Record<string, string> = {}): Promise
       rmSync(dataDir, { recursive: true, force: true });
     },
     admin: (...args) => execFileSync(TSX, ["scripts/admin.ts", ...args], { env, encoding: "utf8" }).trim(),
+    adminAsync: (...args) => adminCliAsync(env, ...args),
   };
   await server.start();
   return server;
