@@ -134,7 +134,10 @@ describe("the approval queue", () => {
     const reaction = many.result.data.find((i) => i.kind === "reaction")!;
     expect(reaction.reaction).toMatchObject({ type: "love", message_text: expect.stringMatching(/^hello from/) });
     // The reactions' target messages are one more query; nothing grows with the number of items.
-    expect(many.statements.length).toBeLessThanOrEqual(single.statements.length + 1);
+    // Bookkeeping of earlier requests that lands meanwhile (a key's last use, rate counters) is
+    // not the page's: CI, busier, once counted one of them.
+    const own = (statements: string[]) => statements.filter((q) => !/"ApiKey"|"RateCounter"/.test(q) || q.trimStart().startsWith("SELECT")).length;
+    expect(own(many.statements)).toBeLessThanOrEqual(own(single.statements) + 1);
   });
 });
 
