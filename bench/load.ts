@@ -6,6 +6,20 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import path from "node:path";
 
+/** The running server a part measures from outside: its URL, an API key, its account, environment and database. */
+export interface ServerTarget {
+  base: string;
+  auth: Record<string, string>;
+  account: string;
+  env: NodeJS.ProcessEnv;
+  db: import("pg").ClientConfig;
+  /** The PostgreSQL schema (table statistics), or null on PGlite. */
+  schema: string | null;
+  seconds: number;
+  connections: number;
+  serverPid: number;
+}
+
 export interface LoadOptions {
   url: string;
   /** Requests per second in total (a fixed rate, autocannon's -R); unset: as fast as the server answers. */

@@ -19,7 +19,7 @@ import pg from "pg";
 import { tableStats } from "./generator";
 import { type HeldResults, IDLE_SECONDS, measureHeld } from "./held";
 import { connectLine, runWrk } from "./inbound";
-import { cpuSeconds } from "./load";
+import { cpuSeconds, type ServerTarget } from "./load";
 import { processCpu, serverBackends } from "./policy";
 import { type PortRecord, startReceiver } from "./receiver";
 
@@ -27,18 +27,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The webhooks of the many-webhooks scenario. */
 const MANY = 5;
 
-export interface PipelineTarget {
+export interface PipelineTarget extends ServerTarget {
   database: "pglite" | "postgres";
-  base: string;
-  auth: Record<string, string>;
-  account: string;
-  env: NodeJS.ProcessEnv;
-  db: pg.ClientConfig;
-  /** The PostgreSQL schema (table statistics), or null on PGlite. */
-  schema: string | null;
-  seconds: number;
-  connections: number;
-  serverPid: number;
   /** Scheduled sends to hold before the last scenario (0: no held scenario). */
   held: number;
 }

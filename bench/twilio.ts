@@ -18,7 +18,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import pg from "pg";
 import { type GeneratedRequest, generate, prng, tableStats } from "./generator";
-import { cpuSeconds, run } from "./load";
+import { cpuSeconds, run, type ServerTarget } from "./load";
 
 export interface TwilioResults {
   /** Distinct events in the requests sent: inbound messages and status callbacks. */
@@ -46,18 +46,9 @@ export interface TwilioResults {
   perRequest: { idxScans: number; inserted: number; updated: number } | null;
 }
 
-interface Target {
-  base: string;
-  auth: Record<string, string>;
-  account: string;
-  env: NodeJS.ProcessEnv;
-  db: pg.ClientConfig;
-  schema: string | null;
+interface Target extends ServerTarget {
   /** Distinct events in the request list (count/4 repeats are added). */
   count: number;
-  seconds: number;
-  connections: number;
-  serverPid: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
